@@ -1,1 +1,19 @@
+//! Reader for Nsight Systems SQLite exports (nsys 2020.5 to 2026.x).
+//!
+//! Knows SQLite and the export's tables; knows nothing of Paraver. Features are
+//! detected by table and column presence, never by version number alone, and every
+//! table is optional.
 
+pub mod cuda;
+pub mod enums;
+mod error;
+mod export;
+pub mod ids;
+pub mod meta;
+mod schema;
+mod threads;
+
+pub use error::ReadError;
+pub use export::{Export, RowView, TableScan};
+pub use meta::Metadata;
+pub use schema::Schema;

@@ -1,1 +1,26 @@
+//! How Nsight Systems categories become Paraver records: one module per category,
+//! the global layout, value interning and clock alignment. Knows neither SQL nor
+//! file formats: rows come from `nsys-reader`, records go to `paraver-writer`.
 
+pub mod catalog;
+mod context;
+mod cuda_api;
+mod cuda_gpu;
+mod cuda_sync;
+pub mod layout;
+pub mod options;
+mod report;
+
+pub use context::ThreadKey;
+pub use layout::{plan_layout, TracePlan};
+pub use options::{Category, KernelNames, Options};
+pub use report::{translate_report, ReportTranslation};
+
+/// A translation failure, naming the report.
+#[derive(Debug, thiserror::Error)]
+pub enum TranslateError {
+    #[error(transparent)]
+    Read(#[from] nsys_reader::ReadError),
+    #[error("{0}: the report has no events to translate (no traced process has activity in the selected categories)")]
+    Empty(std::path::PathBuf),
+}

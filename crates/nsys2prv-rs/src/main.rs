@@ -1,1 +1,25 @@
-fn main() {}
+//! `nsys2prv-rs`: Nsight Systems reports → one Paraver trace.
+
+mod cli;
+mod convert;
+mod inputs;
+mod progress;
+mod views;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    progress::init_logging(args.quiet, args.verbose);
+    match convert::run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the cause chain joined, never a backtrace.
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("error: {}", chain.join(": "));
+            ExitCode::from(1)
+        }
+    }
+}

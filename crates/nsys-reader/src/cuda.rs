@@ -1,0 +1,231 @@
+//! CUDA tables: API calls, kernels, memory copies and sets, synchronization.
+
+use crate::{Export, ReadError, TableScan};
+
+pub const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+pub const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
+pub const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
+pub const SYNCHRONIZATION: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+
+/// `eventClass` of driver API calls in the RUNTIME table (runtime calls are 0).
+pub const EVENT_CLASS_DRIVER: i64 = 1;
+
+/// One CUDA runtime or driver API call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiCall {
+    pub start: i64,
+    pub end: i64,
+    pub global_tid: i64,
+    pub correlation_id: Option<i64>,
+    pub name_id: i64,
+    pub event_class: i64,
+    pub return_value: Option<i64>,
+}
+
+/// Where a GPU operation ran and who launched it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GpuPlace {
+    pub start: i64,
+    pub end: i64,
+    pub device_id: i64,
+    pub context_id: i64,
+    pub stream_id: i64,
+    pub correlation_id: Option<i64>,
+    pub global_pid: i64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kernel {
+    pub place: GpuPlace,
+    pub short_name: Option<i64>,
+    pub demangled_name: Option<i64>,
+    pub grid: [i64; 3],
+    pub block: [i64; 3],
+    pub static_shared_memory: i64,
+    pub dynamic_shared_memory: i64,
+    pub local_memory_total: i64,
+    pub registers_per_thread: i64,
+    pub graph_node_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memcpy {
+    pub place: GpuPlace,
+    pub bytes: i64,
+    pub copy_kind: i64,
+    pub src_kind: Option<i64>,
+    pub dst_kind: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memset {
+    pub place: GpuPlace,
+    pub bytes: i64,
+    pub mem_kind: Option<i64>,
+}
+
+/// A host-side synchronization (the interval of the synchronizing call).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sync {
+    pub place: GpuPlace,
+    pub sync_type: i64,
+    pub event_id: Option<i64>,
+}
+
+const PLACE: [&str; 7] = [
+    "start",
+    "end",
+    "deviceId",
+    "contextId",
+    "streamId",
+    "correlationId",
+    "globalPid",
+];
+
+/// Reads the leading `PLACE` columns; `None` when a required one is NULL.
+fn place(row: &crate::RowView) -> Option<GpuPlace> {
+    Some(GpuPlace {
+        start: row.int(0)?,
+        end: row.int(1)?,
+        device_id: row.int(2).unwrap_or(0),
+        context_id: row.int(3).unwrap_or(0),
+        stream_id: row.int(4).unwrap_or(0),
+        correlation_id: row.int(5).filter(|&c| c != 0),
+        global_pid: row.int(6)?,
+    })
+}
+
+fn with_place<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    PLACE.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+impl Export {
+    /// Streams the CUDA API calls (runtime and driver).
+    pub fn api_calls(&self, mut f: impl FnMut(&ApiCall)) -> Result<TableScan, ReadError> {
+        let cols = [
+            "start",
+            "end",
+            "globalTid",
+            "correlationId",
+            "nameId",
+            "eventClass",
+            "returnValue",
+        ];
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(RUNTIME, &cols, |row| {
+            let call = (|| {
+                Some(ApiCall {
+                    start: row.int(0)?,
+                    end: row.int(1)?,
+                    global_tid: row.int(2)?,
+                    correlation_id: row.int(3).filter(|&c| c != 0),
+                    name_id: row.int(4)?,
+                    event_class: row.int(5).unwrap_or(0),
+                    return_value: row.int(6),
+                })
+            })();
+            match call {
+                Some(c) => f(&c),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    pub fn kernels(&self, mut f: impl FnMut(&Kernel)) -> Result<TableScan, ReadError> {
+        let cols = with_place(&[
+            "shortName",
+            "demangledName",
+            "gridX",
+            "gridY",
+            "gridZ",
+            "blockX",
+            "blockY",
+            "blockZ",
+            "staticSharedMemory",
+            "dynamicSharedMemory",
+            "localMemoryTotal",
+            "registersPerThread",
+            "graphNodeId",
+        ]);
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(KERNEL, &cols, |row| {
+            let n = |i: usize| row.int(PLACE.len() + i).unwrap_or(0);
+            match place(row) {
+                Some(place) => f(&Kernel {
+                    place,
+                    short_name: row.int(7),
+                    demangled_name: row.int(8),
+                    grid: [n(2), n(3), n(4)],
+                    block: [n(5), n(6), n(7)],
+                    static_shared_memory: n(8),
+                    dynamic_shared_memory: n(9),
+                    local_memory_total: n(10),
+                    registers_per_thread: n(11),
+                    graph_node_id: row.int(PLACE.len() + 12).filter(|&g| g != 0),
+                }),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    pub fn memcpys(&self, mut f: impl FnMut(&Memcpy)) -> Result<TableScan, ReadError> {
+        let cols = with_place(&["bytes", "copyKind", "srcKind", "dstKind"]);
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(MEMCPY, &cols, |row| {
+            let at = |i: usize| row.int(PLACE.len() + i);
+            match place(row) {
+                Some(place) => f(&Memcpy {
+                    place,
+                    bytes: at(0).unwrap_or(0),
+                    copy_kind: at(1).unwrap_or(0),
+                    src_kind: at(2),
+                    dst_kind: at(3),
+                }),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    pub fn memsets(&self, mut f: impl FnMut(&Memset)) -> Result<TableScan, ReadError> {
+        let cols = with_place(&["bytes", "memKind"]);
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(MEMSET, &cols, |row| {
+            let at = |i: usize| row.int(PLACE.len() + i);
+            match place(row) {
+                Some(place) => f(&Memset {
+                    place,
+                    bytes: at(0).unwrap_or(0),
+                    mem_kind: at(1),
+                }),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    pub fn syncs(&self, mut f: impl FnMut(&Sync)) -> Result<TableScan, ReadError> {
+        let cols = with_place(&["syncType", "eventId"]);
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(SYNCHRONIZATION, &cols, |row| {
+            let at = |i: usize| row.int(PLACE.len() + i);
+            match place(row) {
+                Some(place) => f(&Sync {
+                    place,
+                    sync_type: at(0).unwrap_or(0),
+                    event_id: at(1).filter(|&e| e != 0 && e != u32::MAX as i64),
+                }),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+}

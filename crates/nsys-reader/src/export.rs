@@ -1,0 +1,276 @@
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
+
+use crate::meta::Metadata;
+use crate::{ReadError, Schema};
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+/// Tables that only a complete export has; a failed export leaves just StringIds.
+const EXPORT_MARKERS: &[&str] = &[
+    "META_DATA_EXPORT",
+    "EXPORT_META_DATA",
+    "TARGET_INFO_SESSION_START_TIME",
+    "TARGET_INFO_GPU",
+    "TARGET_INFO_CUDA_GPU",
+    "ANALYSIS_DETAILS",
+    "TARGET_INFO_SYSTEM_ENV",
+];
+
+/// An open export: connection, schema and metadata.
+pub struct Export {
+    path: PathBuf,
+    conn: Connection,
+    schema: Schema,
+    meta: Metadata,
+}
+
+/// Rows read and rows skipped (NULL where a value is required) by one table scan.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TableScan {
+    pub rows: u64,
+    pub skipped: u64,
+}
+
+impl TableScan {
+    pub fn add(&mut self, other: TableScan) {
+        self.rows += other.rows;
+        self.skipped += other.skipped;
+    }
+}
+
+/// One row of a `Schema::select`, read by position.
+pub struct RowView<'a, 'b> {
+    row: &'a Row<'b>,
+}
+
+impl RowView<'_, '_> {
+    /// Integer value; NULL, text that is not a number, and blobs read as `None`.
+    pub fn int(&self, i: usize) -> Option<i64> {
+        match self.row.get_ref(i).ok()? {
+            ValueRef::Integer(v) => Some(v),
+            ValueRef::Real(v) => Some(v as i64),
+            ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// Text value (lossy for non-UTF-8 bytes).
+    pub fn text(&self, i: usize) -> Option<String> {
+        match self.row.get_ref(i).ok()? {
+            ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Integer(v) => Some(v.to_string()),
+            ValueRef::Real(v) => Some(v.to_string()),
+            ValueRef::Null => None,
+        }
+    }
+}
+
+impl Export {
+    /// Opens read-only after checking that the file is a complete Nsight export.
+    pub fn open(path: &Path) -> Result<Export, ReadError> {
+        check_sqlite_header(path)?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| sqlite_error(path, None, e))?;
+        let schema = read_schema(path, &conn)?;
+        check_is_export(path, &schema)?;
+        let mut export = Export {
+            path: path.to_path_buf(),
+            conn,
+            schema,
+            meta: Metadata::default(),
+        };
+        export.meta = Metadata::read(&export)?;
+        Ok(export)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    pub fn meta(&self) -> &Metadata {
+        &self.meta
+    }
+
+    pub fn has_table(&self, table: &str) -> bool {
+        self.schema.has_table(table)
+    }
+
+    /// Streams `columns` of `table` (missing columns read as NULL) through `f`.
+    /// Nothing happens when the table does not exist.
+    pub fn scan<F>(&self, table: &str, columns: &[&str], mut f: F) -> Result<u64, ReadError>
+    where
+        F: FnMut(&RowView) -> Result<(), ReadError>,
+    {
+        if !self.schema.has_table(table) {
+            return Ok(0);
+        }
+        let sql = self.schema.select(table, columns);
+        let mut stmt = self
+            .conn
+            .prepare(&sql)
+            .map_err(|e| sqlite_error(&self.path, Some(table), e))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(|e| sqlite_error(&self.path, Some(table), e))?;
+        let mut n: u64 = 0;
+        loop {
+            let row = rows.next().map_err(|e| ReadError::Sqlite {
+                path: self.path.clone(),
+                table: Some(table.to_string()),
+                row: Some(n + 1),
+                source: e,
+            })?;
+            let Some(row) = row else { break };
+            n += 1;
+            f(&RowView { row })?;
+        }
+        Ok(n)
+    }
+
+    /// Number of rows of `table` (0 when absent).
+    pub fn count(&self, table: &str) -> Result<u64, ReadError> {
+        if !self.schema.has_table(table) {
+            return Ok(0);
+        }
+        self.conn
+            .query_row(&format!("SELECT COUNT(*) FROM \"{table}\""), [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| sqlite_error(&self.path, Some(table), e))
+    }
+
+    /// The string with this `StringIds` id (lossy UTF-8), if any.
+    pub fn string(&self, id: i64) -> Result<Option<String>, ReadError> {
+        if !self.schema.has_table("StringIds") {
+            return Ok(None);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT value FROM StringIds WHERE id = ?1")
+            .map_err(|e| sqlite_error(&self.path, Some("StringIds"), e))?;
+        let mut rows = stmt
+            .query([id])
+            .map_err(|e| sqlite_error(&self.path, Some("StringIds"), e))?;
+        match rows
+            .next()
+            .map_err(|e| sqlite_error(&self.path, Some("StringIds"), e))?
+        {
+            Some(row) => Ok(RowView { row }.text(0)),
+            None => Ok(None),
+        }
+    }
+}
+
+pub(crate) fn sqlite_error(path: &Path, table: Option<&str>, source: rusqlite::Error) -> ReadError {
+    ReadError::Sqlite {
+        path: path.to_path_buf(),
+        table: table.map(str::to_string),
+        row: None,
+        source,
+    }
+}
+
+fn check_sqlite_header(path: &Path) -> Result<(), ReadError> {
+    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Missing(path.to_path_buf()),
+        _ => ReadError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    })?;
+    let mut head = [0u8; 100];
+    let n = read_up_to(&mut file, &mut head).map_err(|e| ReadError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    let head = &head[..n];
+    if head.starts_with(SQLITE_MAGIC) {
+        return Ok(());
+    }
+    if n >= 16 && head[..16].iter().all(|&b| b == 0) {
+        return Err(ReadError::ZeroedHeader(path.to_path_buf()));
+    }
+    let what = if n == 0 {
+        "the file is empty".to_string()
+    } else if head.starts_with(b"version https://git-lfs") {
+        "it is a git-lfs pointer; fetch the real file with `git lfs pull`".to_string()
+    } else if n < 16 {
+        format!("only {n} bytes long")
+    } else {
+        "wrong magic bytes".to_string()
+    };
+    Err(ReadError::NotSqlite {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
+fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            k => filled += k,
+        }
+    }
+    Ok(filled)
+}
+
+fn read_schema(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
+    let mut schema = Schema::default();
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        .and_then(|mut s| {
+            s.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(|e| sqlite_error(path, Some("sqlite_master"), e))?;
+    for table in tables {
+        let columns: Vec<String> = conn
+            .prepare(&format!("PRAGMA table_info(\"{table}\")"))
+            .and_then(|mut s| {
+                s.query_map([], |r| r.get::<_, String>(1))?
+                    .collect::<Result<_, _>>()
+            })
+            .map_err(|e| sqlite_error(path, Some(&table), e))?;
+        schema.insert(table, columns);
+    }
+    Ok(schema)
+}
+
+fn check_is_export(path: &Path, schema: &Schema) -> Result<(), ReadError> {
+    if EXPORT_MARKERS.iter().any(|t| schema.has_table(t)) {
+        return Ok(());
+    }
+    let err = if schema.has_table("StringIds") {
+        ReadError::Incomplete {
+            path: path.to_path_buf(),
+            what: "it has StringIds but no metadata or target-info tables".into(),
+        }
+    } else {
+        let mut names: Vec<&str> = schema.table_names().collect();
+        names.sort_unstable();
+        names.truncate(5);
+        let what = if names.is_empty() {
+            "no tables".to_string()
+        } else {
+            format!("tables: {}", names.join(", "))
+        };
+        ReadError::NotNsys {
+            path: path.to_path_buf(),
+            what,
+        }
+    };
+    Err(err)
+}

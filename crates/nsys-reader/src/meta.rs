@@ -1,0 +1,145 @@
+//! Report-level metadata: versions, host, session start, clock parameters, environment.
+
+use crate::{Export, ReadError};
+
+/// `TARGET_INFO_SYSTEM_ENV.nameEnum` of the host name, stable across versions.
+const HOSTNAME_ENUM: i64 = 619;
+const CPU_CORES_ENUM: i64 = 1;
+
+#[derive(Debug, Default, Clone)]
+pub struct Metadata {
+    pub product_version: Option<String>,
+    pub schema_version: Option<String>,
+    pub hostname: Option<String>,
+    pub cpu_cores: Option<u32>,
+    /// `TARGET_INFO_SESSION_START_TIME.utcEpochNs`: wall clock of session time 0.
+    pub session_start_utc_ns: Option<i64>,
+    /// Exported with `--ts-normalize`: timestamps are already UTC epoch ns.
+    pub time_normalized: bool,
+    /// Exported with `--ts-shift`: this offset was added to every timestamp.
+    pub time_shift: i64,
+    /// Environment variables recorded for the profiled process (`NAME`, `value`).
+    pub environment: Vec<(String, String)>,
+}
+
+impl Metadata {
+    pub(crate) fn read(export: &Export) -> Result<Metadata, ReadError> {
+        let mut meta = Metadata::default();
+        for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
+            export.scan(table, &["name", "value"], |row| {
+                let (Some(name), value) = (row.text(0), row.text(1)) else {
+                    return Ok(());
+                };
+                meta.apply_export_key(&name, value);
+                Ok(())
+            })?;
+        }
+        export.scan(
+            "TARGET_INFO_SYSTEM_ENV",
+            &["name", "nameEnum", "value"],
+            |row| {
+                let (name, name_enum, value) = (row.text(0), row.int(1), row.text(2));
+                let is =
+                    |label: &str, id: i64| name.as_deref() == Some(label) || name_enum == Some(id);
+                if is("Hostname", HOSTNAME_ENUM) && meta.hostname.is_none() {
+                    meta.hostname = value.filter(|v| !v.trim().is_empty());
+                } else if is("CpuCores", CPU_CORES_ENUM) && meta.cpu_cores.is_none() {
+                    meta.cpu_cores = value.and_then(|v| v.trim().parse().ok());
+                }
+                Ok(())
+            },
+        )?;
+        export.scan("TARGET_INFO_SESSION_START_TIME", &["utcEpochNs"], |row| {
+            meta.session_start_utc_ns = meta.session_start_utc_ns.or(row.int(0));
+            Ok(())
+        })?;
+        export.scan("META_DATA_CAPTURE", &["name", "value"], |row| {
+            if let (Some(name), Some(value)) = (row.text(0), row.text(1)) {
+                if name.ends_with("ENVIRONMENT_VARIABLE") {
+                    if let Some(pair) = parse_env_assignment(&value) {
+                        meta.environment.push(pair);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(meta)
+    }
+
+    fn apply_export_key(&mut self, name: &str, value: Option<String>) {
+        match name {
+            "EXPORT_PRODUCT_VERSION" => self.product_version = value,
+            "EXPORT_SCHEMA_VERSION" => self.schema_version = value,
+            "EXPORT_PARAM_TIME_NORMALIZE" => {
+                self.time_normalized = value.is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            }
+            "EXPORT_PARAM_TIME_SHIFT" | "EXPORT_CONFIG_TIME_SHIFT" => {
+                if let Some(shift) = value.and_then(|v| v.trim().parse::<i64>().ok()) {
+                    if shift != 0 {
+                        self.time_shift = shift;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What to add to an event timestamp of this report to get UTC epoch ns
+    /// (`None` when the report does not say when its session started).
+    pub fn utc_offset(&self) -> Option<i64> {
+        if self.time_normalized {
+            Some(-self.time_shift)
+        } else {
+            self.session_start_utc_ns.map(|s| s - self.time_shift)
+        }
+    }
+
+    /// Value of an environment variable recorded for the process.
+    pub fn env(&self, name: &str) -> Option<&str> {
+        self.environment
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `NAME="value"` (as META_DATA_CAPTURE writes it) → (`NAME`, `value`).
+fn parse_env_assignment(text: &str) -> Option<(String, String)> {
+    let (name, value) = text.split_once('=')?;
+    let value = value.trim();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    Some((name.trim().to_string(), value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_assignments_lose_their_quotes() {
+        assert_eq!(
+            parse_env_assignment("SLURM_PROCID=\"3\""),
+            Some(("SLURM_PROCID".into(), "3".into()))
+        );
+        assert_eq!(parse_env_assignment("novalue"), None);
+    }
+
+    #[test]
+    fn normalized_exports_are_already_utc() {
+        let meta = Metadata {
+            time_normalized: true,
+            session_start_utc_ns: Some(5),
+            ..Default::default()
+        };
+        assert_eq!(meta.utc_offset(), Some(0));
+        let shifted = Metadata {
+            session_start_utc_ns: Some(100),
+            time_shift: 10,
+            ..Default::default()
+        };
+        assert_eq!(shifted.utc_offset(), Some(90));
+    }
+}

@@ -1,0 +1,121 @@
+//! Per-report translation state shared by the category modules.
+
+use std::collections::BTreeMap;
+
+use nsys_reader::ids::{pid_of, tid_of};
+use nsys_reader::{Export, ReadError};
+use paraver_writer::{LocalThread, RunBuilder, StateTiler};
+use rustc_hash::FxHashMap;
+
+use crate::options::Options;
+
+/// A row of the trace as the report knows it; its order is the order of threads
+/// inside a task: CPU threads by tid, then GPU streams by (device, stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ThreadKey {
+    Cpu { pid: u32, tid: u32 },
+    Stream { pid: u32, device: u32, stream: u32 },
+}
+
+impl ThreadKey {
+    pub fn pid(&self) -> u32 {
+        match *self {
+            ThreadKey::Cpu { pid, .. } | ThreadKey::Stream { pid, .. } => pid,
+        }
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        matches!(self, ThreadKey::Cpu { .. })
+    }
+}
+
+/// StringIds id → name handle of one event type, so each string is read and
+/// transformed once per report.
+#[derive(Default)]
+pub(crate) struct NameCache {
+    handles: FxHashMap<i64, u32>,
+}
+
+pub(crate) struct ReportContext<'a> {
+    pub export: &'a Export,
+    pub options: &'a Options,
+    pub run: RunBuilder,
+    pub states: StateTiler,
+    threads: FxHashMap<ThreadKey, LocalThread>,
+    pub thread_keys: Vec<ThreadKey>,
+    /// Rows translated (or skipped) per table, for the summary and the tests.
+    pub counts: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+}
+
+impl<'a> ReportContext<'a> {
+    pub fn new(export: &'a Export, options: &'a Options) -> Self {
+        ReportContext {
+            export,
+            options,
+            run: RunBuilder::new(),
+            states: StateTiler::new(),
+            threads: FxHashMap::default(),
+            thread_keys: Vec::new(),
+            counts: BTreeMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn thread(&mut self, key: ThreadKey) -> LocalThread {
+        if let Some(&t) = self.threads.get(&key) {
+            return t;
+        }
+        let t = self.thread_keys.len() as LocalThread;
+        self.thread_keys.push(key);
+        self.threads.insert(key, t);
+        t
+    }
+
+    pub fn cpu_thread(&mut self, global_tid: i64) -> LocalThread {
+        self.thread(ThreadKey::Cpu {
+            pid: pid_of(global_tid),
+            tid: tid_of(global_tid),
+        })
+    }
+
+    /// Name handle for the string `string_id` as a value of `ty`, after `transform`.
+    pub fn name(
+        &mut self,
+        ty: u32,
+        cache: &mut NameCache,
+        string_id: Option<i64>,
+        transform: impl Fn(&str) -> String,
+    ) -> Result<u32, ReadError> {
+        let key = string_id.unwrap_or(i64::MIN);
+        if let Some(&h) = cache.handles.get(&key) {
+            return Ok(h);
+        }
+        let text = match string_id {
+            Some(id) => self.export.string(id)?,
+            None => None,
+        };
+        let name = match text {
+            Some(t) if !t.is_empty() => transform(&t),
+            _ => format!("[unknown name {}]", string_id.unwrap_or(-1)),
+        };
+        let handle = self.run.names.intern(ty, &name);
+        cache.handles.insert(key, handle);
+        Ok(handle)
+    }
+
+    pub fn count(&mut self, what: &str, n: u64) {
+        *self.counts.entry(what.to_string()).or_default() += n;
+    }
+
+    /// Records rows skipped for NULLs where values are required.
+    pub fn note_skipped(&mut self, table: &str, skipped: u64) {
+        if skipped > 0 {
+            self.warnings.push(format!(
+                "{}: {skipped} rows of {table} skipped (NULL where a value is required)",
+                self.export.path().display()
+            ));
+            self.count(&format!("{table} skipped"), skipped);
+        }
+    }
+}

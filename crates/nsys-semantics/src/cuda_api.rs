@@ -1,0 +1,222 @@
+//! CUDA runtime and driver API calls on CPU threads: the call as an event interval,
+//! the thread state it implies, launch arrows to the GPU work, and the
+//! synchronizations the calls performed.
+
+use nsys_reader::cuda::{ApiCall, RUNTIME, SYNCHRONIZATION};
+use nsys_reader::ids::pid_of;
+use nsys_reader::ReadError;
+use paraver_writer::{Comm, EventPair, LocalThread};
+use rustc_hash::FxHashMap;
+
+use crate::catalog::{state, CORRELATION_ID, CUDA_API, CUDA_SYNC};
+use crate::context::ReportContext;
+use crate::cuda_gpu::GpuLinks;
+use crate::cuda_sync::SyncCalls;
+
+/// What the API side emits: calls (`cuda-api`), synchronizations (`sync`), or both.
+pub(crate) struct ApiOutputs {
+    pub calls: bool,
+    pub syncs: bool,
+}
+
+/// Name handle and state of an API function, resolved once per name id.
+#[derive(Clone, Copy)]
+struct ApiName {
+    handle: u32,
+    state: u32,
+}
+
+pub(crate) fn translate(
+    ctx: &mut ReportContext,
+    links: &GpuLinks,
+    syncs: &SyncCalls,
+    outputs: ApiOutputs,
+) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
+    let mut failure = None;
+    let (mut arrows, mut synced) = (0u64, 0u64);
+    let scan = export.api_calls(|call| {
+        if failure.is_some() {
+            return;
+        }
+        let thread = ctx.cpu_thread(call.global_tid);
+        let pid = pid_of(call.global_tid);
+        let sync = call.correlation_id.and_then(|c| syncs.find(pid, c));
+        if outputs.syncs {
+            if let Some(s) = sync {
+                ctx.run.interval(
+                    thread,
+                    s.start,
+                    s.end,
+                    &[EventPair::name(CUDA_SYNC, s.kind)],
+                );
+                synced += 1;
+            }
+        }
+        if !outputs.calls {
+            return;
+        }
+        let name = match api_name(ctx, &mut names, call.name_id) {
+            Ok(n) => n,
+            Err(e) => {
+                failure = Some(e);
+                return;
+            }
+        };
+        emit_call(ctx, thread, call, name, sync.is_some());
+        if let Some(c) = call.correlation_id {
+            for link in links.find(pid, c) {
+                ctx.run.comm(
+                    thread,
+                    call.start,
+                    Comm {
+                        send_physical: call.start,
+                        receiver: link.thread,
+                        recv_logical: link.start,
+                        recv_physical: link.start,
+                        size: link.bytes,
+                        tag: link.tag,
+                    },
+                );
+                arrows += 1;
+            }
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if outputs.calls {
+        ctx.count(RUNTIME, scan.rows - scan.skipped);
+        ctx.count("launch arrows", arrows);
+        ctx.note_skipped(RUNTIME, scan.skipped);
+    }
+    if outputs.syncs {
+        ctx.count(SYNCHRONIZATION, synced);
+        let unmatched = syncs.len() as u64 - synced;
+        if unmatched > 0 {
+            ctx.warnings.push(format!(
+                "{}: {unmatched} synchronizations have no API call with their correlation id and were left out",
+                export.path().display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn emit_call(
+    ctx: &mut ReportContext,
+    thread: LocalThread,
+    call: &ApiCall,
+    name: ApiName,
+    synchronizes: bool,
+) {
+    let pairs = [
+        EventPair::name(CUDA_API, name.handle),
+        EventPair::raw(CORRELATION_ID, call.correlation_id.unwrap_or(0)),
+    ];
+    let n = if call.correlation_id.is_some() { 2 } else { 1 };
+    ctx.run.interval(thread, call.start, call.end, &pairs[..n]);
+    let state = if synchronizes {
+        state::SYNCHRONIZATION
+    } else {
+        name.state
+    };
+    ctx.states.add(thread, call.start, call.end, state);
+}
+
+fn api_name(
+    ctx: &mut ReportContext,
+    cache: &mut FxHashMap<i64, ApiName>,
+    name_id: i64,
+) -> Result<ApiName, ReadError> {
+    if let Some(&n) = cache.get(&name_id) {
+        return Ok(n);
+    }
+    let raw = ctx
+        .export
+        .string(name_id)?
+        .unwrap_or_else(|| format!("[unknown API call {name_id}]"));
+    let name = strip_version_suffix(&raw);
+    let api = ApiName {
+        handle: ctx.run.names.intern(CUDA_API, name),
+        state: state_of_call(name),
+    };
+    cache.insert(name_id, api);
+    Ok(api)
+}
+
+/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`; `cuMemAlloc_v2` stays (NVIDIA's
+/// own rule: drop 6 characters when they start with `_v`).
+pub fn strip_version_suffix(name: &str) -> &str {
+    let bytes = name.as_bytes();
+    if bytes.len() > 6
+        && &bytes[bytes.len() - 6..bytes.len() - 4] == b"_v"
+        && name.is_char_boundary(bytes.len() - 6)
+    {
+        &name[..bytes.len() - 6]
+    } else {
+        name
+    }
+}
+
+/// Extrae's state for a CUDA call, by what the call does.
+pub fn state_of_call(name: &str) -> u32 {
+    let n = name.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| n.contains(w));
+    if has(&[
+        "synchronize",
+        "streamwaitevent",
+        "streamquery",
+        "eventquery",
+    ]) {
+        state::SYNCHRONIZATION
+    } else if has(&["memcpy", "memset", "memprefetch"]) {
+        state::MEMORY_TRANSFER
+    } else if has(&["launch", "configurecall", "setupargument"]) {
+        state::CONFIGURING
+    } else if has(&[
+        "malloc",
+        "memalloc",
+        "hostalloc",
+        "hostregister",
+        "mempoolcreate",
+    ]) {
+        state::ALLOCATING
+    } else if has(&["free", "hostunregister"]) {
+        state::FREEING
+    } else if has(&["devicereset", "threadexit"]) {
+        state::FORK_JOIN
+    } else {
+        state::OTHERS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_suffixes_follow_nvidias_rule() {
+        assert_eq!(
+            strip_version_suffix("cudaLaunchKernel_v7000"),
+            "cudaLaunchKernel"
+        );
+        assert_eq!(strip_version_suffix("cuMemAlloc_v2"), "cuMemAlloc_v2");
+        assert_eq!(strip_version_suffix("cuLaunchKernel"), "cuLaunchKernel");
+        assert_eq!(strip_version_suffix("_v1234"), "_v1234");
+    }
+
+    #[test]
+    fn calls_get_extrae_states() {
+        assert_eq!(state_of_call("cudaMemcpyAsync"), state::MEMORY_TRANSFER);
+        assert_eq!(
+            state_of_call("cudaStreamSynchronize"),
+            state::SYNCHRONIZATION
+        );
+        assert_eq!(state_of_call("cuLaunchKernel"), state::CONFIGURING);
+        assert_eq!(state_of_call("cuMemAlloc_v2"), state::ALLOCATING);
+        assert_eq!(state_of_call("cudaFreeHost"), state::FREEING);
+        assert_eq!(state_of_call("cudaGetDevice"), state::OTHERS);
+    }
+}

@@ -1,0 +1,194 @@
+//! The global layout: nodes by host, tasks by (report, host, pid), threads of a task
+//! in `ThreadKey` order; and each report's clock offset.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use paraver_writer::layout::header_date;
+use paraver_writer::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
+
+use crate::context::ThreadKey;
+use crate::report::ReportTranslation;
+
+const UNKNOWN_HOST: &str = "unknown-host";
+/// Environment variables that carry the MPI rank, in order of trust.
+const RANK_VARIABLES: &[&str] = &["OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"];
+
+/// How the reports map into one trace.
+pub struct TracePlan {
+    pub layout: TraceLayout,
+    /// Report indices in canonical order (the merge order; independent of input order).
+    pub order: Vec<usize>,
+    /// Per report (by input index): local thread → global thread.
+    pub threads: Vec<Vec<GlobalThread>>,
+    /// Per report (by input index): offset that puts its times on the common clock.
+    pub offsets: Vec<i64>,
+}
+
+/// One task before numbering.
+struct TaskKey<'a> {
+    rank: Option<u32>,
+    host: &'a str,
+    pid: u32,
+    report: usize,
+}
+
+pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePlan {
+    let order = canonical_order(reports);
+    let hosts: BTreeSet<&str> = reports.iter().map(host_of).collect();
+    let nodes: Vec<&str> = hosts.into_iter().collect();
+
+    let mut task_keys: Vec<TaskKey> = Vec::new();
+    for &r in &order {
+        let report = &reports[r];
+        let pids: BTreeSet<u32> = report.threads.iter().map(ThreadKey::pid).collect();
+        for pid in pids {
+            task_keys.push(TaskKey {
+                rank: rank_of(report),
+                host: host_of(report),
+                pid,
+                report: r,
+            });
+        }
+    }
+    let position = |r: usize| order.iter().position(|&o| o == r).unwrap_or(usize::MAX);
+    task_keys.sort_by_key(|k| (k.rank.is_none(), k.rank, k.host, k.pid, position(k.report)));
+
+    let mut threads: Vec<Vec<GlobalThread>> = reports
+        .iter()
+        .map(|r| vec![GlobalThread { task: 0, thread: 0 }; r.threads.len()])
+        .collect();
+    let mut tasks = Vec::with_capacity(task_keys.len());
+    for (task_index, key) in task_keys.iter().enumerate() {
+        let report = &reports[key.report];
+        let mut locals: Vec<(ThreadKey, usize)> = report
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.pid() == key.pid)
+            .map(|(i, t)| (*t, i))
+            .collect();
+        locals.sort();
+        let mut names = Vec::with_capacity(locals.len());
+        for (thread_index, (thread, local)) in locals.iter().enumerate() {
+            threads[key.report][*local] = GlobalThread {
+                task: task_index as u32,
+                thread: thread_index as u32,
+            };
+            names.push(thread_name(report, thread));
+        }
+        tasks.push(TaskInfo {
+            name: task_name(report, key),
+            node: nodes.binary_search(&key.host).unwrap_or(0) as u32,
+            threads: names,
+        });
+    }
+
+    let layout = TraceLayout {
+        application: application.to_string(),
+        date: header_date(
+            reports
+                .iter()
+                .filter_map(|r| r.meta.utc_offset())
+                .min()
+                .unwrap_or(0),
+        ),
+        nodes: nodes
+            .iter()
+            .map(|&host| NodeInfo {
+                name: host.to_string(),
+                cpus: cpus_of(reports, host),
+            })
+            .collect(),
+        tasks,
+    };
+    TracePlan {
+        layout,
+        order,
+        threads,
+        offsets: clock_offsets(reports),
+    }
+}
+
+fn host_of(report: &ReportTranslation) -> &str {
+    report.meta.hostname.as_deref().unwrap_or(UNKNOWN_HOST)
+}
+
+fn rank_of(report: &ReportTranslation) -> Option<u32> {
+    RANK_VARIABLES
+        .iter()
+        .find_map(|v| report.meta.env(v)?.trim().parse().ok())
+}
+
+/// Sort key that does not depend on the order the inputs were given in.
+fn canonical_order(reports: &[ReportTranslation]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..reports.len()).collect();
+    order.sort_by(|&a, &b| {
+        let key =
+            |r: &ReportTranslation| (host_of(r).to_string(), r.meta.utc_offset(), r.path.clone());
+        key(&reports[a]).cmp(&key(&reports[b]))
+    });
+    order
+}
+
+/// Largest CPU count any report of the host declares (1 when none does).
+fn cpus_of(reports: &[ReportTranslation], host: &str) -> u32 {
+    reports
+        .iter()
+        .filter(|r| host_of(r) == host)
+        .filter_map(|r| r.meta.cpu_cores)
+        .max()
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Each report's offset to the common clock: its session start in UTC. Reports
+/// that do not record one are aligned with the earliest report that does.
+fn clock_offsets(reports: &[ReportTranslation]) -> Vec<i64> {
+    let earliest = reports
+        .iter()
+        .filter_map(|r| r.meta.utc_offset())
+        .min()
+        .unwrap_or(0);
+    reports
+        .iter()
+        .map(|r| r.meta.utc_offset().unwrap_or(earliest))
+        .collect()
+}
+
+fn task_name(report: &ReportTranslation, key: &TaskKey) -> String {
+    let process = report
+        .process_names
+        .get(&key.pid)
+        .map(|n| n.rsplit('/').next().unwrap_or(n).to_string());
+    match (key.rank, process) {
+        (Some(rank), _) => format!("rank {rank} ({}:{})", key.host, key.pid),
+        (None, Some(name)) => format!("{name} ({}:{})", key.host, key.pid),
+        (None, None) => format!("process {} ({})", key.pid, key.host),
+    }
+}
+
+fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
+    match *thread {
+        ThreadKey::Cpu { pid, tid } => {
+            let name = report
+                .thread_names
+                .get(&(pid, tid))
+                .cloned()
+                .or_else(|| report.process_names.get(&pid).cloned())
+                .unwrap_or_else(|| "thread".to_string());
+            format!("{} ({tid})", name.replace(['\n', '\r'], " "))
+        }
+        ThreadKey::Stream { device, stream, .. } => format!("CUDA-D{device}.S{stream}"),
+    }
+}
+
+/// Counts by table over all reports (for summaries).
+pub fn total_counts(reports: &[ReportTranslation]) -> BTreeMap<String, u64> {
+    let mut total = BTreeMap::new();
+    for r in reports {
+        for (k, v) in &r.counts {
+            *total.entry(k.clone()).or_default() += v;
+        }
+    }
+    total
+}

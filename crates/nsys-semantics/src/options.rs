@@ -1,0 +1,77 @@
+//! What to translate.
+
+use std::collections::BTreeSet;
+
+/// A translatable category of Nsight data (the `-t/--trace` names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    CudaApi,
+    Kernels,
+    Memory,
+    Sync,
+}
+
+impl Category {
+    pub const ALL: [Category; 4] = [
+        Category::CudaApi,
+        Category::Kernels,
+        Category::Memory,
+        Category::Sync,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::CudaApi => "cuda-api",
+            Category::Kernels => "kernels",
+            Category::Memory => "memory",
+            Category::Sync => "sync",
+        }
+    }
+
+    /// Categories a `-t` word selects: a category name, a group (`cuda`), or one of
+    /// BSC nsys2prv's report names (`cuda_api_trace`, `cuda_gpu_trace`).
+    pub fn parse_word(word: &str) -> Option<Vec<Category>> {
+        let word = word.trim().to_ascii_lowercase().replace('_', "-");
+        let found = match word.as_str() {
+            "cuda" | "all" => Category::ALL.to_vec(),
+            "cuda-api" | "cuda-api-trace" | "api" => vec![Category::CudaApi],
+            "kernels" | "kernel" => vec![Category::Kernels],
+            "memory" | "memcpy" | "memset" => vec![Category::Memory],
+            "sync" | "synchronization" => vec![Category::Sync],
+            "cuda-gpu-trace" => vec![Category::Kernels, Category::Memory],
+            _ => return None,
+        };
+        Some(found)
+    }
+}
+
+/// Which kernel name becomes the event value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelNames {
+    /// `shortName`: `gemm`.
+    #[default]
+    Short,
+    /// `demangledName`: `void gemm<float>(float*, int)`.
+    Demangled,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub categories: BTreeSet<Category>,
+    pub kernel_names: KernelNames,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            categories: Category::ALL.into_iter().collect(),
+            kernel_names: KernelNames::Short,
+        }
+    }
+}
+
+impl Options {
+    pub fn wants(&self, c: Category) -> bool {
+        self.categories.contains(&c)
+    }
+}

@@ -1,0 +1,75 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "nsys2prv-rs",
+    version,
+    about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
+    after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync, or cuda (all of them).\n\
+                  Example: nsys2prv-rs rank*.sqlite out.prv"
+)]
+pub struct Args {
+    /// Nsight Systems exports (.sqlite) or directories holding them, then the
+    /// output trace (NAME.prv or NAME.prv.gz)
+    #[arg(required = true, num_args = 2.., value_name = "INPUT... OUTPUT")]
+    pub paths: Vec<PathBuf>,
+
+    /// Categories to translate, comma-separated (default: every category present)
+    #[arg(
+        short = 't',
+        long = "trace",
+        value_delimiter = ',',
+        value_name = "LIST"
+    )]
+    pub trace: Vec<String>,
+
+    /// Categories to leave out, comma-separated
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub exclude: Vec<String>,
+
+    /// Kernel names used as event values
+    #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
+    pub kernel_names: KernelNameArg,
+
+    /// Where to put the bundled Paraver views (default: NAME.cfgs/ next to the trace)
+    #[arg(long, value_name = "DIR")]
+    pub cfgs_dir: Option<PathBuf>,
+
+    /// Reports translated at once (default: all cores)
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Accepted for compatibility with BSC nsys2prv: several inputs are always merged
+    #[arg(short = 'm', long = "multi-report", hide = true)]
+    pub multi_report: bool,
+
+    /// Only errors
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// More detail (per-report counts)
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KernelNameArg {
+    /// Base names (`gemm`)
+    Short,
+    /// Full demangled signatures (`void gemm<float>(float*, int)`)
+    Demangled,
+}
+
+impl Args {
+    pub fn inputs(&self) -> &[PathBuf] {
+        &self.paths[..self.paths.len() - 1]
+    }
+
+    pub fn output(&self) -> &PathBuf {
+        self.paths.last().expect("clap requires at least two paths")
+    }
+}

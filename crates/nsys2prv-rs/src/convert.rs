@@ -1,0 +1,203 @@
+//! The conversion: scan and translate reports in parallel, plan, merge, write.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use nsys_semantics::catalog::pcf_catalog;
+use nsys_semantics::layout::total_counts;
+use nsys_semantics::{
+    plan_layout, translate_report, Category, KernelNames, Options, ReportTranslation,
+    TranslateError,
+};
+use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
+use paraver_writer::{write_trace, MergeInput, OutputPaths};
+use rayon::prelude::*;
+
+use crate::cli::{Args, KernelNameArg};
+use crate::inputs;
+use crate::progress::Progress;
+use crate::views;
+
+pub fn run(args: &Args) -> Result<()> {
+    let started = Instant::now();
+    let paths = OutputPaths::for_trace(args.output())?;
+    let options = options(args)?;
+    let inputs = inputs::expand(args.inputs())?;
+    check_output_is_not_an_input(&paths, &inputs)?;
+
+    let reports = translate_all(&inputs, &options, args)?;
+    let plan = plan_layout(&reports, &paths.stem());
+    warn_about_limits(&plan.layout);
+
+    let mut progress = Progress::new(args.quiet, "writing", None, "records");
+    let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
+    let merge_inputs: Vec<MergeInput> = plan
+        .order
+        .iter()
+        .map(|&r| {
+            let report = slots[r].take().expect("each report is merged once");
+            MergeInput {
+                run: report.run,
+                time_offset: plan.offsets[r],
+                threads: plan.threads[r].clone(),
+            }
+        })
+        .collect();
+    let summary = write_trace(
+        &paths,
+        &plan.layout,
+        &merge_inputs,
+        &pcf_catalog(),
+        &mut |n| progress.set(n),
+    )
+    .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
+    progress.finish();
+    let cfgs_dir = args
+        .cfgs_dir
+        .clone()
+        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
+    views::install(&cfgs_dir)?;
+
+    if !args.quiet {
+        eprintln!(
+            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} lines, {:.3} s of trace, in {:.2} s",
+            paths.prv.display(),
+            inputs.len(),
+            plan.layout.nodes.len(),
+            plan.layout.tasks.len(),
+            plan.layout.thread_count(),
+            summary.lines,
+            summary.end_time as f64 / 1e9,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+fn options(args: &Args) -> Result<Options> {
+    let mut options = Options::default();
+    if !args.trace.is_empty() {
+        options.categories = parse_categories(&args.trace)?;
+    }
+    for c in parse_categories(&args.exclude)? {
+        options.categories.remove(&c);
+    }
+    if options.categories.is_empty() {
+        bail!("no category left to translate (see --trace and --exclude)");
+    }
+    options.kernel_names = match args.kernel_names {
+        KernelNameArg::Short => KernelNames::Short,
+        KernelNameArg::Demangled => KernelNames::Demangled,
+    };
+    Ok(options)
+}
+
+fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Category>> {
+    let mut set = std::collections::BTreeSet::new();
+    for word in words.iter().filter(|w| !w.trim().is_empty()) {
+        match Category::parse_word(word) {
+            Some(cs) => set.extend(cs),
+            None => {
+                let known: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
+                bail!(
+                    "unknown category '{word}' (known: {}, cuda)",
+                    known.join(", ")
+                );
+            }
+        }
+    }
+    Ok(set)
+}
+
+fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[std::path::PathBuf]) -> Result<()> {
+    let out = [&paths.prv, &paths.pcf, &paths.row];
+    for input in inputs {
+        let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.clone());
+        if out
+            .iter()
+            .any(|o| std::fs::canonicalize(o).is_ok_and(|o| o == input))
+        {
+            bail!("{}: the output would overwrite an input", input.display());
+        }
+    }
+    Ok(())
+}
+
+/// Translates every report on the rayon pool (`-j` threads). Empty reports are left
+/// out with a warning unless all are empty.
+fn translate_all(
+    inputs: &[std::path::PathBuf],
+    options: &Options,
+    args: &Args,
+) -> Result<Vec<ReportTranslation>> {
+    let progress = Mutex::new(Progress::new(
+        args.quiet,
+        "reading",
+        Some(inputs.len() as u64),
+        "reports",
+    ));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    let results: Vec<Result<ReportTranslation, TranslateError>> = pool.install(|| {
+        inputs
+            .par_iter()
+            .map(|path| {
+                let result = translate_report(path, options);
+                progress.lock().expect("progress lock").inc();
+                result
+            })
+            .collect()
+    });
+    progress.into_inner().expect("progress lock").finish();
+
+    let mut reports = Vec::with_capacity(results.len());
+    let mut empty = Vec::new();
+    for result in results {
+        match result {
+            Ok(report) => reports.push(report),
+            Err(TranslateError::Empty(path)) => empty.push(path),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if reports.is_empty() {
+        match empty.as_slice() {
+            [one] => return Err(TranslateError::Empty(one.clone()).into()),
+            _ => bail!(
+                "none of the {} reports has events to translate",
+                empty.len()
+            ),
+        }
+    }
+    for path in &empty {
+        tracing::warn!("{}: no events to translate; left out", path.display());
+    }
+    for report in &reports {
+        for w in &report.warnings {
+            tracing::warn!("{w}");
+        }
+        log_counts(&report.path, &report.counts);
+    }
+    if reports.len() > 1 {
+        log_counts(Path::new("all reports"), &total_counts(&reports));
+    }
+    Ok(reports)
+}
+
+fn log_counts(what: &Path, counts: &std::collections::BTreeMap<String, u64>) {
+    let list: Vec<String> = counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    tracing::debug!("{}: {}", what.display(), list.join(" "));
+}
+
+fn warn_about_limits(layout: &paraver_writer::TraceLayout) {
+    let threads = layout.thread_count();
+    if threads > PARAVER_OBJECT_LIMIT || layout.tasks.len() > PARAVER_OBJECT_LIMIT {
+        tracing::warn!(
+            "the trace has {} tasks and {threads} threads: default Paraver builds handle at most {PARAVER_OBJECT_LIMIT}; use a Paraver built with --enable-extended-objects",
+            layout.tasks.len()
+        );
+    }
+}

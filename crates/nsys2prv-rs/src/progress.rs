@@ -1,0 +1,113 @@
+//! Progress and messages: a bar on a terminal, a plain line every few seconds
+//! otherwise (Slurm logs), nothing with `-q`.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub fn init_logging(quiet: bool, verbose: bool) {
+    let level = if quiet {
+        "error"
+    } else if verbose {
+        "debug"
+    } else {
+        "info"
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NSYS2PRV_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .compact()
+        .init();
+}
+
+/// One phase of work with a known or unknown total.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    plain: Option<PlainLine>,
+    done: u64,
+}
+
+struct PlainLine {
+    phase: String,
+    total: Option<u64>,
+    last: Instant,
+    started: Instant,
+}
+
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+impl Progress {
+    pub fn new(quiet: bool, phase: &str, total: Option<u64>, unit: &str) -> Progress {
+        if quiet {
+            return Progress {
+                bar: None,
+                plain: None,
+                done: 0,
+            };
+        }
+        if std::io::stderr().is_terminal() {
+            let bar = match total {
+                Some(n) => ProgressBar::new(n),
+                None => ProgressBar::new_spinner(),
+            };
+            let template = match total {
+                Some(_) => format!(
+                    "{phase:>10} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, ETA {{eta}})"
+                ),
+                None => format!("{phase:>10} {{spinner}} {{human_pos}} {unit} ({{per_sec}})"),
+            };
+            if let Ok(style) = ProgressStyle::with_template(&template) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.enable_steady_tick(Duration::from_millis(200));
+            return Progress {
+                bar: Some(bar),
+                plain: None,
+                done: 0,
+            };
+        }
+        let now = Instant::now();
+        Progress {
+            bar: None,
+            plain: Some(PlainLine {
+                phase: phase.to_string(),
+                total,
+                last: now,
+                started: now,
+            }),
+            done: 0,
+        }
+    }
+
+    pub fn set(&mut self, done: u64) {
+        self.done = done;
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
+        if let Some(p) = &mut self.plain {
+            if p.last.elapsed() >= PLAIN_EVERY {
+                p.last = Instant::now();
+                let secs = p.started.elapsed().as_secs_f64().max(1e-9);
+                match p.total {
+                    Some(t) => eprintln!("{}: {done}/{t} ({:.0}/s)", p.phase, done as f64 / secs),
+                    None => eprintln!("{}: {done} ({:.0}/s)", p.phase, done as f64 / secs),
+                }
+            }
+        }
+    }
+
+    pub fn inc(&mut self) {
+        self.set(self.done + 1);
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Names as event values: interned per run, then given one global value per
+//! (event type, name) that is stable across traces.
+//!
+//! A name's value is derived from a hash of the name, so the same kernel gets the
+//! same value in tonight's trace and tomorrow's and one cfg can compare both. Values
+//! stay within `1..=SMALL_SPACE` while a type has few names, because Paraver gives a
+//! histogram one column per value only when the value range is at most 10,000;
+//! collisions move a name to the next free value, taking names in sorted order so
+//! the outcome does not depend on input order.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+/// Values of a type with few names fall in `1..=SMALL_SPACE` (9000 · 1.05 < 10,000,
+/// Paraver's limit for one histogram column per value).
+pub const SMALL_SPACE: u64 = 9000;
+/// Above this many names a type uses the whole positive int32 range instead.
+pub const SMALL_SPACE_MAX_NAMES: usize = 3000;
+const LARGE_SPACE: u64 = i32::MAX as u64;
+
+/// The names one run uses, per event type, in first-use order.
+#[derive(Default, Debug)]
+pub struct NameTables {
+    tables: Vec<(u32, Interner)>,
+}
+
+#[derive(Default, Debug)]
+struct Interner {
+    ids: FxHashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl NameTables {
+    /// Handle of `name` for event type `ty` (to use as `Value::Name`).
+    pub fn intern(&mut self, ty: u32, name: &str) -> u32 {
+        let table = match self.tables.iter().position(|(t, _)| *t == ty) {
+            Some(i) => &mut self.tables[i].1,
+            None => {
+                self.tables.push((ty, Interner::default()));
+                &mut self.tables.last_mut().expect("just pushed").1
+            }
+        };
+        if let Some(&id) = table.ids.get(name) {
+            return id;
+        }
+        let id = table.names.len() as u32;
+        table.names.push(name.into());
+        table.ids.insert(name.into(), id);
+        id
+    }
+
+    /// Names of type `ty`, indexed by handle.
+    pub fn names_of(&self, ty: u32) -> &[Box<str>] {
+        self.tables
+            .iter()
+            .find(|(t, _)| *t == ty)
+            .map(|(_, i)| i.names.as_slice())
+            .unwrap_or(&[])
+    }
+
+    pub fn types(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tables.iter().map(|(t, _)| *t)
+    }
+}
+
+/// The global value of every name of every type, and the per-run handle → value maps.
+pub struct GlobalNames {
+    /// Per type: value → name, sorted by value (the `.pcf` VALUES table).
+    pub by_type: BTreeMap<u32, BTreeMap<i64, String>>,
+}
+
+/// Per run: for each type, the value of each handle.
+#[derive(Default, Debug, Clone)]
+pub struct HandleValues {
+    tables: Vec<(u32, Vec<i64>)>,
+}
+
+impl HandleValues {
+    /// Value of handle `id` of type `ty`. Panics only on a producer bug (a handle
+    /// that was never interned).
+    pub fn value(&self, ty: u32, id: u32) -> i64 {
+        let (_, values) = self
+            .tables
+            .iter()
+            .find(|(t, _)| *t == ty)
+            .expect("name handle of a type the run never interned");
+        values[id as usize]
+    }
+}
+
+/// Gives every (type, name) of all runs its value; returns the global tables and,
+/// for each run in order, its handle → value map.
+pub fn assign_values<'a>(
+    runs: impl IntoIterator<Item = &'a NameTables>,
+) -> (GlobalNames, Vec<HandleValues>) {
+    let runs: Vec<&NameTables> = runs.into_iter().collect();
+    let mut names_by_type: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    for run in &runs {
+        for (ty, table) in &run.tables {
+            names_by_type
+                .entry(*ty)
+                .or_default()
+                .extend(table.names.iter().map(|n| &**n));
+        }
+    }
+    let mut value_of: BTreeMap<u32, FxHashMap<&str, i64>> = BTreeMap::new();
+    let mut by_type = BTreeMap::new();
+    for (ty, mut names) in names_by_type {
+        names.sort_unstable();
+        names.dedup();
+        let values = values_for(&names);
+        by_type.insert(
+            ty,
+            values
+                .iter()
+                .map(|(name, v)| (*v, name.to_string()))
+                .collect(),
+        );
+        value_of.insert(ty, values.into_iter().collect());
+    }
+    let per_run = runs
+        .iter()
+        .map(|run| HandleValues {
+            tables: run
+                .tables
+                .iter()
+                .map(|(ty, table)| {
+                    let map = &value_of[ty];
+                    (*ty, table.names.iter().map(|n| map[&**n]).collect())
+                })
+                .collect(),
+        })
+        .collect();
+    (GlobalNames { by_type }, per_run)
+}
+
+/// Values for sorted, distinct `names` of one type.
+fn values_for<'a>(names: &[&'a str]) -> Vec<(&'a str, i64)> {
+    let space = if names.len() <= SMALL_SPACE_MAX_NAMES {
+        SMALL_SPACE
+    } else {
+        LARGE_SPACE
+    };
+    let mut taken = rustc_hash::FxHashSet::default();
+    names
+        .iter()
+        .map(|name| {
+            let mut slot = stable_hash(name) % space;
+            while !taken.insert(slot) {
+                slot = (slot + 1) % space;
+            }
+            (*name, slot as i64 + 1)
+        })
+        .collect()
+}
+
+/// FNV-1a, 64 bit: fixed forever, so values stay stable across versions of the tool.
+pub fn stable_hash(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_name_same_value_across_runs_and_orders() {
+        let mut a = NameTables::default();
+        let ka = a.intern(7, "gemm");
+        a.intern(7, "axpy");
+        let mut b = NameTables::default();
+        b.intern(7, "axpy");
+        let kb = b.intern(7, "gemm");
+        let (global, maps) = assign_values([&a, &b]);
+        assert_eq!(maps[0].value(7, ka), maps[1].value(7, kb));
+        let (global2, _) = assign_values([&b, &a]);
+        assert_eq!(global.by_type, global2.by_type);
+        assert!(global.by_type[&7]
+            .keys()
+            .all(|v| (1..=SMALL_SPACE as i64).contains(v)));
+    }
+
+    #[test]
+    fn collisions_get_distinct_values() {
+        let mut t = NameTables::default();
+        for i in 0..2500 {
+            t.intern(1, &format!("kernel_{i}"));
+        }
+        let (global, _) = assign_values([&t]);
+        assert_eq!(global.by_type[&1].len(), 2500);
+    }
+
+    #[test]
+    fn value_does_not_depend_on_other_names_without_collision() {
+        let mut a = NameTables::default();
+        a.intern(1, "only");
+        let mut b = NameTables::default();
+        b.intern(1, "only");
+        b.intern(1, "another");
+        let (ga, _) = assign_values([&a]);
+        let (gb, _) = assign_values([&b]);
+        let va = ga.by_type[&1].iter().find(|(_, n)| *n == "only").unwrap().0;
+        let vb = gb.by_type[&1].iter().find(|(_, n)| *n == "only").unwrap().0;
+        assert_eq!(va, vb);
+    }
+}

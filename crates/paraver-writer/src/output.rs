@@ -1,0 +1,184 @@
+//! The output file set, written under temporary names and renamed only when complete,
+//! so a failed or interrupted run never leaves a partial trace behind.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use tempfile::NamedTempFile;
+
+use crate::WriteError;
+
+/// `NAME.prv` or `NAME.prv.gz`, with `NAME.pcf` and `NAME.row` beside it.
+#[derive(Clone, Debug)]
+pub struct OutputPaths {
+    pub prv: PathBuf,
+    pub pcf: PathBuf,
+    pub row: PathBuf,
+    pub gzip: bool,
+}
+
+impl OutputPaths {
+    pub fn for_trace(prv: &Path) -> Result<Self, WriteError> {
+        let name = prv.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let (stem, gzip) = if let Some(stem) = name.strip_suffix(".prv.gz") {
+            (stem, true)
+        } else if let Some(stem) = name.strip_suffix(".prv") {
+            (stem, false)
+        } else {
+            return Err(WriteError::BadOutputName(prv.to_path_buf()));
+        };
+        if stem.is_empty() {
+            return Err(WriteError::BadOutputName(prv.to_path_buf()));
+        }
+        let sibling = |ext: &str| prv.with_file_name(format!("{stem}.{ext}"));
+        Ok(OutputPaths {
+            prv: prv.to_path_buf(),
+            pcf: sibling("pcf"),
+            row: sibling("row"),
+            gzip,
+        })
+    }
+
+    /// Base name without extension (`NAME`).
+    pub fn stem(&self) -> String {
+        let name = self
+            .pcf
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("trace");
+        name.trim_end_matches(".pcf").to_string()
+    }
+}
+
+/// A file being written next to its final path; dropped without `commit`, it vanishes.
+pub struct PendingFile {
+    target: PathBuf,
+    temp: NamedTempFile,
+}
+
+impl PendingFile {
+    pub fn create(target: &Path) -> Result<Self, WriteError> {
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let prefix = format!(
+            ".{}.",
+            target.file_name().and_then(|n| n.to_str()).unwrap_or("out")
+        );
+        let temp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|e| WriteError::io(target, e))?;
+        Ok(PendingFile {
+            target: target.to_path_buf(),
+            temp,
+        })
+    }
+
+    pub fn file(&self) -> &File {
+        self.temp.as_file()
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Flushes to disk and renames over the final name.
+    pub fn commit(self) -> Result<(), WriteError> {
+        let target = self.target;
+        self.temp
+            .as_file()
+            .sync_all()
+            .map_err(|e| WriteError::io(&target, e))?;
+        self.temp
+            .persist(&target)
+            .map_err(|e| WriteError::io(&target, e.error))?;
+        Ok(())
+    }
+}
+
+/// A buffered writer over a pending file, gzip-compressed or not.
+pub enum TraceSink<'a> {
+    Plain(BufWriter<&'a File>),
+    Gzip(GzEncoder<BufWriter<&'a File>>),
+}
+
+const BUFFER: usize = 1 << 20;
+
+impl<'a> TraceSink<'a> {
+    pub fn new(file: &'a File, gzip: bool) -> Self {
+        let buffered = BufWriter::with_capacity(BUFFER, file);
+        if gzip {
+            // Fast compression: the trace is written once and read by Paraver through zlib.
+            TraceSink::Gzip(GzEncoder::new(buffered, Compression::fast()))
+        } else {
+            TraceSink::Plain(buffered)
+        }
+    }
+
+    pub fn finish(self) -> std::io::Result<()> {
+        match self {
+            TraceSink::Plain(mut w) => w.flush(),
+            TraceSink::Gzip(gz) => gz.finish()?.flush(),
+        }
+    }
+}
+
+impl Write for TraceSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            TraceSink::Plain(w) => w.write(buf),
+            TraceSink::Gzip(w) => w.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            TraceSink::Plain(w) => w.write_all(buf),
+            TraceSink::Gzip(w) => w.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            TraceSink::Plain(w) => w.flush(),
+            TraceSink::Gzip(w) => w.flush(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_trace() {
+        let p = OutputPaths::for_trace(Path::new("/x/run.prv.gz")).unwrap();
+        assert!(p.gzip);
+        assert_eq!(p.pcf, Path::new("/x/run.pcf"));
+        assert_eq!(p.row, Path::new("/x/run.row"));
+        assert_eq!(p.stem(), "run");
+        assert!(OutputPaths::for_trace(Path::new("run.txt")).is_err());
+        assert!(OutputPaths::for_trace(Path::new(".prv")).is_err());
+    }
+
+    #[test]
+    fn uncommitted_files_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.prv");
+        {
+            let f = PendingFile::create(&target).unwrap();
+            let mut w = TraceSink::new(f.file(), false);
+            w.write_all(b"x").unwrap();
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let f = PendingFile::create(&target).unwrap();
+        f.commit().unwrap();
+        assert!(target.exists());
+    }
+}

@@ -1,0 +1,177 @@
+//! The `.pcf` file: labels for the states, event types and values a trace uses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+
+use crate::names::GlobalNames;
+
+/// How the values of an event type are labelled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueLabels {
+    /// Plain numbers (sizes, ids): no VALUES table.
+    Numeric,
+    /// Names interned by producers (`Value::Name`), plus `0 End`.
+    Names,
+    /// A fixed table; only the values that occur are written.
+    Fixed(Vec<(i64, String)>),
+}
+
+#[derive(Clone, Debug)]
+pub struct EventTypeInfo {
+    pub ty: u32,
+    pub label: String,
+    pub values: ValueLabels,
+    /// Views show value × 10^-precision.
+    pub precision: Option<u32>,
+    /// Legacy colour group; Extrae writes 7 for counters.
+    pub gradient: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct StateInfo {
+    pub id: u32,
+    pub label: String,
+    pub color: (u8, u8, u8),
+}
+
+/// Everything the producers may emit; the writer keeps what was used.
+#[derive(Clone, Debug, Default)]
+pub struct PcfCatalog {
+    pub states: Vec<StateInfo>,
+    pub types: Vec<EventTypeInfo>,
+}
+
+/// What the merge saw: states, event types, and the values of fixed-table types.
+#[derive(Default, Debug)]
+pub struct UsedLabels {
+    pub states: BTreeSet<u32>,
+    pub types: BTreeSet<u32>,
+    pub fixed_values: BTreeMap<u32, BTreeSet<i64>>,
+}
+
+const HEADER: &str = "DEFAULT_OPTIONS
+
+LEVEL               THREAD
+UNITS               NANOSEC
+LOOK_BACK           100
+SPEED               1
+FLAG_ICONS          ENABLED
+NUM_OF_STATE_COLORS 1000
+YMAX_SCALE          37
+
+
+DEFAULT_SEMANTIC
+
+THREAD_FUNC          State As Is
+";
+
+impl PcfCatalog {
+    pub fn type_info(&self, ty: u32) -> Option<&EventTypeInfo> {
+        self.types.iter().find(|t| t.ty == ty)
+    }
+
+    /// Types whose used values must be recorded during the merge.
+    pub fn fixed_types(&self) -> impl Iterator<Item = u32> + '_ {
+        self.types
+            .iter()
+            .filter(|t| matches!(t.values, ValueLabels::Fixed(_)))
+            .map(|t| t.ty)
+    }
+
+    pub fn write(
+        &self,
+        out: &mut impl Write,
+        used: &UsedLabels,
+        names: &GlobalNames,
+    ) -> io::Result<()> {
+        out.write_all(HEADER.as_bytes())?;
+        self.write_states(out, used)?;
+        for &ty in &used.types {
+            self.write_type(out, ty, used, names)?;
+        }
+        Ok(())
+    }
+
+    fn write_states(&self, out: &mut impl Write, used: &UsedLabels) -> io::Result<()> {
+        // Idle is what Paraver fills gaps with, so it is always labelled.
+        let shown: Vec<&StateInfo> = self
+            .states
+            .iter()
+            .filter(|s| s.id == 0 || used.states.contains(&s.id))
+            .collect();
+        writeln!(out, "\n\nSTATES")?;
+        for s in &shown {
+            writeln!(out, "{:<4} {}", s.id, s.label)?;
+        }
+        for id in used
+            .states
+            .iter()
+            .filter(|id| shown.iter().all(|s| s.id != **id))
+        {
+            writeln!(out, "{id:<4} State {id}")?;
+        }
+        writeln!(out, "\n\nSTATES_COLOR")?;
+        for s in &shown {
+            let (r, g, b) = s.color;
+            writeln!(out, "{:<4} {{{r},{g},{b}}}", s.id)?;
+        }
+        Ok(())
+    }
+
+    fn write_type(
+        &self,
+        out: &mut impl Write,
+        ty: u32,
+        used: &UsedLabels,
+        names: &GlobalNames,
+    ) -> io::Result<()> {
+        let fallback = EventTypeInfo {
+            ty,
+            label: format!("Event type {ty}"),
+            values: ValueLabels::Numeric,
+            precision: None,
+            gradient: 0,
+        };
+        let info = self.type_info(ty).unwrap_or(&fallback);
+        writeln!(
+            out,
+            "\n\nEVENT_TYPE\n{:<4} {:<10} {}",
+            info.gradient, ty, info.label
+        )?;
+        if let Some(p) = info.precision {
+            writeln!(out, "PRECISION {p}")?;
+        }
+        match &info.values {
+            ValueLabels::Numeric => {}
+            ValueLabels::Names => {
+                writeln!(out, "VALUES\n0      End")?;
+                for (value, name) in names.by_type.get(&ty).into_iter().flatten() {
+                    writeln!(out, "{value:<6} {}", one_line(name))?;
+                }
+            }
+            ValueLabels::Fixed(table) => {
+                writeln!(out, "VALUES")?;
+                let seen = used.fixed_values.get(&ty);
+                for (value, label) in table {
+                    if *value == 0 || seen.is_some_and(|s| s.contains(value)) {
+                        writeln!(out, "{value:<6} {}", one_line(label))?;
+                    }
+                }
+                let known = |v: &i64| table.iter().any(|(t, _)| t == v);
+                for value in seen.into_iter().flatten().filter(|v| !known(v)) {
+                    writeln!(out, "{value:<6} Unknown ({value})")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Labels are one line each in the `.pcf`; names may hold newlines.
+fn one_line(label: &str) -> std::borrow::Cow<'_, str> {
+    if label.contains(['\n', '\r']) {
+        label.replace(['\n', '\r'], " ").into()
+    } else {
+        label.into()
+    }
+}

@@ -1,0 +1,114 @@
+//! The record model: small plain structs, never strings, until the writer formats them.
+
+/// Index of a thread inside one run. Each run carries the table that maps it to a
+/// global (task, thread), so producers never need the global layout.
+pub type LocalThread = u32;
+
+/// An event value: a plain number, or a handle into the run's name table for the
+/// event type, resolved to a stable global value when the trace is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    Raw(i64),
+    Name(u32),
+}
+
+/// One `type:value` pair of an event line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventPair {
+    pub ty: u32,
+    pub value: Value,
+}
+
+impl EventPair {
+    pub fn raw(ty: u32, value: i64) -> Self {
+        EventPair {
+            ty,
+            value: Value::Raw(value),
+        }
+    }
+
+    pub fn name(ty: u32, handle: u32) -> Self {
+        EventPair {
+            ty,
+            value: Value::Name(handle),
+        }
+    }
+}
+
+/// A communication's payload, kept out of line so that records stay small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Comm {
+    pub send_physical: i64,
+    pub receiver: LocalThread,
+    pub recv_logical: i64,
+    pub recv_physical: i64,
+    pub size: i64,
+    pub tag: i64,
+}
+
+/// A timed record on one thread. `time` is the primary time (begin of a state, time
+/// of an event, logical send of a communication) in the run's own clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub time: i64,
+    pub thread: LocalThread,
+    pub body: Body,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// State record covering `[time, end)`.
+    State { end: i64, state: u32 },
+    /// Event pairs `pairs[first..first+count]` of the run; `closing` writes every
+    /// value as 0 (the end of an interval that shares the pairs of its begin).
+    Events {
+        first: u32,
+        count: u32,
+        closing: bool,
+    },
+    /// Communication `comms[index]` of the run, sent by this record's thread.
+    Comm { index: u32 },
+}
+
+impl Record {
+    /// Order of records that share a time: communications, then interval ends, then
+    /// begins and point events, then states (Extrae's convention; ends before begins
+    /// so that back-to-back intervals do not clobber each other).
+    pub fn rank(&self) -> u8 {
+        match self.body {
+            Body::Comm { .. } => 0,
+            Body::Events { closing: true, .. } => 1,
+            Body::Events { closing: false, .. } => 2,
+            Body::State { .. } => 3,
+        }
+    }
+
+    /// Latest time this record touches (state end, receive time), for the header end.
+    pub fn last_time(&self, comms: &[Comm]) -> i64 {
+        match self.body {
+            Body::State { end, .. } => end.max(self.time),
+            Body::Events { .. } => self.time,
+            Body::Comm { index } => {
+                let c = &comms[index as usize];
+                self.time
+                    .max(c.send_physical)
+                    .max(c.recv_logical)
+                    .max(c.recv_physical)
+            }
+        }
+    }
+
+    /// Earliest time this record touches.
+    pub fn first_time(&self, comms: &[Comm]) -> i64 {
+        match self.body {
+            Body::Comm { index } => {
+                let c = &comms[index as usize];
+                self.time
+                    .min(c.send_physical)
+                    .min(c.recv_logical)
+                    .min(c.recv_physical)
+            }
+            _ => self.time,
+        }
+    }
+}
