@@ -9,23 +9,42 @@ use rustc_hash::FxHashMap;
 
 use crate::options::Options;
 
-/// A row of the trace as the report knows it; its order is the order of threads
-/// inside a task: CPU threads by tid, then GPU streams by (device, stream).
+/// A row of the trace as the report knows it. Its order is the layout's order of
+/// a report's threads: by process, then CPU threads by tid, then GPU streams by
+/// (device, stream).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ThreadKey {
-    Cpu { pid: u32, tid: u32 },
-    Stream { pid: u32, device: u32, stream: u32 },
+pub struct ThreadKey {
+    pub pid: u32,
+    pub kind: ThreadKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ThreadKind {
+    Cpu { tid: u32 },
+    Stream { device: u32, stream: u32 },
 }
 
 impl ThreadKey {
-    pub fn pid(&self) -> u32 {
-        match *self {
-            ThreadKey::Cpu { pid, .. } | ThreadKey::Stream { pid, .. } => pid,
+    pub fn cpu(pid: u32, tid: u32) -> Self {
+        ThreadKey {
+            pid,
+            kind: ThreadKind::Cpu { tid },
         }
     }
 
+    pub fn stream(pid: u32, device: u32, stream: u32) -> Self {
+        ThreadKey {
+            pid,
+            kind: ThreadKind::Stream { device, stream },
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     pub fn is_cpu(&self) -> bool {
-        matches!(self, ThreadKey::Cpu { .. })
+        matches!(self.kind, ThreadKind::Cpu { .. })
     }
 }
 
@@ -73,10 +92,7 @@ impl<'a> ReportContext<'a> {
     }
 
     pub fn cpu_thread(&mut self, global_tid: i64) -> LocalThread {
-        self.thread(ThreadKey::Cpu {
-            pid: pid_of(global_tid),
-            tid: tid_of(global_tid),
-        })
+        self.thread(ThreadKey::cpu(pid_of(global_tid), tid_of(global_tid)))
     }
 
     /// Name handle for the string `string_id` as a value of `ty`, after `transform`.

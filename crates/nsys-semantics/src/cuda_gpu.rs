@@ -54,11 +54,11 @@ impl GpuLinks {
 }
 
 fn stream_thread(ctx: &mut ReportContext, place: &GpuPlace) -> LocalThread {
-    ctx.thread(ThreadKey::Stream {
-        pid: pid_of(place.global_pid),
-        device: place.device_id as u32,
-        stream: place.stream_id as u32,
-    })
+    ctx.thread(ThreadKey::stream(
+        pid_of(place.global_pid),
+        place.device_id as u32,
+        place.stream_id as u32,
+    ))
 }
 
 /// NCCL's kernels are told apart by name, as nsys2prv does.

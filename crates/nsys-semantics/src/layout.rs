@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use paraver_writer::layout::header_date;
 use paraver_writer::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
 
-use crate::context::ThreadKey;
+use crate::context::{ThreadKey, ThreadKind};
 use crate::report::ReportTranslation;
 
 const UNKNOWN_HOST: &str = "unknown-host";
@@ -168,8 +168,9 @@ fn task_name(report: &ReportTranslation, key: &TaskKey) -> String {
 }
 
 fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
-    match *thread {
-        ThreadKey::Cpu { pid, tid } => {
+    let pid = thread.pid;
+    match thread.kind {
+        ThreadKind::Cpu { tid } => {
             let name = report
                 .thread_names
                 .get(&(pid, tid))
@@ -178,7 +179,7 @@ fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
                 .unwrap_or_else(|| "thread".to_string());
             format!("{} ({tid})", name.replace(['\n', '\r'], " "))
         }
-        ThreadKey::Stream { device, stream, .. } => format!("CUDA-D{device}.S{stream}"),
+        ThreadKind::Stream { device, stream } => format!("CUDA-D{device}.S{stream}"),
     }
 }
 

@@ -11,7 +11,7 @@ pub mod layout;
 pub mod options;
 mod report;
 
-pub use context::ThreadKey;
+pub use context::{ThreadKey, ThreadKind};
 pub use layout::{plan_layout, TracePlan};
 pub use options::{Category, KernelNames, Options};
 pub use report::{translate_report, ReportTranslation};

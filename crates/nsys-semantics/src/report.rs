@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use nsys_reader::{Export, Metadata};
-use paraver_writer::Run;
+use paraver_writer::{Run, RunBuilder};
 
 use crate::catalog::state;
 use crate::context::{ReportContext, ThreadKey};
@@ -58,6 +58,19 @@ pub fn translate_report(
     finish(ctx, path)
 }
 
+/// Renumbers threads in `ThreadKey` order, the order the layout gives them.
+fn renumber_in_key_order(run: &mut RunBuilder, keys: Vec<ThreadKey>) -> Vec<ThreadKey> {
+    let mut sorted: Vec<(ThreadKey, usize)> =
+        keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
+    sorted.sort();
+    let mut new_index = vec![0; sorted.len()];
+    for (new, (_, old)) in sorted.iter().enumerate() {
+        new_index[*old] = new as u32;
+    }
+    run.renumber_threads(&new_index);
+    sorted.into_iter().map(|(k, _)| k).collect()
+}
+
 fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, TranslateError> {
     let ReportContext {
         export,
@@ -68,6 +81,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         warnings,
         ..
     } = ctx;
+    let thread_keys = renumber_in_key_order(&mut run, thread_keys);
     // CPU threads run user code between calls; GPU streams idle between operations.
     states.tile_into(&mut run, |t| {
         Some(if thread_keys[t as usize].is_cpu() {

@@ -19,7 +19,8 @@ pub struct MergeInput {
     pub run: Run,
     /// Added to every time of the run to put it on the common clock (before rebasing).
     pub time_offset: i64,
-    /// Local thread → global (task, thread).
+    /// Local thread → global (task, thread); must keep the order of local indices
+    /// (the run is sorted by local index, the merge by global thread).
     pub threads: Vec<GlobalThread>,
 }
 
@@ -106,8 +107,13 @@ struct RunCursor<'a> {
     run: &'a Run,
     shift: i64,
     prefixes: Vec<Vec<u8>>,
+    /// Local thread → position of its global thread in the trace.
+    order: Vec<u64>,
     values: HandleValues,
 }
+
+/// Merge key: time, rank, global thread, then run and position for equal keys.
+type MergeKey = Reverse<(i64, u8, u64, usize, usize)>;
 
 impl<'a> RunCursor<'a> {
     fn new(input: &'a MergeInput, values: HandleValues, origin: i64) -> Self {
@@ -116,17 +122,30 @@ impl<'a> RunCursor<'a> {
             .iter()
             .map(|t| format!("0:1:{}:{}", t.task + 1, t.thread + 1).into_bytes())
             .collect();
+        let order = input
+            .threads
+            .iter()
+            .map(|t| (u64::from(t.task) << 32) | u64::from(t.thread))
+            .collect();
         RunCursor {
             run: &input.run,
             shift: input.time_offset - origin,
             prefixes,
+            order,
             values,
         }
     }
 
-    fn key(&self, pos: usize, run_index: usize) -> Option<Reverse<(i64, u8, usize, usize)>> {
+    fn key(&self, pos: usize, run_index: usize) -> Option<MergeKey> {
         let r = self.run.records.get(pos)?;
-        Some(Reverse((r.time + self.shift, r.rank(), run_index, pos)))
+        let thread = self.order[r.thread as usize];
+        Some(Reverse((
+            r.time + self.shift,
+            r.rank(),
+            thread,
+            run_index,
+            pos,
+        )))
     }
 }
 
@@ -170,7 +189,7 @@ impl<'a> BodyWriter<'a> {
             .filter_map(|(i, c)| c.key(0, i))
             .collect();
         let mut written: u64 = 0;
-        while let Some(Reverse((time, _, run_index, pos))) = heap.pop() {
+        while let Some(Reverse((time, _, _, run_index, pos))) = heap.pop() {
             let cursor = &cursors[run_index];
             self.record(cursor, run_index, &cursor.run.records[pos], time)?;
             if let Some(next) = cursor.key(pos + 1, run_index) {

@@ -90,10 +90,22 @@ impl RunBuilder {
         });
     }
 
-    /// Sorts by (time, rank), stably, so records of one thread at one time keep the
-    /// order they were pushed in.
+    /// Gives every thread a new index (`new_index[old]`). Producers number threads
+    /// as they meet them; renumbering them in layout order before `finish` makes
+    /// the sort, and so the output, independent of the order rows were read in.
+    pub fn renumber_threads(&mut self, new_index: &[LocalThread]) {
+        for r in &mut self.records {
+            r.thread = new_index[r.thread as usize];
+        }
+        for c in &mut self.comms {
+            c.receiver = new_index[c.receiver as usize];
+        }
+    }
+
+    /// Sorts by (time, rank, thread), stably, so records of one thread at one time
+    /// keep the order they were pushed in.
     pub fn finish(mut self) -> Run {
-        self.records.sort_by_key(|r| (r.time, r.rank()));
+        self.records.sort_by_key(|r| (r.time, r.rank(), r.thread));
         let (mut min_time, mut max_time) = (i64::MAX, i64::MIN);
         for r in &self.records {
             min_time = min_time.min(r.first_time(&self.comms));
@@ -110,7 +122,7 @@ impl RunBuilder {
     }
 }
 
-/// Records sorted by (time, rank), with the payloads they point into.
+/// Records sorted by (time, rank, thread), with the payloads they point into.
 pub struct Run {
     pub records: Vec<Record>,
     pub pairs: Vec<EventPair>,
