@@ -23,7 +23,7 @@ pub enum ReadError {
         path: PathBuf,
         table: Option<String>,
         row: Option<u64>,
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
     },
 }
 

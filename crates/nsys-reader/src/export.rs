@@ -128,7 +128,7 @@ impl Export {
                 path: self.path.clone(),
                 table: Some(table.to_string()),
                 row: Some(n + 1),
-                source: e,
+                source: Box::new(e),
             })?;
             let Some(row) = row else { break };
             n += 1;
@@ -177,7 +177,7 @@ pub(crate) fn sqlite_error(path: &Path, table: Option<&str>, source: rusqlite::E
         path: path.to_path_buf(),
         table: table.map(str::to_string),
         row: None,
-        source,
+        source: Box::new(source),
     }
 }
 
