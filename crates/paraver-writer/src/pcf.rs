@@ -167,11 +167,32 @@ impl PcfCatalog {
     }
 }
 
-/// Labels are one line each in the `.pcf`; names may hold newlines.
+/// A label as the `.pcf` can hold it: one line, no tabs, ASCII only (BSC's pertalde
+/// rejects other bytes), with other characters written as `\u{XXXX}`.
 fn one_line(label: &str) -> std::borrow::Cow<'_, str> {
-    if label.contains(['\n', '\r']) {
-        label.replace(['\n', '\r'], " ").into()
-    } else {
-        label.into()
+    let plain = |c: char| c.is_ascii() && !c.is_ascii_control();
+    if label.chars().all(plain) {
+        return label.into();
+    }
+    let mut out = String::with_capacity(label.len() + 8);
+    for c in label.chars() {
+        match c {
+            _ if plain(c) => out.push(c),
+            '\n' | '\r' | '\t' => out.push(' '),
+            _ => out.push_str(&format!("\\u{{{:04X}}}", c as u32)),
+        }
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn labels_become_one_ascii_line() {
+        assert_eq!(one_line("gemm"), "gemm");
+        assert_eq!(one_line("a\tb\nc"), "a b c");
+        assert_eq!(one_line("déjà"), "d\\u{00E9}j\\u{00E0}");
     }
 }
