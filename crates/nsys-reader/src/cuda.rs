@@ -66,11 +66,38 @@ pub struct Memset {
 }
 
 /// A host-side synchronization (the interval of the synchronizing call).
+/// `place.stream_id` and `event_id` hold [`NOT_APPLICABLE`] when they do not apply.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sync {
     pub place: GpuPlace,
     pub sync_type: i64,
     pub event_id: Option<i64>,
+}
+
+/// Sentinel of SYNCHRONIZATION's `streamId`/`eventId` for "does not apply".
+pub const NOT_APPLICABLE: i64 = u32::MAX as i64;
+
+/// What a synchronization waited for, told by which ids apply: `syncType` itself
+/// is numbered differently before 3.13, in 3.13–3.17.1 and from 3.17.2 on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncKind {
+    Context,
+    Event,
+    Stream,
+    StreamWaitEvent,
+}
+
+impl Sync {
+    pub fn kind(&self) -> SyncKind {
+        let stream = self.place.stream_id != NOT_APPLICABLE;
+        let event = self.event_id.is_some_and(|e| e != NOT_APPLICABLE);
+        match (stream, event) {
+            (false, false) => SyncKind::Context,
+            (false, true) => SyncKind::Event,
+            (true, false) => SyncKind::Stream,
+            (true, true) => SyncKind::StreamWaitEvent,
+        }
+    }
 }
 
 const PLACE: [&str; 7] = [
@@ -220,12 +247,39 @@ impl Export {
                 Some(place) => f(&Sync {
                     place,
                     sync_type: at(0).unwrap_or(0),
-                    event_id: at(1).filter(|&e| e != 0 && e != u32::MAX as i64),
+                    event_id: at(1),
                 }),
                 None => scan.skipped += 1,
             }
             Ok(())
         })?;
         Ok(scan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sync(stream: i64, event: Option<i64>) -> Sync {
+        Sync {
+            place: GpuPlace {
+                stream_id: stream,
+                ..Default::default()
+            },
+            sync_type: 0,
+            event_id: event,
+        }
+    }
+
+    #[test]
+    fn sync_kind_comes_from_the_ids_that_apply() {
+        assert_eq!(
+            sync(NOT_APPLICABLE, Some(NOT_APPLICABLE)).kind(),
+            SyncKind::Context
+        );
+        assert_eq!(sync(NOT_APPLICABLE, Some(3)).kind(), SyncKind::Event);
+        assert_eq!(sync(7, Some(NOT_APPLICABLE)).kind(), SyncKind::Stream);
+        assert_eq!(sync(7, Some(3)).kind(), SyncKind::StreamWaitEvent);
     }
 }

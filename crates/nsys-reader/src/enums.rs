@@ -35,14 +35,6 @@ pub const MEM_KIND: &[(i64, &str)] = &[
     (7, "Unknown"),
 ];
 
-pub const SYNC_TYPE: &[(i64, &str)] = &[
-    (0, "Unknown"),
-    (1, "Event sync"),
-    (2, "Stream wait sync"),
-    (3, "Stream sync"),
-    (4, "Context sync"),
-];
-
 /// Labels of one enum: the built-in copy plus the export's ids it lacks.
 pub fn labels(
     export: &Export,

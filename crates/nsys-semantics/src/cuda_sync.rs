@@ -2,8 +2,7 @@
 //! names only the process; the thread comes from the API call with the same
 //! correlation id, so the rows are emitted from the API side.
 
-use nsys_reader::cuda::SYNCHRONIZATION;
-use nsys_reader::enums::{self, SYNC_TYPE};
+use nsys_reader::cuda::{SyncKind, SYNCHRONIZATION};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
 
@@ -41,7 +40,6 @@ impl SyncCalls {
 
 pub(crate) fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
     let export = ctx.export;
-    let labels = enums::labels(export, "ENUM_CUPTI_SYNC_TYPE", SYNC_TYPE)?;
     let mut calls = Vec::new();
     let mut uncorrelated = 0u64;
     let scan = export.syncs(|s| {
@@ -49,16 +47,18 @@ pub(crate) fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
             uncorrelated += 1;
             return;
         };
-        let label = labels
-            .get(&s.sync_type)
-            .cloned()
-            .unwrap_or_else(|| format!("Sync type {}", s.sync_type));
+        let label = match s.kind() {
+            SyncKind::Context => "Context sync",
+            SyncKind::Event => "Event sync",
+            SyncKind::Stream => "Stream sync",
+            SyncKind::StreamWaitEvent => "Stream wait sync",
+        };
         calls.push(SyncCall {
             pid: pid_of(s.place.global_pid),
             correlation,
             start: s.place.start,
             end: s.place.end,
-            kind: ctx.run.names.intern(CUDA_SYNC, &label),
+            kind: ctx.run.names.intern(CUDA_SYNC, label),
         });
     })?;
     ctx.note_skipped(SYNCHRONIZATION, scan.skipped + uncorrelated);

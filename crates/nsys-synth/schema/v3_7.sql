@@ -1,0 +1,461 @@
+-- CREATE TABLE statements as written by the Nsight Systems exporter, schema 3.7.2,
+-- copied verbatim (schema text only) from sqlite_master of real exports of that version.
+-- Statements are separated by a line holding only ";".
+CREATE TABLE StringIds (
+    -- Consolidation of repetitive string values.
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- ID reference value.
+    value                       TEXT      NOT NULL                     -- String value.
+)
+;
+CREATE TABLE ThreadNames (
+    nameId                      INTEGER   NOT NULL,                    -- REFERENCES StringIds(id) -- Thread name
+    priority                    INTEGER,                               -- Priority of the thread.
+    globalTid                   INTEGER                                -- Serialized GlobalId.
+)
+;
+CREATE TABLE ProcessStreams (
+    globalPid                   INTEGER   NOT NULL,                    -- Serialized GlobalId.
+    filenameId                  INTEGER   NOT NULL,                    -- REFERENCES StringIds(id) -- File name
+    contentId                   INTEGER   NOT NULL                     -- REFERENCES StringIds(id) -- Stream content
+)
+;
+CREATE TABLE PROCESSES (
+    -- Names and identifiers of processes captured in the report.
+
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    pid                         INTEGER,                               -- The process ID.
+    name                        TEXT                                   -- The process name.
+)
+;
+CREATE TABLE TARGET_INFO_SYSTEM_ENV (
+    globalVid                   INTEGER,                               -- Serialized GlobalId.
+    devStateName                TEXT      NOT NULL,                    -- Device state name.
+    name                        TEXT      NOT NULL,                    -- Property name.
+    nameEnum                    INTEGER   NOT NULL,                    -- Property enum value.
+    value                       TEXT      NOT NULL                     -- Property value.
+)
+;
+CREATE TABLE TARGET_INFO_SESSION_START_TIME (
+    utcEpochNs                  INTEGER,                               -- UTC Epoch timestamp at start of the capture (ns).
+    utcTime                     TEXT,                                  -- Start of the capture in UTC.
+    localTime                   TEXT                                   -- Start of the capture in local time of target.
+)
+;
+CREATE TABLE ANALYSIS_DETAILS (
+    -- Details about the analysis session.
+
+    globalVid                   INTEGER   NOT NULL,                    -- Serialized GlobalId.
+    duration                    INTEGER   NOT NULL,                    -- The total time span of the entire trace (ns).
+    startTime                   INTEGER   NOT NULL,                    -- Trace start timestamp in nanoseconds.
+    stopTime                    INTEGER   NOT NULL                     -- Trace stop timestamp in nanoseconds.
+)
+;
+CREATE TABLE META_DATA_EXPORT (
+    -- information about nsys export process
+
+    name                        TEXT      NOT NULL,                    -- Name of meta-data record
+    value                       TEXT                                   -- Value of meta-data record
+)
+;
+CREATE TABLE META_DATA_CAPTURE (
+    -- information about nsys capture parameters
+
+    name                        TEXT      NOT NULL,                    -- Name of meta-data record
+    value                       TEXT                                   -- Value of meta-data record
+)
+;
+CREATE TABLE TARGET_INFO_GPU (
+    vmId                        INTEGER   NOT NULL,                    -- Serialized GlobalId.
+    id                          INTEGER   NOT NULL,                    -- Device ID.
+    name                        TEXT,                                  -- Device name.
+    busLocation                 TEXT,                                  -- PCI bus location.
+    isDiscrete                  INTEGER,                               -- True if discrete, false if integrated.
+    l2CacheSize                 INTEGER,                               -- Size of L2 cache (B).
+    totalMemory                 INTEGER,                               -- Total amount of memory on the device (B).
+    memoryBandwidth             INTEGER,                               -- Amount of memory transferred (B).
+    clockRate                   INTEGER,                               -- Clock frequency (Hz).
+    smCount                     INTEGER,                               -- Number of multiprocessors on the device.
+    pwGpuId                     INTEGER,                               -- PerfWorks GPU ID.
+    uuid                        TEXT,                                  -- Device UUID.
+    luid                        INTEGER,                               -- Device LUID.
+    chipName                    TEXT,                                  -- Chip name.
+    cuDevice                    INTEGER,                               -- CUDA device ID.
+    ctxswDevPath                TEXT,                                  -- GPU context switch device node path.
+    ctrlDevPath                 TEXT,                                  -- GPU control device node path.
+    revision                    INTEGER,                               -- Revision number.
+    nodeMask                    INTEGER,                               -- Device node mask.
+    constantMemory              INTEGER,                               -- Memory available on device for __constant__ variables (B).
+    maxIPC                      INTEGER,                               -- Maximum instructions per count.
+    maxRegistersPerBlock        INTEGER,                               -- Maximum number of 32-bit registers available per block.
+    maxShmemPerBlock            INTEGER,                               -- Maximum optin shared memory per block.
+    maxShmemPerBlockOptin       INTEGER,                               -- Maximum optin shared memory per block.
+    maxShmemPerSm               INTEGER,                               -- Maximum shared memory available per multiprocessor (B).
+    maxRegistersPerSm           INTEGER,                               -- Maximum number of 32-bit registers available per multiprocessor.
+    threadsPerWarp              INTEGER,                               -- Warp size in threads.
+    asyncEngines                INTEGER,                               -- Number of asynchronous engines.
+    maxWarpsPerSm               INTEGER,                               -- Maximum number of warps per multiprocessor.
+    maxBlocksPerSm              INTEGER,                               -- Maximum number of blocks per multiprocessor.
+    maxThreadsPerBlock          INTEGER,                               -- Maximum number of threads per block.
+    maxBlockDimX                INTEGER,                               -- Maximum X-dimension of a block.
+    maxBlockDimY                INTEGER,                               -- Maximum Y-dimension of a block.
+    maxBlockDimZ                INTEGER,                               -- Maximum Z-dimension of a block.
+    maxGridDimX                 INTEGER,                               -- Maximum X-dimension of a grid.
+    maxGridDimY                 INTEGER,                               -- Maximum Y-dimension of a grid.
+    maxGridDimZ                 INTEGER,                               -- Maximum Z-dimension of a grid.
+    computeMajor                INTEGER,                               -- Major compute capability version number.
+    computeMinor                INTEGER,                               -- Minor compute capability version number.
+    smMajor                     INTEGER,                               -- Major multiprocessor version number.
+    smMinor                     INTEGER                                -- Minor multiprocessor version number.
+)
+;
+CREATE TABLE TARGET_INFO_CUDA_CONTEXT_INFO (
+    nullStreamId                INTEGER   NOT NULL,                    -- Stream ID.
+    hwId                        INTEGER   NOT NULL,                    -- Hardware ID.
+    vmId                        INTEGER   NOT NULL,                    -- VM ID.
+    processId                   INTEGER   NOT NULL,                    -- Process ID.
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    parentContextId             INTEGER,                               -- For green context, this is the parent context id.
+    isGreenContext              INTEGER                                -- Is this a Green Context?
+)
+;
+CREATE TABLE TARGET_INFO_CUDA_STREAM (
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    hwId                        INTEGER   NOT NULL,                    -- Hardware ID.
+    vmId                        INTEGER   NOT NULL,                    -- VM ID.
+    processId                   INTEGER   NOT NULL,                    -- Process ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    priority                    INTEGER   NOT NULL,                    -- Priority of the stream.
+    flag                        INTEGER   NOT NULL                     -- REFERENCES ENUM_CUPTI_STREAM_TYPE(id)
+)
+;
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    eventClass                  INTEGER   NOT NULL,                    -- REFERENCES ENUM_NSYS_EVENT_CLASS(id)
+    globalTid                   INTEGER,                               -- Serialized GlobalId.
+    correlationId               INTEGER,                               -- ID used to identify events that this function call has triggered.
+    nameId                      INTEGER   NOT NULL,                    -- REFERENCES StringIds(id) -- Function name
+    returnValue                 INTEGER   NOT NULL,                    -- Return value of the function call.
+    callchainId                 INTEGER                                -- REFERENCES CUDA_CALLCHAINS(id)
+)
+;
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    greenContextId              INTEGER,                               -- Green context ID.
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    correlationId               INTEGER,                               -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    demangledName               INTEGER   NOT NULL,                    -- REFERENCES StringIds(id) -- Kernel function name w/ templates
+    shortName                   INTEGER   NOT NULL,                    -- REFERENCES StringIds(id) -- Base kernel function name
+    mangledName                 INTEGER,                               -- REFERENCES StringIds(id) -- Raw C++ mangled kernel function name
+    launchType                  INTEGER,                               -- REFERENCES ENUM_CUDA_KERNEL_LAUNCH_TYPE(id)
+    cacheConfig                 INTEGER,                               -- REFERENCES ENUM_CUDA_FUNC_CACHE_CONFIG(id)
+    registersPerThread          INTEGER   NOT NULL,                    -- Number of registers required for each thread executing the kernel.
+    gridX                       INTEGER   NOT NULL,                    -- X-dimension grid size.
+    gridY                       INTEGER   NOT NULL,                    -- Y-dimension grid size.
+    gridZ                       INTEGER   NOT NULL,                    -- Z-dimension grid size.
+    blockX                      INTEGER   NOT NULL,                    -- X-dimension block size.
+    blockY                      INTEGER   NOT NULL,                    -- Y-dimension block size.
+    blockZ                      INTEGER   NOT NULL,                    -- Z-dimension block size.
+    staticSharedMemory          INTEGER   NOT NULL,                    -- Static shared memory allocated for the kernel (B).
+    dynamicSharedMemory         INTEGER   NOT NULL,                    -- Dynamic shared memory reserved for the kernel (B).
+    localMemoryPerThread        INTEGER   NOT NULL,                    -- Amount of local memory reserved for each thread (B).
+    localMemoryTotal            INTEGER   NOT NULL,                    -- Total amount of local memory reserved for the kernel (B).
+    gridId                      INTEGER   NOT NULL,                    -- Unique grid ID of the kernel assigned at runtime.
+    sharedMemoryExecuted        INTEGER,                               -- Shared memory size set by the driver.
+    graphNodeId                 INTEGER,                               -- REFERENCES CUDA_GRAPH_EVENTS(graphNodeId)
+    sharedMemoryLimitConfig     INTEGER                                -- REFERENCES ENUM_CUDA_SHARED_MEM_LIMIT_CONFIG(id)
+)
+;
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    greenContextId              INTEGER,                               -- Green context ID.
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    correlationId               INTEGER,                               -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    bytes                       INTEGER   NOT NULL,                    -- Number of bytes transferred (B).
+    copyKind                    INTEGER   NOT NULL,                    -- REFERENCES ENUM_CUDA_MEMCPY_OPER(id)
+    deprecatedSrcId             INTEGER,                               -- Deprecated, use srcDeviceId instead.
+    srcKind                     INTEGER,                               -- REFERENCES ENUM_CUDA_MEM_KIND(id)
+    dstKind                     INTEGER,                               -- REFERENCES ENUM_CUDA_MEM_KIND(id)
+    srcDeviceId                 INTEGER,                               -- Source device ID.
+    srcContextId                INTEGER,                               -- Source context ID.
+    dstDeviceId                 INTEGER,                               -- Destination device ID.
+    dstContextId                INTEGER,                               -- Destination context ID.
+    migrationCause              INTEGER,                               -- REFERENCES ENUM_CUDA_UNIF_MEM_MIGRATION(id)
+    graphNodeId                 INTEGER,                               -- REFERENCES CUDA_GRAPH_EVENTS(graphNodeId)
+    virtualAddress              INTEGER                                -- Virtual base address of the page/s being transferred.
+)
+;
+-- CUPTI_ACTIVITY_KIND_MEMSET: the main sample of schema 3.7.2 has no such table; taken from another export, schema 3.13.2.
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    greenContextId              INTEGER,                               -- Green context ID.
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    correlationId               INTEGER,                               -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    value                       INTEGER   NOT NULL,                    -- Value assigned to memory.
+    bytes                       INTEGER   NOT NULL,                    -- Number of bytes set (B).
+    graphNodeId                 INTEGER,                               -- REFERENCES CUDA_GRAPH_NODE_EVENTS(graphNodeId)
+    memKind                     INTEGER                                -- REFERENCES ENUM_CUDA_MEM_KIND(id)
+)
+;
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    greenContextId              INTEGER,                               -- Green context ID.
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    correlationId               INTEGER,                               -- Correlation ID of the synchronization API to which this result is associated.
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    syncType                    INTEGER   NOT NULL,                    -- REFERENCES ENUM_CUPTI_SYNC_TYPE(id)
+    eventId                     INTEGER   NOT NULL                     -- Event ID for which the synchronization API is called.
+)
+;
+-- CUPTI_ACTIVITY_KIND_CUDA_EVENT: the main sample of schema 3.7.2 has no such table; taken from another export, schema 3.16.1.
+CREATE TABLE CUPTI_ACTIVITY_KIND_CUDA_EVENT (
+    deviceId                    INTEGER   NOT NULL,                    -- Device ID.
+    contextId                   INTEGER   NOT NULL,                    -- Context ID.
+    greenContextId              INTEGER,                               -- Green context ID.
+    streamId                    INTEGER   NOT NULL,                    -- Stream ID.
+    correlationId               INTEGER,                               -- Correlation ID of the event record API to which this result is associated.
+    globalPid                   INTEGER,                               -- Serialized GlobalId.
+    eventId                     INTEGER   NOT NULL                     -- Event ID for which the event record API is called.
+)
+;
+CREATE TABLE ENUM_NSYS_EVENT_TYPE (
+    -- Nsys event type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_NSYS_EVENT_CLASS (
+    -- Nsys event class labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_MEMCPY_OPER (
+    -- CUDA memcpy operation labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_MEM_KIND (
+    -- CUDA memory kind labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUPTI_SYNC_TYPE (
+    -- CUPTI synchronization type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_KERNEL_LAUNCH_TYPE (
+    -- CUDA kernel launch type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_FUNC_CACHE_CONFIG (
+    -- CUDA function cache config labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_SHARED_MEM_LIMIT_CONFIG (
+    -- CUDA shared memory limit config labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUPTI_STREAM_TYPE (
+    -- CUPTI stream type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_UNIF_MEM_MIGRATION (
+    -- CUDA unified memory migration cause labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_UNIF_MEM_ACCESS_TYPE (
+    -- CUDA unified memory access type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (
+    -- CUDA device mem event operation labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_MEMPOOL_TYPE (
+    -- CUDA mempool type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_CUDA_MEMPOOL_OPER (
+    -- CUDA mempool operation labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_SAMPLING_THREAD_STATE (
+    -- Sampling thread state labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_STACK_UNWIND_METHOD (
+    -- Stack unwind method labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENACC_EVENT_KIND (
+    -- OpenACC event type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENACC_DEVICE (
+    -- OpenACC device type labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_EVENT_KIND (
+    -- OpenMP event kind labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_THREAD (
+    -- OpenMP thread labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_SYNC_REGION (
+    -- OpenMP sync region labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_WORK (
+    -- OpenMP work labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_MUTEX (
+    -- OpenMP mutex labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_TASK_FLAG (
+    -- OpenMP task flags labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_TASK_STATUS (
+    -- OpenMP task status labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_OPENMP_DISPATCH (
+    -- OpenMP dispatch labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_GPU_CTX_SWITCH (
+    -- GPU context switch labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;
+CREATE TABLE ENUM_NET_LINK_TYPE (
+    -- NIC link layer labels
+
+    id                          INTEGER   NOT NULL   PRIMARY KEY,      -- Enum numerical value
+    name                        TEXT,                                  -- Enum symbol name
+    label                       TEXT                                   -- Enum human name
+)
+;

@@ -1,0 +1,138 @@
+//! Writing one export file: validation, then every table inside one transaction.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use anyhow::{bail, ensure, Context, Result};
+use rusqlite::Connection;
+
+use crate::activity::ActivityTables;
+use crate::catalog::HELPER_THREADS;
+use crate::ids::MAX_OS_ID;
+use crate::layout::contexts;
+use crate::meta::{write_enums, write_metadata};
+use crate::rng::SplitMix64;
+use crate::sim::{NameIds, ProcessSim};
+use crate::strings::StringIds;
+use crate::target_info::{self, ProcessPlan};
+use crate::{SynthCounts, SynthProcess, SynthSpec};
+
+/// Profiled processes start 150-250 ms into the session (nsys and CUDA start-up).
+const FIRST_PROCESS_START: i64 = 150_000_000;
+const PROCESS_START_SPREAD: i64 = 100_000_000;
+/// The session outlasts the last activity by 1 ms.
+const SESSION_TAIL: i64 = 1_000_000;
+
+fn validate_process(process: &SynthProcess) -> Result<()> {
+    let name = &process.name;
+    let gpu_work = process.kernels + process.memcpys + process.memsets + process.syncs;
+    let threads_needed = process.cpu_threads + 10 + HELPER_THREADS.len() as u32;
+    ensure!(process.pid > 0, "process {name}: pid must be positive");
+    ensure!(
+        process
+            .pid
+            .checked_add(threads_needed)
+            .is_some_and(|last| last <= MAX_OS_ID),
+        "process {name}: pid {} plus its threads does not fit the 24-bit tid field",
+        process.pid
+    );
+    ensure!(
+        process.cpu_threads > 0 || gpu_work + process.extra_api_calls == 0,
+        "process {name}: API activity needs at least one CPU thread"
+    );
+    ensure!(
+        !process.devices.is_empty() || gpu_work == 0,
+        "process {name}: GPU work needs at least one device"
+    );
+    let unique: HashSet<u32> = process.devices.iter().copied().collect();
+    ensure!(
+        unique.len() == process.devices.len(),
+        "process {name}: device ids repeat"
+    );
+    Ok(())
+}
+
+fn validate(spec: &SynthSpec) -> Result<()> {
+    let mut pids = HashSet::new();
+    for process in &spec.processes {
+        validate_process(process)?;
+        ensure!(
+            pids.insert(process.pid),
+            "pid {} appears twice in one export",
+            process.pid
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn write_export(spec: &SynthSpec, path: &Path) -> Result<SynthCounts> {
+    validate(spec)?;
+    if path.exists() {
+        bail!("{} already exists", path.display());
+    }
+    let written = write_file(spec, path).with_context(|| format!("writing {}", path.display()));
+    if written.is_err() {
+        // Leave no half-written export behind; the original error is what matters.
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+fn write_file(spec: &SynthSpec, path: &Path) -> Result<SynthCounts> {
+    let mut conn = Connection::open(path)?;
+    // A throw-away file: no rollback journal, no fsync. Schema 2.9.1 declares REFERENCES to
+    // tables it may not create (CUDA_CALLCHAINS), and the bundled SQLite enforces foreign keys by
+    // default; the real exporter does not.
+    conn.execute_batch(
+        "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA foreign_keys=OFF;",
+    )?;
+    let transaction = conn.transaction()?;
+    let counts = write_tables(&transaction, spec, path)?;
+    transaction.commit()?;
+    Ok(counts)
+}
+
+fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<SynthCounts> {
+    let mut strings = StringIds::new();
+    let names = NameIds::intern(&mut strings);
+    let plans: Vec<ProcessPlan<'_>> = spec
+        .processes
+        .iter()
+        .map(|process| ProcessPlan {
+            process,
+            contexts: contexts(process),
+        })
+        .collect();
+
+    let mut activity = ActivityTables::new(conn, spec.schema);
+    let mut seeds = SplitMix64::new(spec.seed);
+    for plan in &plans {
+        let start_time = FIRST_PROCESS_START + seeds.range(0, PROCESS_START_SPREAD);
+        let seed = seeds.next_u64();
+        ProcessSim::new(
+            plan.process,
+            &plan.contexts,
+            &names,
+            &mut activity,
+            seed,
+            start_time,
+        )
+        .run()?;
+    }
+    let counts = activity.counts();
+    let duration = activity.last_end() + SESSION_TAIL;
+    drop(activity);
+
+    target_info::write_processes(conn, spec)?;
+    target_info::write_thread_names(conn, spec, &mut strings)?;
+    target_info::write_process_streams(conn, spec, &mut strings)?;
+    target_info::write_system_env(conn, spec)?;
+    target_info::write_session_start(conn, spec)?;
+    target_info::write_analysis_details(conn, spec, duration)?;
+    target_info::write_gpus(conn, spec)?;
+    target_info::write_cuda_layout(conn, spec.schema, &plans)?;
+    write_metadata(conn, spec, path, duration)?;
+    write_enums(conn, spec.schema)?;
+    strings.write(conn, spec.schema)?;
+    Ok(counts)
+}

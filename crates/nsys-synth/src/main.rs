@@ -1,0 +1,218 @@
+//! `nsys-synth`: writes synthetic Nsight Systems exports of an MPI job, one file per rank.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use nsys_synth::{write_export, SchemaVersion, SynthCounts, SynthProcess, SynthSpec};
+
+/// Writes synthetic Nsight Systems SQLite exports (CUDA API calls, kernels, copies, memsets and
+/// syncs) of an MPI job: DIR/rank0.sqlite, DIR/rank1.sqlite, ...
+#[derive(Parser)]
+#[command(name = "nsys-synth", version)]
+struct Cli {
+    /// Export schema: 2.9, 3.0, 3.7, 3.16, 3.24, or the nsys release 2022.1 ... 2025.5.
+    #[arg(long, default_value = "3.24")]
+    schema: SchemaVersion,
+    /// MPI ranks: one process, and one file, each.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    ranks: u32,
+    /// Approximate activity rows per rank.
+    #[arg(long, default_value_t = 100_000)]
+    rows: u64,
+    /// Nodes (node01, node02, ...) the ranks are spread over, round-robin.
+    #[arg(
+        long,
+        default_value_t = 1,
+        conflicts_with = "single",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    hosts: u32,
+    /// Output directory, created if missing; with --single, the output file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Write one file in which every rank is a process of a single node.
+    #[arg(long)]
+    single: bool,
+    /// Give ranks on different nodes the same pids, as on real clusters.
+    #[arg(long, conflicts_with = "single")]
+    colliding_pids: bool,
+    /// CPU threads calling CUDA in each rank.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
+    /// Streams with work per GPU, counting the NULL stream.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    streams: u32,
+    /// GPUs per node; a rank uses GPU (its index on the node) modulo this.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    gpus_per_host: u32,
+    /// Seed of the generator; the same seed gives the same files.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Session start of rank 0: 2025-03-01T09:00:00Z.
+const BASE_EPOCH_NS: i64 = 1_740_819_600_000_000_000;
+const BASE_PID: u32 = 31_000;
+
+/// Where a rank runs.
+struct Placement {
+    rank: u32,
+    node: u32,
+    /// Index of the rank among those of its node.
+    local: u32,
+}
+
+fn placement(rank: u32, hosts: u32) -> Placement {
+    Placement {
+        rank,
+        node: rank % hosts,
+        local: rank / hosts,
+    }
+}
+
+fn hostname(node: u32) -> String {
+    format!("node{:02}", node + 1)
+}
+
+/// Shares of the row budget. Kernels, copies and memsets cost about 2.1 rows each (API call,
+/// GPU row, one nested driver call in 8), syncs about 2.7, extra calls 1.
+fn rank_process(cli: &Cli, at: &Placement) -> SynthProcess {
+    let share = |percent: u64| cli.rows * percent / 100;
+    let pid_slot = if cli.colliding_pids {
+        at.local
+    } else {
+        at.rank
+    };
+    SynthProcess {
+        pid: BASE_PID + 101 * pid_slot,
+        name: "./synth_app".to_owned(),
+        cpu_threads: cli.threads,
+        devices: vec![at.local % cli.gpus_per_host],
+        streams_per_device: cli.streams,
+        kernels: share(28),
+        memcpys: share(10),
+        memsets: share(3),
+        syncs: share(2),
+        extra_api_calls: share(8),
+    }
+}
+
+fn rank_env(cli: &Cli, at: &Placement) -> Vec<(String, String)> {
+    [
+        ("SLURM_PROCID", at.rank),
+        ("SLURM_LOCALID", at.local),
+        ("SLURM_NODEID", at.node),
+        ("SLURM_NTASKS", cli.ranks),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value.to_string()))
+    .collect()
+}
+
+/// Ranks start a few microseconds apart, as `srun` launches them.
+fn rank_epoch(rank: u32) -> i64 {
+    let rank = i64::from(rank);
+    BASE_EPOCH_NS + rank * 2_750 + rank * 7_919 % 1_000
+}
+
+fn rank_spec(cli: &Cli, at: &Placement) -> SynthSpec {
+    SynthSpec {
+        schema: cli.schema,
+        hostname: hostname(at.node),
+        utc_epoch_ns: rank_epoch(at.rank),
+        seed: cli
+            .seed
+            .wrapping_mul(1_000_003)
+            .wrapping_add(u64::from(at.rank)),
+        processes: vec![rank_process(cli, at)],
+        env: rank_env(cli, at),
+    }
+}
+
+/// Every (output file, spec) to write.
+fn jobs(cli: &Cli) -> Result<Vec<(PathBuf, SynthSpec)>> {
+    if cli.single {
+        let placements: Vec<Placement> = (0..cli.ranks).map(|rank| placement(rank, 1)).collect();
+        let mut spec = rank_spec(cli, &placements[0]);
+        spec.processes = placements.iter().map(|at| rank_process(cli, at)).collect();
+        return Ok(vec![(cli.out.clone(), spec)]);
+    }
+    std::fs::create_dir_all(&cli.out).with_context(|| format!("creating {}", cli.out.display()))?;
+    Ok((0..cli.ranks)
+        .map(|rank| {
+            let at = placement(rank, cli.hosts);
+            (
+                cli.out.join(format!("rank{rank}.sqlite")),
+                rank_spec(cli, &at),
+            )
+        })
+        .collect())
+}
+
+/// Writes the jobs on every core, returning the counts in job order.
+fn write_all(jobs: &[(PathBuf, SynthSpec)]) -> Result<Vec<SynthCounts>> {
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    let mut done: Vec<(usize, SynthCounts)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| -> Result<Vec<(usize, SynthCounts)>> {
+                    let mut written = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((path, spec)) = jobs.get(index) else {
+                            return Ok(written);
+                        };
+                        written.push((index, write_export(spec, path)?));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("a writer thread panicked"))
+            .collect::<Result<Vec<_>>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
+    done.sort_by_key(|&(index, _)| index);
+    Ok(done.into_iter().map(|(_, counts)| counts).collect())
+}
+
+fn print_counts(path: &Path, c: &SynthCounts) {
+    println!(
+        "{}: kernels={} memcpys={} memsets={} syncs={} runtime={} cuda_events={} total={}",
+        path.display(),
+        c.kernels,
+        c.memcpys,
+        c.memsets,
+        c.syncs,
+        c.runtime_rows,
+        c.cuda_events,
+        c.total()
+    );
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let jobs = jobs(&cli)?;
+    let started = Instant::now();
+    let counts = write_all(&jobs)?;
+    let seconds = started.elapsed().as_secs_f64();
+    for ((path, _), c) in jobs.iter().zip(&counts) {
+        print_counts(path, c);
+    }
+    let rows: u64 = counts.iter().map(SynthCounts::total).sum();
+    println!(
+        "{} file(s), {rows} rows in {seconds:.2} s ({:.0} rows/s)",
+        jobs.len(),
+        rows as f64 / seconds.max(1e-9)
+    );
+    Ok(())
+}
