@@ -81,7 +81,6 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         warnings,
         ..
     } = ctx;
-    let thread_keys = renumber_in_key_order(&mut run, thread_keys);
     // CPU threads run user code between calls; GPU streams idle between operations.
     states.tile_into(&mut run, |t| {
         Some(if thread_keys[t as usize].is_cpu() {
@@ -90,6 +89,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
             state::IDLE
         })
     });
+    let thread_keys = renumber_in_key_order(&mut run, thread_keys);
     if run.is_empty() {
         return Err(TranslateError::Empty(path.to_path_buf()));
     }

@@ -64,6 +64,26 @@ pub enum KernelNameArg {
     Demangled,
 }
 
+/// A command line that asks for something impossible (exit code 2, like clap's own).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+pub fn is_usage_error(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<UsageError>().is_some()
+        || matches!(
+            e.downcast_ref::<paraver_writer::WriteError>(),
+            Some(paraver_writer::WriteError::BadOutputName(_))
+        )
+}
+
 impl Args {
     pub fn inputs(&self) -> &[PathBuf] {
         &self.paths[..self.paths.len() - 1]

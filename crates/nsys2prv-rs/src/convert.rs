@@ -15,7 +15,7 @@ use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::{write_trace, MergeInput, OutputPaths};
 use rayon::prelude::*;
 
-use crate::cli::{Args, KernelNameArg};
+use crate::cli::{Args, KernelNameArg, UsageError};
 use crate::inputs;
 use crate::progress::Progress;
 use crate::views;
@@ -85,7 +85,9 @@ fn options(args: &Args) -> Result<Options> {
         options.categories.remove(&c);
     }
     if options.categories.is_empty() {
-        bail!("no category left to translate (see --trace and --exclude)");
+        return Err(
+            UsageError("no category left to translate (see --trace and --exclude)".into()).into(),
+        );
     }
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
@@ -101,10 +103,11 @@ fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Categ
             Some(cs) => set.extend(cs),
             None => {
                 let known: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
-                bail!(
+                let message = format!(
                     "unknown category '{word}' (known: {}, cuda)",
                     known.join(", ")
                 );
+                return Err(UsageError(message).into());
             }
         }
     }

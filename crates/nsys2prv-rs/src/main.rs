@@ -18,8 +18,8 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line: the cause chain joined, never a backtrace.
             let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("error: {}", chain.join(": "));
-            ExitCode::from(1)
+            eprintln!("error: {}", chain.join(": ").replace('\n', " "));
+            ExitCode::from(if cli::is_usage_error(&e) { 2 } else { 1 })
         }
     }
 }
