@@ -69,9 +69,16 @@ impl PendingFile {
             ".{}.",
             target.file_name().and_then(|n| n.to_str()).unwrap_or("out")
         );
-        let temp = tempfile::Builder::new()
-            .prefix(&prefix)
-            .suffix(".tmp")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        // Temporary files are private by default; the trace gets the permissions of
+        // any new file (0666 less the umask).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder
             .tempfile_in(dir)
             .map_err(|e| WriteError::io(target, e))?;
         Ok(PendingFile {
@@ -180,5 +187,17 @@ mod tests {
         let f = PendingFile::create(&target).unwrap();
         f.commit().unwrap();
         assert!(target.exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let plain = dir.path().join("plain");
+            std::fs::File::create(&plain).unwrap();
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(
+                mode(&target),
+                mode(&plain),
+                "same permissions as any new file"
+            );
+        }
     }
 }
