@@ -10,6 +10,11 @@ mod error;
 mod export;
 pub mod ids;
 pub mod meta;
+pub mod nvtx;
+pub mod openacc;
+pub mod openmp;
+pub mod osrt;
+pub mod sched;
 mod schema;
 mod threads;
 

@@ -15,8 +15,9 @@ pub const KERNEL_DYNAMIC_SHARED: u32 = 9108;
 pub const KERNEL_LOCAL_MEMORY: u32 = 9109;
 pub const KERNEL_REGISTERS: u32 = 9110;
 pub const CORRELATION_ID: u32 = 9200;
-/// Kind of a host-side CUDA synchronization (event, stream, context).
-pub const CUDA_SYNC: u32 = 9300;
+/// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
+/// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
+pub const CUDA_SYNC: u32 = 9350;
 
 /// Communication tags of BSC nsys2prv.
 pub const TAG_LAUNCH: i64 = 55_001;
@@ -72,7 +73,7 @@ const STATES: &[(u32, &str, (u8, u8, u8))] = &[
     (33, "Stream Registration", (80, 185, 160)),
 ];
 
-fn named(ty: u32, label: &str) -> EventTypeInfo {
+pub(crate) fn named(ty: u32, label: &str) -> EventTypeInfo {
     EventTypeInfo {
         ty,
         label: label.into(),
@@ -82,7 +83,7 @@ fn named(ty: u32, label: &str) -> EventTypeInfo {
     }
 }
 
-fn numeric(ty: u32, label: &str) -> EventTypeInfo {
+pub(crate) fn numeric(ty: u32, label: &str) -> EventTypeInfo {
     EventTypeInfo {
         ty,
         label: label.into(),
@@ -94,7 +95,7 @@ fn numeric(ty: u32, label: &str) -> EventTypeInfo {
 
 /// Every type and state the translator may emit, with its label.
 pub fn pcf_catalog() -> PcfCatalog {
-    let types = vec![
+    let types: Vec<EventTypeInfo> = [
         named(CUDA_API, "CUDA library call"),
         named(CUDA_MEMORY_OP, "CUDA memcpy/memset"),
         numeric(CUDA_MEMORY_SIZE, "CUDA memcpy/memset size (bytes)"),
@@ -115,7 +116,13 @@ pub fn pcf_catalog() -> PcfCatalog {
         numeric(KERNEL_REGISTERS, "Kernel registers per thread"),
         numeric(CORRELATION_ID, "CUDA correlation ID"),
         named(CUDA_SYNC, "CUDA synchronization"),
-    ];
+    ]
+    .into_iter()
+    .chain(crate::osrt::event_types())
+    .chain(crate::sched::event_types())
+    .chain(crate::openmp::event_types())
+    .chain(crate::openacc::event_types())
+    .collect();
     PcfCatalog {
         states: STATES
             .iter()
@@ -127,4 +134,24 @@ pub fn pcf_catalog() -> PcfCatalog {
             .collect(),
         types,
     }
+}
+
+/// The catalog plus the data-numbered types (NVTX domains) of every report. Two
+/// different labels for one number (a hash collision between domain names) are
+/// reported: their values share one type in the trace.
+pub fn catalog_for_reports(reports: &[crate::ReportTranslation]) -> PcfCatalog {
+    let mut catalog = pcf_catalog();
+    for info in reports.iter().flat_map(|r| &r.extra_types) {
+        match catalog.type_info(info.ty) {
+            None => catalog.types.push(info.clone()),
+            Some(known) if known.label != info.label => tracing::warn!(
+                "event type {} labels both '{}' and '{}' (their names hash alike); their values share the type",
+                info.ty,
+                known.label,
+                info.label
+            ),
+            Some(_) => {}
+        }
+    }
+    catalog
 }

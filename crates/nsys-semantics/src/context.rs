@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use nsys_reader::ids::{pid_of, tid_of};
 use nsys_reader::{Export, ReadError};
-use paraver_writer::{LocalThread, RunBuilder, StateTiler};
+use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::FxHashMap;
 
 use crate::options::Options;
@@ -65,6 +65,8 @@ pub(crate) struct ReportContext<'a> {
     /// Rows translated (or skipped) per table, for the summary and the tests.
     pub counts: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// Event types whose number depends on the data (e.g. one per NVTX domain).
+    pub extra_types: Vec<EventTypeInfo>,
 }
 
 impl<'a> ReportContext<'a> {
@@ -78,7 +80,14 @@ impl<'a> ReportContext<'a> {
             thread_keys: Vec::new(),
             counts: BTreeMap::new(),
             warnings: Vec::new(),
+            extra_types: Vec::new(),
         }
+    }
+
+    /// Whether the process already owns a thread with events (tables such as
+    /// SCHED_EVENTS also list processes that were not profiled).
+    pub fn has_process(&self, pid: u32) -> bool {
+        self.thread_keys.iter().any(|k| k.pid == pid)
     }
 
     pub fn thread(&mut self, key: ThreadKey) -> LocalThread {

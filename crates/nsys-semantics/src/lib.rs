@@ -8,8 +8,12 @@ mod cuda_api;
 mod cuda_gpu;
 mod cuda_sync;
 pub mod layout;
+mod openacc;
+mod openmp;
 pub mod options;
+mod osrt;
 mod report;
+mod sched;
 
 pub use context::{ThreadKey, ThreadKind};
 pub use layout::{plan_layout, TracePlan};

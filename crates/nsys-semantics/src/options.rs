@@ -9,10 +9,29 @@ pub enum Category {
     Kernels,
     Memory,
     Sync,
+    Nvtx,
+    Nccl,
+    Osrt,
+    OpenMp,
+    OpenAcc,
+    Sched,
 }
 
 impl Category {
-    pub const ALL: [Category; 4] = [
+    pub const ALL: [Category; 10] = [
+        Category::CudaApi,
+        Category::Kernels,
+        Category::Memory,
+        Category::Sync,
+        Category::Nvtx,
+        Category::Nccl,
+        Category::Osrt,
+        Category::OpenMp,
+        Category::OpenAcc,
+        Category::Sched,
+    ];
+
+    const CUDA: [Category; 4] = [
         Category::CudaApi,
         Category::Kernels,
         Category::Memory,
@@ -25,15 +44,29 @@ impl Category {
             Category::Kernels => "kernels",
             Category::Memory => "memory",
             Category::Sync => "sync",
+            Category::Nvtx => "nvtx",
+            Category::Nccl => "nccl",
+            Category::Osrt => "osrt",
+            Category::OpenMp => "openmp",
+            Category::OpenAcc => "openacc",
+            Category::Sched => "sched",
         }
     }
 
-    /// Categories a `-t` word selects: a category name, a group (`cuda`), or one of
-    /// BSC nsys2prv's report names (`cuda_api_trace`, `cuda_gpu_trace`).
+    /// Categories a `-t` word selects: a category name, a group (`cuda`, `all`), or
+    /// one of BSC nsys2prv's names (`cuda_api_trace`, `cuda_gpu_trace`,
+    /// `nvtx_pushpop_trace`, `nvtx_startend_trace`, `pthread`).
     pub fn parse_word(word: &str) -> Option<Vec<Category>> {
         let word = word.trim().to_ascii_lowercase().replace('_', "-");
         let found = match word.as_str() {
-            "cuda" | "all" => Category::ALL.to_vec(),
+            "all" => Category::ALL.to_vec(),
+            "cuda" => Category::CUDA.to_vec(),
+            "nvtx" | "nvtx-pushpop-trace" | "nvtx-startend-trace" => vec![Category::Nvtx],
+            "nccl" => vec![Category::Nccl],
+            "osrt" | "pthread" | "pthreads" => vec![Category::Osrt],
+            "openmp" | "omp" => vec![Category::OpenMp],
+            "openacc" | "acc" => vec![Category::OpenAcc],
+            "sched" | "scheduling" => vec![Category::Sched],
             "cuda-api" | "cuda-api-trace" | "api" => vec![Category::CudaApi],
             "kernels" | "kernel" => vec![Category::Kernels],
             "memory" | "memcpy" | "memset" => vec![Category::Memory],

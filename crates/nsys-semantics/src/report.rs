@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use nsys_reader::{Export, Metadata};
-use paraver_writer::{Run, RunBuilder};
+use paraver_writer::{EventTypeInfo, Run, RunBuilder};
 
 use crate::catalog::state;
 use crate::context::{ReportContext, ThreadKey};
@@ -13,6 +13,7 @@ use crate::cuda_gpu::{self, GpuLinks};
 use crate::cuda_sync::{self, SyncCalls};
 use crate::options::{Category, Options};
 use crate::TranslateError;
+use crate::{openacc, openmp, osrt, sched};
 
 /// Everything one report contributes to the trace.
 pub struct ReportTranslation {
@@ -26,6 +27,8 @@ pub struct ReportTranslation {
     /// Rows translated per table (and other counts).
     pub counts: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// Labels of event types numbered from the data (NVTX domains).
+    pub extra_types: Vec<EventTypeInfo>,
 }
 
 pub fn translate_report(
@@ -55,6 +58,18 @@ pub fn translate_report(
     if outputs.calls || outputs.syncs {
         cuda_api::translate(&mut ctx, &links, &syncs, outputs)?;
     }
+    if options.wants(Category::Osrt) {
+        osrt::translate(&mut ctx)?;
+    }
+    if options.wants(Category::OpenMp) {
+        openmp::translate(&mut ctx)?;
+    }
+    if options.wants(Category::OpenAcc) {
+        openacc::translate(&mut ctx)?;
+    }
+    if options.wants(Category::Sched) {
+        sched::translate(&mut ctx)?;
+    }
     finish(ctx, path)
 }
 
@@ -79,6 +94,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         thread_keys,
         counts,
         warnings,
+        extra_types,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -102,5 +118,6 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         process_names: export.process_names()?,
         counts,
         warnings,
+        extra_types,
     })
 }

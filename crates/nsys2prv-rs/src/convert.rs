@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use nsys_semantics::catalog::pcf_catalog;
+use nsys_semantics::catalog::catalog_for_reports;
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::{
     plan_layout, translate_report, Category, KernelNames, Options, ReportTranslation,
@@ -31,6 +31,7 @@ pub fn run(args: &Args) -> Result<()> {
     let plan = plan_layout(&reports, &paths.stem());
     warn_about_limits(&plan.layout);
 
+    let catalog = catalog_for_reports(&reports);
     let mut progress = Progress::new(args.quiet, "writing", None, "records");
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let merge_inputs: Vec<MergeInput> = plan
@@ -45,13 +46,9 @@ pub fn run(args: &Args) -> Result<()> {
             }
         })
         .collect();
-    let summary = write_trace(
-        &paths,
-        &plan.layout,
-        &merge_inputs,
-        &pcf_catalog(),
-        &mut |n| progress.set(n),
-    )
+    let summary = write_trace(&paths, &plan.layout, &merge_inputs, &catalog, &mut |n| {
+        progress.set(n)
+    })
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     let cfgs_dir = args

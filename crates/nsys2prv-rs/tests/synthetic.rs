@@ -39,7 +39,7 @@ fn every_schema_version_keeps_every_row() {
             counts.runtime_rows,
             "{schema}: API calls"
         );
-        assert_eq!(begins(&stats, 9300), counts.syncs, "{schema}: syncs");
+        assert_eq!(begins(&stats, 9350), counts.syncs, "{schema}: syncs");
         assert_eq!(
             stats.comm_tags.get(&55_001).copied(),
             Some(counts.kernels),
@@ -204,7 +204,7 @@ fn categories_can_be_selected_and_excluded() {
     let stats = check_trace(&no_api);
     assert_eq!(begins(&stats, 63_000_000), 0);
     assert_eq!(
-        begins(&stats, 9300),
+        begins(&stats, 9350),
         counts.syncs,
         "syncs still find their thread"
     );
