@@ -47,6 +47,16 @@ pub struct RowView<'a, 'b> {
 }
 
 impl RowView<'_, '_> {
+    /// Floating-point value; NULL, text that is not a number, and blobs read as `None`.
+    pub fn float(&self, i: usize) -> Option<f64> {
+        match self.row.get_ref(i).ok()? {
+            ValueRef::Integer(v) => Some(v as f64),
+            ValueRef::Real(v) => Some(v),
+            ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
     /// Integer value; NULL, text that is not a number, and blobs read as `None`.
     pub fn int(&self, i: usize) -> Option<i64> {
         match self.row.get_ref(i).ok()? {
@@ -107,14 +117,29 @@ impl Export {
 
     /// Streams `columns` of `table` (missing columns read as NULL) through `f`.
     /// Nothing happens when the table does not exist.
-    pub fn scan<F>(&self, table: &str, columns: &[&str], mut f: F) -> Result<u64, ReadError>
+    pub fn scan<F>(&self, table: &str, columns: &[&str], f: F) -> Result<u64, ReadError>
+    where
+        F: FnMut(&RowView) -> Result<(), ReadError>,
+    {
+        self.scan_where(table, columns, "1", f)
+    }
+
+    /// Like [`Export::scan`], for the rows matching an SQL condition on columns the
+    /// table is known to have.
+    pub fn scan_where<F>(
+        &self,
+        table: &str,
+        columns: &[&str],
+        condition: &str,
+        mut f: F,
+    ) -> Result<u64, ReadError>
     where
         F: FnMut(&RowView) -> Result<(), ReadError>,
     {
         if !self.schema.has_table(table) {
             return Ok(0);
         }
-        let sql = self.schema.select(table, columns);
+        let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
         let mut stmt = self
             .conn
             .prepare(&sql)

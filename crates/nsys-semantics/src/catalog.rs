@@ -118,6 +118,8 @@ pub fn pcf_catalog() -> PcfCatalog {
         named(CUDA_SYNC, "CUDA synchronization"),
     ]
     .into_iter()
+    .chain(crate::nvtx::event_types())
+    .chain(crate::nccl::event_types())
     .chain(crate::osrt::event_types())
     .chain(crate::sched::event_types())
     .chain(crate::openmp::event_types())

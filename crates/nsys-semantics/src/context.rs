@@ -67,6 +67,8 @@ pub(crate) struct ReportContext<'a> {
     pub warnings: Vec<String>,
     /// Event types whose number depends on the data (e.g. one per NVTX domain).
     pub extra_types: Vec<EventTypeInfo>,
+    /// Names the application gave its threads through NVTX (win over the OS names).
+    pub nvtx_thread_names: FxHashMap<(u32, u32), String>,
 }
 
 impl<'a> ReportContext<'a> {
@@ -81,6 +83,7 @@ impl<'a> ReportContext<'a> {
             counts: BTreeMap::new(),
             warnings: Vec::new(),
             extra_types: Vec::new(),
+            nvtx_thread_names: FxHashMap::default(),
         }
     }
 

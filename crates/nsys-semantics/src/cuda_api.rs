@@ -12,6 +12,7 @@ use crate::catalog::{state, CORRELATION_ID, CUDA_API, CUDA_SYNC};
 use crate::context::ReportContext;
 use crate::cuda_gpu::GpuLinks;
 use crate::cuda_sync::SyncCalls;
+use crate::nccl::NcclRanges;
 
 /// What the API side emits: calls (`cuda-api`), synchronizations (`sync`), or both.
 pub(crate) struct ApiOutputs {
@@ -30,6 +31,7 @@ pub(crate) fn translate(
     ctx: &mut ReportContext,
     links: &GpuLinks,
     syncs: &SyncCalls,
+    nccl: &NcclRanges,
     outputs: ApiOutputs,
 ) -> Result<(), ReadError> {
     let export = ctx.export;
@@ -67,6 +69,13 @@ pub(crate) fn translate(
         emit_call(ctx, thread, call, name, sync.is_some());
         if let Some(c) = call.correlation_id {
             for link in links.find(pid, c) {
+                if link.nccl {
+                    // The NCCL call this launch was made in describes the kernel.
+                    if let Some(range) = nccl.enclosing(thread, call.start) {
+                        ctx.run
+                            .interval(link.thread, link.start, link.end, &range.payload);
+                    }
+                }
                 ctx.run.comm(
                     thread,
                     call.start,

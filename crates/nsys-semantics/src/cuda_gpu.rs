@@ -4,11 +4,13 @@ use nsys_reader::cuda::{GpuPlace, KERNEL, MEMCPY, MEMSET};
 use nsys_reader::enums::{self, MEMCPY_OPER};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::{EventPair, LocalThread};
+use paraver_writer::{EventPair, LocalThread, Value};
+use rustc_hash::FxHashMap;
 
 use crate::catalog::*;
 use crate::context::{NameCache, ReportContext, ThreadKey};
-use crate::options::KernelNames;
+use crate::nccl;
+use crate::options::{Category, KernelNames};
 
 /// A GPU operation that an API call launched: the target of a launch arrow.
 #[derive(Clone, Copy, Debug)]
@@ -17,8 +19,11 @@ pub(crate) struct GpuLink {
     pub correlation: i64,
     pub thread: LocalThread,
     pub start: i64,
+    pub end: i64,
     pub bytes: i64,
     pub tag: i64,
+    /// An NCCL kernel: it takes the payload of the NCCL call that launched it.
+    pub nccl: bool,
 }
 
 /// GPU operations by (pid, correlation id), sorted for lookup from the API side.
@@ -26,15 +31,17 @@ pub(crate) struct GpuLink {
 pub(crate) struct GpuLinks(Vec<GpuLink>);
 
 impl GpuLinks {
-    fn add(&mut self, place: &GpuPlace, thread: LocalThread, bytes: i64, tag: i64) {
+    fn add(&mut self, place: &GpuPlace, thread: LocalThread, bytes: i64, tag: i64, nccl: bool) {
         if let Some(correlation) = place.correlation_id {
             self.0.push(GpuLink {
                 pid: pid_of(place.global_pid),
                 correlation,
                 thread,
                 start: place.start,
+                end: place.end,
                 bytes,
                 tag,
+                nccl,
             });
         }
     }
@@ -71,6 +78,8 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
     let use_demangled = ctx.options.kernel_names == KernelNames::Demangled;
     let mut names = NameCache::default();
     let mut nccl_names = NameCache::default();
+    let with_nccl_fields = ctx.options.wants(Category::Nccl);
+    let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
     let mut failure = None;
     let scan = export.kernels(|k| {
         if failure.is_some() {
@@ -91,6 +100,7 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
         };
         let thread = stream_thread(ctx, &k.place);
         let p = &k.place;
+        let is_nccl = name.ty == NCCL_KERNEL;
         let mut pairs = vec![name];
         pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_GRID[i], k.grid[i])));
         pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_BLOCK[i], k.block[i])));
@@ -103,9 +113,12 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
         if let Some(c) = p.correlation_id {
             pairs.push(EventPair::raw(CORRELATION_ID, c));
         }
+        if is_nccl && with_nccl_fields {
+            pairs.extend(nccl_fields(ctx, &mut nccl_fields_cache, name));
+        }
         ctx.run.interval(thread, p.start, p.end, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
-        links.add(p, thread, 0, TAG_LAUNCH);
+        links.add(p, thread, 0, TAG_LAUNCH, is_nccl);
     })?;
     if let Some(e) = failure {
         return Err(e);
@@ -113,6 +126,24 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
     ctx.count(KERNEL, scan.rows - scan.skipped);
     ctx.note_skipped(KERNEL, scan.skipped);
     Ok(())
+}
+
+/// The fields an NCCL kernel's name encodes, parsed once per name.
+fn nccl_fields(
+    ctx: &mut ReportContext,
+    cache: &mut FxHashMap<u32, Vec<EventPair>>,
+    name: EventPair,
+) -> Vec<EventPair> {
+    let Value::Name(handle) = name.value else {
+        return Vec::new();
+    };
+    if let Some(pairs) = cache.get(&handle) {
+        return pairs.clone();
+    }
+    let text = ctx.run.names.names_of(NCCL_KERNEL)[handle as usize].to_string();
+    let pairs = nccl::kernel_pairs(ctx, &text);
+    cache.insert(handle, pairs.clone());
+    pairs
 }
 
 /// The kernel's name as a value of 63000006, or of 63000007 for NCCL kernels.
@@ -169,7 +200,7 @@ fn memory_op(ctx: &mut ReportContext, links: &mut GpuLinks, p: &GpuPlace, name: 
     ctx.run.interval(thread, p.start, p.end, &pairs);
     ctx.states
         .add(thread, p.start, p.end, state::MEMORY_TRANSFER);
-    links.add(p, thread, bytes, TAG_MEMORY);
+    links.add(p, thread, bytes, TAG_MEMORY, false);
 }
 
 #[cfg(test)]
@@ -184,9 +215,9 @@ mod tests {
             correlation_id: Some(corr),
             ..Default::default()
         };
-        links.add(&place(1, 5), 0, 0, TAG_LAUNCH);
-        links.add(&place(2, 5), 1, 0, TAG_LAUNCH);
-        links.add(&place(1, 5), 2, 0, TAG_LAUNCH);
+        links.add(&place(1, 5), 0, 0, TAG_LAUNCH, false);
+        links.add(&place(2, 5), 1, 0, TAG_LAUNCH, false);
+        links.add(&place(1, 5), 2, 0, TAG_LAUNCH, false);
         links.sort();
         assert_eq!(links.find(1, 5).len(), 2);
         assert_eq!(links.find(2, 5)[0].thread, 1);

@@ -156,15 +156,17 @@ fn clock_offsets(reports: &[ReportTranslation]) -> Vec<i64> {
 }
 
 fn task_name(report: &ReportTranslation, key: &TaskKey) -> String {
-    let process = report
-        .process_names
-        .get(&key.pid)
-        .map(|n| n.rsplit('/').next().unwrap_or(n).to_string());
-    match (key.rank, process) {
+    match (key.rank, process_name(report, key.pid)) {
         (Some(rank), _) => format!("rank {rank} ({}:{})", key.host, key.pid),
         (None, Some(name)) => format!("{name} ({}:{})", key.host, key.pid),
         (None, None) => format!("process {} ({})", key.pid, key.host),
     }
+}
+
+/// The process's name without its directory (`../bin/app` → `app`).
+fn process_name(report: &ReportTranslation, pid: u32) -> Option<String> {
+    let name = report.process_names.get(&pid)?;
+    Some(name.rsplit('/').next().unwrap_or(name).to_string())
 }
 
 fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
@@ -175,7 +177,7 @@ fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
                 .thread_names
                 .get(&(pid, tid))
                 .cloned()
-                .or_else(|| report.process_names.get(&pid).cloned())
+                .or_else(|| process_name(report, pid))
                 .unwrap_or_else(|| "thread".to_string());
             format!("{} ({tid})", name.replace(['\n', '\r'], " "))
         }

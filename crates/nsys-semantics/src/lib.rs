@@ -8,6 +8,8 @@ mod cuda_api;
 mod cuda_gpu;
 mod cuda_sync;
 pub mod layout;
+mod nccl;
+mod nvtx;
 mod openacc;
 mod openmp;
 pub mod options;

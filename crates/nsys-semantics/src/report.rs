@@ -11,9 +11,10 @@ use crate::context::{ReportContext, ThreadKey};
 use crate::cuda_api::{self, ApiOutputs};
 use crate::cuda_gpu::{self, GpuLinks};
 use crate::cuda_sync::{self, SyncCalls};
+use crate::nccl::NcclRanges;
 use crate::options::{Category, Options};
 use crate::TranslateError;
-use crate::{openacc, openmp, osrt, sched};
+use crate::{nvtx, openacc, openmp, osrt, sched};
 
 /// Everything one report contributes to the trace.
 pub struct ReportTranslation {
@@ -51,12 +52,21 @@ pub fn translate_report(
     } else {
         SyncCalls::default()
     };
+    let nccl_ranges = if options.wants(Category::Nvtx) || options.wants(Category::Nccl) {
+        let wanted = nvtx::Wanted {
+            nvtx: options.wants(Category::Nvtx),
+            nccl: options.wants(Category::Nccl),
+        };
+        nvtx::translate(&mut ctx, wanted)?
+    } else {
+        NcclRanges::default()
+    };
     let outputs = ApiOutputs {
         calls: options.wants(Category::CudaApi),
         syncs: options.wants(Category::Sync),
     };
     if outputs.calls || outputs.syncs {
-        cuda_api::translate(&mut ctx, &links, &syncs, outputs)?;
+        cuda_api::translate(&mut ctx, &links, &syncs, &nccl_ranges, outputs)?;
     }
     if options.wants(Category::Osrt) {
         osrt::translate(&mut ctx)?;
@@ -95,6 +105,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         counts,
         warnings,
         extra_types,
+        nvtx_thread_names,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -114,10 +125,20 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         meta: export.meta().clone(),
         run: run.finish(),
         threads: thread_keys,
-        thread_names: export.thread_names()?,
+        thread_names: thread_names(export, nvtx_thread_names)?,
         process_names: export.process_names()?,
         counts,
         warnings,
         extra_types,
     })
+}
+
+/// OS thread names, overridden by the names the application set through NVTX.
+fn thread_names(
+    export: &Export,
+    nvtx: rustc_hash::FxHashMap<(u32, u32), String>,
+) -> Result<HashMap<(u32, u32), String>, TranslateError> {
+    let mut names = export.thread_names()?;
+    names.extend(nvtx);
+    Ok(names)
 }

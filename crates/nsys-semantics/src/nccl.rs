@@ -1,0 +1,305 @@
+//! NCCL: its NVTX domain's ranges (type 9500) with their payload fields (9501+), the
+//! fields a kernel name encodes (9520+), and the link from a range to the NCCL
+//! kernel it launched.
+//!
+//! Payload fields, in this fixed order (matched by key, case-insensitively, since
+//! NCCL's field names vary with its version): 9501 message size (bytes), 9502
+//! reduction operation, 9503 root, 9504 data type, 9505 communicator, 9506 peer,
+//! 9507 element count.
+
+use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
+use rustc_hash::FxHashMap;
+use serde_json::Value as Json;
+
+use crate::catalog::{named, numeric};
+use crate::context::ReportContext;
+
+pub const NCCL_RANGE: u32 = 9500;
+pub const MESSAGE_SIZE: u32 = 9501;
+pub const REDUCTION_OP: u32 = 9502;
+pub const ROOT: u32 = 9503;
+pub const DATA_TYPE: u32 = 9504;
+pub const COMMUNICATOR: u32 = 9505;
+pub const PEER: u32 = 9506;
+pub const COUNT: u32 = 9507;
+pub const KERNEL_COLLECTIVE: u32 = 9520;
+pub const KERNEL_ALGORITHM: u32 = 9521;
+pub const KERNEL_PROTOCOL: u32 = 9522;
+pub const KERNEL_DATA_TYPE: u32 = 9523;
+pub const KERNEL_REDUCTION_OP: u32 = 9524;
+
+/// Name of the NVTX domain NCCL registers.
+pub const DOMAIN: &str = "NCCL";
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    vec![
+        named(NCCL_RANGE, "NCCL regions"),
+        numeric(MESSAGE_SIZE, "NCCL message size (bytes)"),
+        named(REDUCTION_OP, "NCCL reduction operation"),
+        numeric(ROOT, "NCCL root"),
+        named(DATA_TYPE, "NCCL data type"),
+        named(COMMUNICATOR, "NCCL communicator"),
+        numeric(PEER, "NCCL peer"),
+        numeric(COUNT, "NCCL element count"),
+        named(KERNEL_COLLECTIVE, "NCCL kernel collective"),
+        named(KERNEL_ALGORITHM, "NCCL kernel algorithm"),
+        named(KERNEL_PROTOCOL, "NCCL kernel protocol"),
+        named(KERNEL_DATA_TYPE, "NCCL kernel data type"),
+        named(KERNEL_REDUCTION_OP, "NCCL kernel reduction operation"),
+    ]
+}
+
+/// The payload field type a JSON key maps to, and whether its values are names.
+fn field_of(key: &str) -> Option<(u32, bool)> {
+    let k = key.to_ascii_lowercase();
+    let found = if k.contains("size") || k.contains("bytes") {
+        (MESSAGE_SIZE, false)
+    } else if k.contains("reduc") || k == "op" || k.contains("operation") {
+        (REDUCTION_OP, true)
+    } else if k.contains("root") {
+        (ROOT, false)
+    } else if k.contains("type") {
+        (DATA_TYPE, true)
+    } else if k.contains("comm") {
+        (COMMUNICATOR, true)
+    } else if k.contains("peer") {
+        (PEER, false)
+    } else if k.contains("count") {
+        (COUNT, false)
+    } else {
+        return None;
+    };
+    Some(found)
+}
+
+/// The payload pairs of one NCCL range from its JSON text (unknown keys are
+/// counted, not translated).
+pub(crate) fn payload_pairs(ctx: &mut ReportContext, json: &str) -> Vec<EventPair> {
+    let Ok(Json::Object(fields)) = serde_json::from_str::<Json>(json) else {
+        ctx.count("NCCL payloads not understood", 1);
+        return Vec::new();
+    };
+    let mut pairs: Vec<EventPair> = Vec::new();
+    for (key, value) in flatten(&fields) {
+        let Some((ty, is_name)) = field_of(&key) else {
+            ctx.count("NCCL payload fields not translated", 1);
+            continue;
+        };
+        if pairs.iter().any(|p| p.ty == ty) {
+            continue;
+        }
+        let pair = if is_name {
+            let text = match value {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            Some(EventPair::name(ty, ctx.run.names.intern(ty, &text)))
+        } else {
+            json_integer(value).map(|v| EventPair::raw(ty, v))
+        };
+        pairs.extend(pair);
+    }
+    pairs.sort_by_key(|p| p.ty);
+    pairs
+}
+
+/// Key/value leaves of a JSON object, one level of nesting flattened.
+fn flatten(fields: &serde_json::Map<String, Json>) -> Vec<(String, &Json)> {
+    let mut out = Vec::new();
+    for (key, value) in fields {
+        match value {
+            Json::Object(inner) => out.extend(inner.iter().map(|(k, v)| (k.clone(), v))),
+            _ => out.push((key.clone(), value)),
+        }
+    }
+    out
+}
+
+fn json_integer(value: &Json) -> Option<i64> {
+    match value {
+        Json::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|u| u as i64))
+            .or_else(|| n.as_f64().map(|f| f.round() as i64)),
+        Json::String(s) => {
+            let s = s.trim();
+            match s.strip_prefix("0x") {
+                Some(hex) => i64::from_str_radix(hex, 16).ok(),
+                None => s.parse().ok(),
+            }
+        }
+        Json::Bool(b) => Some(i64::from(*b)),
+        _ => None,
+    }
+}
+
+const ALGORITHMS: &[&str] = &["RING", "TREE", "COLLNET", "NVLS", "PAT", "DIRECT", "CHAIN"];
+const PROTOCOLS: &[&str] = &["LL", "LL128", "SIMPLE"];
+const OPS: &[&str] = &[
+    "Sum",
+    "Prod",
+    "Max",
+    "Min",
+    "Avg",
+    "PreMulSum",
+    "SumPostDiv",
+];
+const DATA_TYPES: &[&str] = &[
+    "i8", "u8", "i32", "u32", "i64", "u64", "f8e4m3", "f8e5m2", "f16", "bf16", "f32", "f64",
+    "int8_t", "uint8_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "half", "float", "double",
+    "bfloat16", "int", "char",
+];
+
+/// Fields an NCCL kernel name encodes: `ncclDevKernel_AllReduce_Sum_f32_RING_LL`
+/// (NCCL ≥ 2.19) or `ncclKernel_AllReduce_RING_LL_Sum_float` (older).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct KernelFields {
+    pub collective: Option<String>,
+    pub algorithm: Option<String>,
+    pub protocol: Option<String>,
+    pub data_type: Option<String>,
+    pub op: Option<String>,
+}
+
+pub fn parse_kernel_name(name: &str) -> KernelFields {
+    let base = name
+        .split(['(', '<', ' '])
+        .find(|s| s.contains("nccl"))
+        .unwrap_or(name);
+    let mut tokens = base.split('_').skip(1);
+    let mut fields = KernelFields {
+        collective: tokens.next().filter(|t| !t.is_empty()).map(str::to_string),
+        ..Default::default()
+    };
+    let mut algorithm: Vec<&str> = Vec::new();
+    for token in tokens {
+        if ALGORITHMS.contains(&token) {
+            algorithm.push(token);
+        } else if PROTOCOLS.contains(&token) {
+            fields.protocol = Some(token.to_string());
+        } else if OPS.contains(&token) {
+            fields.op = Some(token.to_string());
+        } else if DATA_TYPES.contains(&token) {
+            fields.data_type = Some(token.to_string());
+        }
+    }
+    if !algorithm.is_empty() {
+        fields.algorithm = Some(algorithm.join("_"));
+    }
+    fields
+}
+
+/// The 9520+ pairs of an NCCL kernel, interned in the run.
+pub(crate) fn kernel_pairs(ctx: &mut ReportContext, name: &str) -> Vec<EventPair> {
+    let f = parse_kernel_name(name);
+    [
+        (KERNEL_COLLECTIVE, f.collective),
+        (KERNEL_ALGORITHM, f.algorithm),
+        (KERNEL_PROTOCOL, f.protocol),
+        (KERNEL_DATA_TYPE, f.data_type),
+        (KERNEL_REDUCTION_OP, f.op),
+    ]
+    .into_iter()
+    .filter_map(|(ty, v)| v.map(|v| EventPair::name(ty, ctx.run.names.intern(ty, &v))))
+    .collect()
+}
+
+/// An NCCL range with its payload, on the thread that called NCCL.
+#[derive(Debug, Clone)]
+pub(crate) struct NcclRange {
+    pub start: i64,
+    pub end: i64,
+    pub payload: Vec<EventPair>,
+}
+
+/// NCCL ranges by thread, sorted by start, to find the range a launch was made in.
+#[derive(Default)]
+pub(crate) struct NcclRanges {
+    by_thread: FxHashMap<LocalThread, Vec<NcclRange>>,
+}
+
+impl NcclRanges {
+    pub fn add(&mut self, thread: LocalThread, range: NcclRange) {
+        if !range.payload.is_empty() {
+            self.by_thread.entry(thread).or_default().push(range);
+        }
+    }
+
+    pub fn sort(&mut self) {
+        for ranges in self.by_thread.values_mut() {
+            ranges.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        }
+    }
+
+    /// The innermost range with a payload that contains `time` on `thread`: binary
+    /// search, then a short walk back over ranges that started earlier.
+    pub fn enclosing(&self, thread: LocalThread, time: i64) -> Option<&NcclRange> {
+        let ranges = self.by_thread.get(&thread)?;
+        let after = ranges.partition_point(|r| r.start <= time);
+        ranges[..after].iter().rev().find(|r| r.end > time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_of_both_nccl_generations() {
+        let new = parse_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+        assert_eq!(new.collective.as_deref(), Some("AllReduce"));
+        assert_eq!(new.op.as_deref(), Some("Sum"));
+        assert_eq!(new.data_type.as_deref(), Some("f32"));
+        assert_eq!(new.algorithm.as_deref(), Some("RING"));
+        assert_eq!(new.protocol.as_deref(), Some("LL"));
+        let old = parse_kernel_name("ncclKernel_AllReduce_COLLNET_DIRECT_LL128_Prod_float");
+        assert_eq!(old.algorithm.as_deref(), Some("COLLNET_DIRECT"));
+        assert_eq!(old.protocol.as_deref(), Some("LL128"));
+        assert_eq!(old.op.as_deref(), Some("Prod"));
+        assert_eq!(old.data_type.as_deref(), Some("float"));
+        let p2p = parse_kernel_name("ncclDevKernel_SendRecv");
+        assert_eq!(p2p.collective.as_deref(), Some("SendRecv"));
+        assert_eq!(p2p.algorithm, None);
+    }
+
+    #[test]
+    fn payload_keys_map_to_fixed_types() {
+        assert_eq!(
+            field_of("Message size [bytes]"),
+            Some((MESSAGE_SIZE, false))
+        );
+        assert_eq!(field_of("Reduction operation"), Some((REDUCTION_OP, true)));
+        assert_eq!(field_of("Root"), Some((ROOT, false)));
+        assert_eq!(field_of("Data type"), Some((DATA_TYPE, true)));
+        assert_eq!(field_of("NCCL communicator ID"), Some((COMMUNICATOR, true)));
+        assert_eq!(field_of("something else"), None);
+        assert_eq!(json_integer(&Json::String("0x10".into())), Some(16));
+    }
+
+    #[test]
+    fn innermost_enclosing_range_is_found() {
+        let mut r = NcclRanges::default();
+        let pair = vec![EventPair::raw(MESSAGE_SIZE, 1)];
+        r.add(
+            0,
+            NcclRange {
+                start: 0,
+                end: 100,
+                payload: pair.clone(),
+            },
+        );
+        r.add(
+            0,
+            NcclRange {
+                start: 10,
+                end: 20,
+                payload: vec![EventPair::raw(MESSAGE_SIZE, 2)],
+            },
+        );
+        r.sort();
+        assert_eq!(r.enclosing(0, 15).unwrap().start, 10);
+        assert_eq!(r.enclosing(0, 50).unwrap().start, 0);
+        assert!(r.enclosing(0, 100).is_none());
+        assert!(r.enclosing(1, 15).is_none());
+    }
+}

@@ -1,0 +1,484 @@
+//! NVTX: push/pop ranges (nested per thread and domain), start/end ranges (which
+//! may overlap: each gets a lane of its own), marks, domains, categories, payloads
+//! and thread names. The NCCL domain's ranges go to [`crate::nccl`]'s types.
+//!
+//! Types: the default domain uses 9600-9604; every other domain a block
+//! `9600 + 100·k` keyed by a hash of its name (the same in every trace), with
+//! +0 ranges, +1 integer payload, +2 floating-point payload (×1000),
+//! +3 category, +4 marks. Start/end ranges use 9004 for the first lane and
+//! 9005.. for overlapping ones.
+
+use nsys_reader::ids::{pid_of, tid_of};
+use nsys_reader::nvtx::{kind, NvtxEvent, Payload, NVTX_EVENTS};
+use nsys_reader::ReadError;
+use paraver_writer::names::stable_hash;
+use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
+use rustc_hash::FxHashMap;
+
+use crate::catalog::{named, numeric, state};
+use crate::context::ReportContext;
+use crate::nccl::{self, NcclRange, NcclRanges, NCCL_RANGE};
+
+pub const DEFAULT_DOMAIN: u32 = 9600;
+const DOMAIN_STRIDE: u32 = 100;
+/// Domain blocks 9700..=59900: below Extrae's OMPT types (60000-60019).
+const DOMAIN_SLOTS: u64 = 503;
+pub const START_END_FIRST_LANE: u32 = 9004;
+const START_END_LANES: u32 = 96;
+const PAYLOAD_INT: u32 = 1;
+const PAYLOAD_FLOAT: u32 = 2;
+const CATEGORY: u32 = 3;
+const MARK: u32 = 4;
+
+/// The block of types of a domain.
+fn domain_base(name: &str) -> u32 {
+    if name.is_empty() {
+        return DEFAULT_DOMAIN;
+    }
+    DEFAULT_DOMAIN + DOMAIN_STRIDE * (1 + (stable_hash(name) % DOMAIN_SLOTS) as u32)
+}
+
+fn domain_types(base: u32, domain: &str) -> Vec<EventTypeInfo> {
+    let label = if domain.is_empty() {
+        "default domain".to_string()
+    } else {
+        format!("domain {domain}")
+    };
+    // Scaled in the label rather than with PRECISION, which BSC's pertalde rejects.
+    vec![
+        named(base, &format!("NVTX push/pop ranges ({label})")),
+        numeric(base + PAYLOAD_INT, &format!("NVTX payload ({label})")),
+        numeric(
+            base + PAYLOAD_FLOAT,
+            &format!("NVTX payload x1000 (floating point, {label})"),
+        ),
+        named(base + CATEGORY, &format!("NVTX category ({label})")),
+        named(base + MARK, &format!("NVTX marks ({label})")),
+    ]
+}
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    let mut types = domain_types(DEFAULT_DOMAIN, "");
+    types.push(named(START_END_FIRST_LANE, "NVTX start/end ranges"));
+    types
+}
+
+fn lane_type(lane: u32) -> EventTypeInfo {
+    EventTypeInfo {
+        values: ValueLabels::Names,
+        ..named(
+            START_END_FIRST_LANE + lane,
+            &format!("NVTX start/end ranges (lane {})", lane + 1),
+        )
+    }
+}
+
+/// What a domain is, per (pid, domain id).
+#[derive(Clone, Debug)]
+struct Domain {
+    name: String,
+    base: u32,
+    comm_library: bool,
+}
+
+#[derive(Default)]
+struct Definitions {
+    domains: FxHashMap<(u32, i64), Domain>,
+    categories: FxHashMap<(u32, i64, i64), String>,
+}
+
+/// A start/end range waiting for its lane.
+struct StartEnd {
+    thread: LocalThread,
+    start: i64,
+    end: Option<i64>,
+    label: String,
+}
+
+pub(crate) struct Wanted {
+    pub nvtx: bool,
+    pub nccl: bool,
+}
+
+pub(crate) fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, ReadError> {
+    let defs = read_definitions(ctx)?;
+    let mut pass = RangePass {
+        defs: &defs,
+        wanted,
+        start_ends: Vec::new(),
+        unclosed: Vec::new(),
+        nccl: NcclRanges::default(),
+        last_time: i64::MIN,
+        failure: None,
+        translated: 0,
+    };
+    let export = ctx.export;
+    let kinds = [
+        kind::MARK,
+        kind::PUSH_POP,
+        kind::START_END,
+        kind::NVTXT_PUSH_POP,
+        kind::NVTXT_START_END,
+    ];
+    let scan = export.nvtx_events(&kinds, |e| pass.event(ctx, e))?;
+    if let Some(e) = pass.failure.take() {
+        return Err(e);
+    }
+    ctx.note_skipped(NVTX_EVENTS, scan.skipped);
+    let last = pass.last_time;
+    for (thread, start, pairs) in std::mem::take(&mut pass.unclosed) {
+        ctx.run.interval(thread, start, last.max(start), &pairs);
+    }
+    let start_ends = std::mem::take(&mut pass.start_ends);
+    place_start_end_ranges(ctx, start_ends, last);
+    ctx.count(NVTX_EVENTS, pass.translated);
+    let mut nccl = pass.nccl;
+    nccl.sort();
+    Ok(nccl)
+}
+
+/// Domains, categories and thread names: definition rows, read first because
+/// ranges refer to them and rows come in no particular order.
+fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
+    let export = ctx.export;
+    let mut rows = Vec::new();
+    export.nvtx_events(
+        &[kind::DOMAIN_CREATE, kind::CATEGORY, kind::THREAD_NAME],
+        |e| rows.push(e.clone()),
+    )?;
+    let mut defs = Definitions::default();
+    for e in rows {
+        let pid = pid_of(e.global_tid);
+        let text = match (&e.text, e.text_id) {
+            (Some(t), _) => t.clone(),
+            (None, Some(id)) => export.string(id)?.unwrap_or_default(),
+            (None, None) => String::new(),
+        };
+        match e.event_type {
+            kind::DOMAIN_CREATE => {
+                let domain = describe_domain(&text);
+                if domain.base != NCCL_RANGE && domain.base != DEFAULT_DOMAIN {
+                    register_types(ctx, domain_types(domain.base, &domain.name));
+                }
+                defs.domains.insert((pid, e.domain_id), domain);
+            }
+            kind::CATEGORY => {
+                if let Some(c) = e.category {
+                    defs.categories.insert((pid, e.domain_id, c), text);
+                }
+            }
+            _ => {
+                ctx.nvtx_thread_names
+                    .insert((pid, tid_of(e.global_tid)), text);
+            }
+        }
+    }
+    Ok(defs)
+}
+
+fn describe_domain(name: &str) -> Domain {
+    let base = if name == nccl::DOMAIN {
+        NCCL_RANGE
+    } else {
+        domain_base(name)
+    };
+    Domain {
+        name: name.to_string(),
+        base,
+        comm_library: matches!(name, "MPI" | "UCX" | "SHMEM" | "OpenSHMEM" | "NVSHMEM"),
+    }
+}
+
+fn register_types(ctx: &mut ReportContext, types: Vec<EventTypeInfo>) {
+    for t in types {
+        if ctx.extra_types.iter().all(|k| k.ty != t.ty) {
+            ctx.extra_types.push(t);
+        }
+    }
+}
+
+/// State of the scan over ranges and marks.
+struct RangePass<'d> {
+    defs: &'d Definitions,
+    wanted: Wanted,
+    start_ends: Vec<StartEnd>,
+    unclosed: Vec<(LocalThread, i64, Vec<EventPair>)>,
+    nccl: NcclRanges,
+    last_time: i64,
+    failure: Option<ReadError>,
+    translated: u64,
+}
+
+impl RangePass<'_> {
+    fn event(&mut self, ctx: &mut ReportContext, e: &NvtxEvent) {
+        if self.failure.is_some() {
+            return;
+        }
+        self.last_time = self.last_time.max(e.start).max(e.end.unwrap_or(e.start));
+        let pid = pid_of(e.global_tid);
+        let domain = self.domain(pid, e.domain_id);
+        let is_nccl = domain.base == NCCL_RANGE;
+        if !(if is_nccl {
+            self.wanted.nccl
+        } else {
+            self.wanted.nvtx
+        }) {
+            return;
+        }
+        let text = match self.text(ctx, e) {
+            Ok(t) => t,
+            Err(err) => {
+                self.failure = Some(err);
+                return;
+            }
+        };
+        let thread = ctx.cpu_thread(e.global_tid);
+        self.translated += 1;
+        match e.event_type {
+            kind::MARK => {
+                let base = if is_nccl {
+                    domain_base(nccl::DOMAIN)
+                } else {
+                    domain.base
+                };
+                let h = ctx.run.names.intern(base + MARK, &text);
+                ctx.run
+                    .events(thread, e.start, &[EventPair::name(base + MARK, h)]);
+            }
+            kind::START_END | kind::NVTXT_START_END => self.start_ends.push(StartEnd {
+                thread,
+                start: e.start,
+                end: e.end,
+                label: if domain.name.is_empty() {
+                    text
+                } else {
+                    format!("{}: {text}", domain.name)
+                },
+            }),
+            _ => self.push_pop(ctx, thread, e, &domain, &text),
+        }
+    }
+
+    fn domain(&self, pid: u32, id: i64) -> Domain {
+        match self.defs.domains.get(&(pid, id)) {
+            Some(d) => d.clone(),
+            None => Domain {
+                name: String::new(),
+                base: DEFAULT_DOMAIN,
+                comm_library: false,
+            },
+        }
+    }
+
+    fn text(&self, ctx: &ReportContext, e: &NvtxEvent) -> Result<String, ReadError> {
+        Ok(match (&e.text, e.text_id) {
+            (Some(t), _) => t.clone(),
+            (None, Some(id)) => ctx
+                .export
+                .string(id)?
+                .unwrap_or_else(|| format!("[string {id}]")),
+            (None, None) => "[unnamed]".to_string(),
+        })
+    }
+
+    fn push_pop(
+        &mut self,
+        ctx: &mut ReportContext,
+        thread: LocalThread,
+        e: &NvtxEvent,
+        domain: &Domain,
+        text: &str,
+    ) {
+        let base = domain.base;
+        let mut pairs = vec![EventPair::name(base, ctx.run.names.intern(base, text))];
+        if base == NCCL_RANGE {
+            let json = match (&e.json, e.json_text_id) {
+                (Some(j), _) => Some(j.clone()),
+                (None, Some(id)) => ctx.export.string(id).ok().flatten(),
+                (None, None) => None,
+            };
+            if let Some(json) = json {
+                let payload = nccl::payload_pairs(ctx, &json);
+                let end = e.end.unwrap_or(i64::MAX);
+                self.nccl.add(
+                    thread,
+                    NcclRange {
+                        start: e.start,
+                        end,
+                        payload: payload.clone(),
+                    },
+                );
+                pairs.extend(payload);
+            }
+        } else {
+            pairs.extend(self.extras(ctx, e, base));
+        }
+        if domain.comm_library {
+            if let Some(end) = e.end {
+                ctx.states.add(
+                    thread,
+                    e.start,
+                    end,
+                    communication_state(&domain.name, text),
+                );
+            }
+        }
+        match e.end {
+            Some(end) => ctx.run.interval(thread, e.start, end, &pairs),
+            None => self.unclosed.push((thread, e.start, pairs)),
+        }
+    }
+
+    /// Payload and category pairs of a range of a (non-NCCL) domain.
+    fn extras(&self, ctx: &mut ReportContext, e: &NvtxEvent, base: u32) -> Vec<EventPair> {
+        let mut pairs = Vec::new();
+        match e.payload {
+            Some(Payload::Int(v)) => pairs.push(EventPair::raw(base + PAYLOAD_INT, v)),
+            Some(Payload::Float(v)) => pairs.push(EventPair::raw(
+                base + PAYLOAD_FLOAT,
+                (v * 1000.0).round() as i64,
+            )),
+            None => {}
+        }
+        if let Some(c) = e.category {
+            let pid = pid_of(e.global_tid);
+            let name = self
+                .defs
+                .categories
+                .get(&(pid, e.domain_id, c))
+                .cloned()
+                .unwrap_or_else(|| format!("category {c}"));
+            pairs.push(EventPair::name(
+                base + CATEGORY,
+                ctx.run.names.intern(base + CATEGORY, &name),
+            ));
+        }
+        pairs
+    }
+}
+
+/// Start/end ranges may overlap on one thread: each takes the first lane (type)
+/// free at its start, so none clobbers another.
+fn place_start_end_ranges(ctx: &mut ReportContext, mut ranges: Vec<StartEnd>, last_time: i64) {
+    ranges.sort_by_key(|r| (r.thread, r.start));
+    let mut lanes: FxHashMap<LocalThread, Vec<i64>> = FxHashMap::default();
+    let mut widest = 0;
+    for r in ranges {
+        let end = r.end.unwrap_or(last_time).max(r.start);
+        let busy = lanes.entry(r.thread).or_default();
+        let lane = match busy.iter().position(|&until| until <= r.start) {
+            Some(l) => l,
+            None if (busy.len() as u32) < START_END_LANES => {
+                busy.push(0);
+                busy.len() - 1
+            }
+            None => {
+                ctx.count("NVTX start/end ranges sharing a lane", 1);
+                busy.len() - 1
+            }
+        };
+        busy[lane] = end.max(r.start + 1);
+        widest = widest.max(lane as u32 + 1);
+        let ty = START_END_FIRST_LANE + lane as u32;
+        let h = ctx.run.names.intern(ty, &r.label);
+        ctx.run
+            .interval(r.thread, r.start, end, &[EventPair::name(ty, h)]);
+    }
+    register_types(ctx, (1..widest).map(lane_type).collect());
+}
+
+/// Extrae's state for a call of a communication library seen through NVTX
+/// (nsys 2022's MPI, UCX and SHMEM domains).
+pub fn communication_state(domain: &str, call: &str) -> u32 {
+    let c = call.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| c.contains(w));
+    if domain == "MPI" {
+        let bare = c.trim_start_matches("pmpi_").trim_start_matches("mpi_");
+        return if has(&["file"]) {
+            12
+        } else if has(&["win", "put", "get_accumulate", "accumulate", "rget", "rput"])
+            || bare == "get"
+        {
+            25
+        } else if has(&["wait"]) {
+            8
+        } else if has(&["test", "probe"]) {
+            6
+        } else if bare.starts_with("isend")
+            || bare.starts_with("ibsend")
+            || bare.starts_with("issend")
+            || bare.starts_with("irsend")
+        {
+            10
+        } else if bare.starts_with("irecv") {
+            11
+        } else if bare.starts_with("sendrecv") {
+            16
+        } else if bare.starts_with("send")
+            || bare.starts_with("bsend")
+            || bare.starts_with("ssend")
+            || bare.starts_with("rsend")
+        {
+            4
+        } else if bare.starts_with("recv") || bare.starts_with("mrecv") {
+            3
+        } else if has(&[
+            "reduce",
+            "bcast",
+            "barrier",
+            "gather",
+            "scatter",
+            "alltoall",
+            "scan",
+            "allgather",
+        ]) {
+            13
+        } else if has(&["init", "finalize"]) {
+            26
+        } else {
+            state::OTHERS
+        };
+    }
+    if has(&["barrier", "quiet", "fence", "wait", "sync"]) {
+        state::SYNCHRONIZATION
+    } else if has(&["atomic", "fetch", "swap", "inc", "add"]) {
+        21
+    } else if has(&["put", "get"]) {
+        25
+    } else if has(&["to_all", "broadcast", "collect", "alltoall", "reduce"]) {
+        13
+    } else {
+        state::OTHERS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_types_are_stable_and_outside_other_ranges() {
+        assert_eq!(domain_base(""), DEFAULT_DOMAIN);
+        let b = domain_base("Compute Domain");
+        assert_eq!(b, domain_base("Compute Domain"));
+        assert!((9700..=59900).contains(&b) && b % 100 == 0);
+    }
+
+    #[test]
+    fn mpi_calls_get_extrae_states() {
+        assert_eq!(communication_state("MPI", "MPI_Send"), 4);
+        assert_eq!(communication_state("MPI", "MPI_Recv"), 3);
+        assert_eq!(communication_state("MPI", "MPI_Isend"), 10);
+        assert_eq!(communication_state("MPI", "MPI_Irecv"), 11);
+        assert_eq!(communication_state("MPI", "MPI_Waitall"), 8);
+        assert_eq!(communication_state("MPI", "MPI_Allreduce"), 13);
+        assert_eq!(communication_state("MPI", "MPI_Sendrecv"), 16);
+        assert_eq!(communication_state("MPI", "MPI_File_write_at"), 12);
+        assert_eq!(communication_state("MPI", "MPI_Comm_rank"), state::OTHERS);
+        assert_eq!(
+            communication_state("SHMEM", "shmem_barrier_all"),
+            state::SYNCHRONIZATION
+        );
+        assert_eq!(communication_state("SHMEM", "shmem_int_put"), 25);
+    }
+}
