@@ -10,6 +10,7 @@ mod error;
 mod export;
 pub mod ids;
 pub mod meta;
+pub mod mpi;
 pub mod nvtx;
 pub mod openacc;
 pub mod openmp;

@@ -5,6 +5,8 @@ use crate::{Export, ReadError};
 /// `TARGET_INFO_SYSTEM_ENV.nameEnum` of the host name, stable across versions.
 const HOSTNAME_ENUM: i64 = 619;
 const CPU_CORES_ENUM: i64 = 1;
+/// The environment nsys itself ran in, `;`-separated `NAME=value` pairs.
+const DEVICE_ENVIRONMENT_ENUM: i64 = 610;
 
 #[derive(Debug, Default, Clone)]
 pub struct Metadata {
@@ -18,13 +20,15 @@ pub struct Metadata {
     pub time_normalized: bool,
     /// Exported with `--ts-shift`: this offset was added to every timestamp.
     pub time_shift: i64,
-    /// Environment variables recorded for the profiled process (`NAME`, `value`).
+    /// Environment variables recorded for the profiled process (`NAME`, `value`),
+    /// then those of the nsys launcher (`DeviceEnvironment`).
     pub environment: Vec<(String, String)>,
 }
 
 impl Metadata {
     pub(crate) fn read(export: &Export) -> Result<Metadata, ReadError> {
         let mut meta = Metadata::default();
+        let mut launcher_env = Vec::new();
         for table in ["META_DATA_EXPORT", "EXPORT_META_DATA"] {
             export.scan(table, &["name", "value"], |row| {
                 let (Some(name), value) = (row.text(0), row.text(1)) else {
@@ -45,6 +49,13 @@ impl Metadata {
                     meta.hostname = value.filter(|v| !v.trim().is_empty());
                 } else if is("CpuCores", CPU_CORES_ENUM) && meta.cpu_cores.is_none() {
                     meta.cpu_cores = value.and_then(|v| v.trim().parse().ok());
+                } else if is("DeviceEnvironment", DEVICE_ENVIRONMENT_ENUM) {
+                    launcher_env.extend(
+                        value
+                            .iter()
+                            .flat_map(|v| v.split(';'))
+                            .filter_map(parse_env_assignment),
+                    );
                 }
                 Ok(())
             },
@@ -63,6 +74,7 @@ impl Metadata {
             }
             Ok(())
         })?;
+        meta.environment.extend(launcher_env);
         Ok(meta)
     }
 

@@ -69,6 +69,8 @@ pub(crate) struct ReportContext<'a> {
     pub extra_types: Vec<EventTypeInfo>,
     /// Names the application gave its threads through NVTX (win over the OS names).
     pub nvtx_thread_names: FxHashMap<(u32, u32), String>,
+    /// pid → rank from the `MPI Rank N` thread names of 2022-era MPI tracing.
+    pub nvtx_ranks: FxHashMap<u32, u32>,
 }
 
 impl<'a> ReportContext<'a> {
@@ -84,6 +86,7 @@ impl<'a> ReportContext<'a> {
             warnings: Vec::new(),
             extra_types: Vec::new(),
             nvtx_thread_names: FxHashMap::default(),
+            nvtx_ranks: FxHashMap::default(),
         }
     }
 

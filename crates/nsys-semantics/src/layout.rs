@@ -10,8 +10,6 @@ use crate::context::{ThreadKey, ThreadKind};
 use crate::report::ReportTranslation;
 
 const UNKNOWN_HOST: &str = "unknown-host";
-/// Environment variables that carry the MPI rank, in order of trust.
-const RANK_VARIABLES: &[&str] = &["OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"];
 
 /// How the reports map into one trace.
 pub struct TracePlan {
@@ -43,15 +41,19 @@ pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePla
         let pids: BTreeSet<u32> = report.threads.iter().map(ThreadKey::pid).collect();
         for pid in pids {
             task_keys.push(TaskKey {
-                rank: rank_of(report),
+                rank: report.ranks.get(&pid).copied(),
                 host: host_of(report),
                 pid,
                 report: r,
             });
         }
     }
-    let position = |r: usize| order.iter().position(|&o| o == r).unwrap_or(usize::MAX);
-    task_keys.sort_by_key(|k| (k.rank.is_none(), k.rank, k.host, k.pid, position(k.report)));
+    let mut position = vec![0; reports.len()];
+    for (p, &r) in order.iter().enumerate() {
+        position[r] = p;
+    }
+    // Ranked processes first, in rank order; launchers and helpers after them.
+    task_keys.sort_by_key(|k| (k.rank.is_none(), k.rank, k.host, k.pid, position[k.report]));
 
     let mut threads: Vec<Vec<GlobalThread>> = reports
         .iter()
@@ -111,12 +113,6 @@ pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePla
 
 fn host_of(report: &ReportTranslation) -> &str {
     report.meta.hostname.as_deref().unwrap_or(UNKNOWN_HOST)
-}
-
-fn rank_of(report: &ReportTranslation) -> Option<u32> {
-    RANK_VARIABLES
-        .iter()
-        .find_map(|v| report.meta.env(v)?.trim().parse().ok())
 }
 
 /// Sort key that does not depend on the order the inputs were given in.

@@ -14,6 +14,7 @@ mod openacc;
 mod openmp;
 pub mod options;
 mod osrt;
+pub mod ranks;
 mod report;
 mod sched;
 

@@ -146,6 +146,8 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
         &[kind::DOMAIN_CREATE, kind::CATEGORY, kind::THREAD_NAME],
         |e| rows.push(e.clone()),
     )?;
+    // The latest name of a thread wins, whatever order the rows come in.
+    rows.sort_by_key(|e| e.start);
     let mut defs = Definitions::default();
     for e in rows {
         let pid = pid_of(e.global_tid);
@@ -168,6 +170,9 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
                 }
             }
             _ => {
+                if let Some(rank) = crate::ranks::rank_in_thread_name(&text) {
+                    ctx.nvtx_ranks.entry(pid).or_insert(rank);
+                }
                 ctx.nvtx_thread_names
                     .insert((pid, tid_of(e.global_tid)), text);
             }

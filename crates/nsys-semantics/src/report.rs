@@ -14,7 +14,7 @@ use crate::cuda_sync::{self, SyncCalls};
 use crate::nccl::NcclRanges;
 use crate::options::{Category, Options};
 use crate::TranslateError;
-use crate::{nvtx, openacc, openmp, osrt, sched};
+use crate::{nvtx, openacc, openmp, osrt, ranks, sched};
 
 /// Everything one report contributes to the trace.
 pub struct ReportTranslation {
@@ -30,6 +30,8 @@ pub struct ReportTranslation {
     pub warnings: Vec<String>,
     /// Labels of event types numbered from the data (NVTX domains).
     pub extra_types: Vec<EventTypeInfo>,
+    /// pid → MPI world rank, where known.
+    pub ranks: HashMap<u32, u32>,
 }
 
 pub fn translate_report(
@@ -106,6 +108,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         warnings,
         extra_types,
         nvtx_thread_names,
+        nvtx_ranks,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -117,6 +120,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         })
     });
     let thread_keys = renumber_in_key_order(&mut run, thread_keys);
+    let ranks = ranks::process_ranks(export, &thread_keys, &nvtx_ranks)?;
     if run.is_empty() {
         return Err(TranslateError::Empty(path.to_path_buf()));
     }
@@ -130,6 +134,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         counts,
         warnings,
         extra_types,
+        ranks,
     })
 }
 

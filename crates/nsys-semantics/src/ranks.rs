@@ -1,0 +1,101 @@
+//! Each process's MPI rank, by the first source that works
+//! (nsys-sqlite-schema.md §6.3): `MPI_RANKS`; an NVTX thread name `MPI Rank N`
+//! (2022-era MPI tracing); a rank variable in the recorded environment; the last
+//! number in the report's file name. The last two describe the report, so they
+//! are used only when the report holds one process.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use nsys_reader::{Export, Metadata, ReadError};
+use rustc_hash::FxHashMap;
+
+use crate::context::ThreadKey;
+
+/// Variables launchers set to the world rank, in order of trust.
+pub const RANK_VARIABLES: &[&str] = &[
+    "OMPI_COMM_WORLD_RANK",
+    "PMIX_RANK",
+    "PMI_RANK",
+    "PALS_RANKID",
+    "MV2_COMM_WORLD_RANK",
+    "SLURM_PROCID",
+];
+
+pub(crate) fn process_ranks(
+    export: &Export,
+    threads: &[ThreadKey],
+    nvtx_ranks: &FxHashMap<u32, u32>,
+) -> Result<HashMap<u32, u32>, ReadError> {
+    let mut ranks = export.mpi_ranks()?;
+    for (pid, rank) in nvtx_ranks {
+        ranks.entry(*pid).or_insert(*rank);
+    }
+    let pids: BTreeSet<u32> = threads.iter().map(|t| t.pid).collect();
+    if let [pid] = pids.iter().copied().collect::<Vec<_>>()[..] {
+        if let Some(rank) = rank_of_report(export.meta(), export.path()) {
+            ranks.entry(pid).or_insert(rank);
+        }
+    }
+    Ok(ranks)
+}
+
+/// `MPI Rank 3` → 3.
+pub(crate) fn rank_in_thread_name(name: &str) -> Option<u32> {
+    name.strip_prefix("MPI Rank ")?.trim().parse().ok()
+}
+
+fn rank_of_report(meta: &Metadata, path: &Path) -> Option<u32> {
+    RANK_VARIABLES
+        .iter()
+        .find_map(|v| meta.env(v)?.trim().parse().ok())
+        .or_else(|| rank_in_file_name(path))
+}
+
+/// The last number in the file name: `report_12.sqlite`, `rank3.sqlite`, `out.7.sqlite`.
+fn rank_in_file_name(path: &Path) -> Option<u32> {
+    let stem = path.file_stem()?.to_str()?;
+    let stem = stem.strip_suffix(".nsys-rep").unwrap_or(stem);
+    let end = stem.rfind(|c: char| c.is_ascii_digit())? + 1;
+    let start = stem[..end]
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    stem[start..end].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_from_thread_names_and_file_names() {
+        assert_eq!(rank_in_thread_name("MPI Rank 12"), Some(12));
+        assert_eq!(rank_in_thread_name("worker"), None);
+        assert_eq!(
+            rank_in_file_name(Path::new("/x/report_12.sqlite")),
+            Some(12)
+        );
+        assert_eq!(rank_in_file_name(Path::new("rank3.sqlite")), Some(3));
+        assert_eq!(
+            rank_in_file_name(Path::new("run.2024.out.7.sqlite")),
+            Some(7)
+        );
+        assert_eq!(rank_in_file_name(Path::new("report.sqlite")), None);
+    }
+
+    #[test]
+    fn environment_ranks_follow_the_order_of_trust() {
+        let meta = Metadata {
+            environment: vec![
+                ("SLURM_PROCID".into(), "5".into()),
+                ("PMI_RANK".into(), "2".into()),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(rank_of_report(&meta, Path::new("r9.sqlite")), Some(2));
+        assert_eq!(
+            rank_of_report(&Metadata::default(), Path::new("r9.sqlite")),
+            Some(9)
+        );
+    }
+}
