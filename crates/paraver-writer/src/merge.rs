@@ -49,7 +49,9 @@ pub fn write_trace(
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceSummary, WriteError> {
     let (origin, end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
-    let (global_names, handle_values) = assign_values(inputs.iter().map(|i| &i.run.names));
+    let reserved = |ty: u32| catalog.fixed_values_of(ty);
+    let (global_names, handle_values) =
+        assign_values(inputs.iter().map(|i| &i.run.names), &reserved);
 
     let prv_file = PendingFile::create(&paths.prv)?;
     let mut body = BodyWriter::new(TraceSink::new(prv_file.file(), paths.gzip), catalog);

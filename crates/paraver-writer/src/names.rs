@@ -89,10 +89,15 @@ impl HandleValues {
     }
 }
 
+/// Values some names of a type must have (e.g. Extrae's MPI numbering), by type.
+pub type Reserved<'r> = &'r dyn Fn(u32) -> Option<&'r [(i64, String)]>;
+
 /// Gives every (type, name) of all runs its value; returns the global tables and,
-/// for each run in order, its handle → value map.
+/// for each run in order, its handle → value map. Names listed in `reserved` get
+/// their listed value; other names avoid the reserved values.
 pub fn assign_values<'a>(
     runs: impl IntoIterator<Item = &'a NameTables>,
+    reserved: Reserved,
 ) -> (GlobalNames, Vec<HandleValues>) {
     let runs: Vec<&NameTables> = runs.into_iter().collect();
     let mut names_by_type: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
@@ -109,7 +114,7 @@ pub fn assign_values<'a>(
     for (ty, mut names) in names_by_type {
         names.sort_unstable();
         names.dedup();
-        let values = values_for(&names);
+        let values = values_for(&names, reserved(ty).unwrap_or(&[]));
         by_type.insert(
             ty,
             values
@@ -136,16 +141,21 @@ pub fn assign_values<'a>(
 }
 
 /// Values for sorted, distinct `names` of one type.
-fn values_for<'a>(names: &[&'a str]) -> Vec<(&'a str, i64)> {
+fn values_for<'a>(names: &[&'a str], reserved: &[(i64, String)]) -> Vec<(&'a str, i64)> {
     let space = if names.len() <= SMALL_SPACE_MAX_NAMES {
         SMALL_SPACE
     } else {
         LARGE_SPACE
     };
-    let mut taken = rustc_hash::FxHashSet::default();
+    // Slots are value - 1; reserved values are taken before any name is placed.
+    let mut taken: rustc_hash::FxHashSet<u64> =
+        reserved.iter().map(|(v, _)| (*v - 1) as u64).collect();
     names
         .iter()
         .map(|name| {
+            if let Some((v, _)) = reserved.iter().find(|(_, n)| n == name) {
+                return (*name, *v);
+            }
             let mut slot = stable_hash(name) % space;
             while !taken.insert(slot) {
                 slot = (slot + 1) % space;
@@ -177,13 +187,24 @@ mod tests {
         let mut b = NameTables::default();
         b.intern(7, "axpy");
         let kb = b.intern(7, "gemm");
-        let (global, maps) = assign_values([&a, &b]);
+        let (global, maps) = assign_values([&a, &b], &|_| None);
         assert_eq!(maps[0].value(7, ka), maps[1].value(7, kb));
-        let (global2, _) = assign_values([&b, &a]);
+        let (global2, _) = assign_values([&b, &a], &|_| None);
         assert_eq!(global.by_type, global2.by_type);
         assert!(global.by_type[&7]
             .keys()
             .all(|v| (1..=SMALL_SPACE as i64).contains(v)));
+    }
+
+    #[test]
+    fn reserved_names_keep_their_values_and_others_avoid_them() {
+        let mut t = NameTables::default();
+        let send = t.intern(5, "MPI_Send");
+        let odd = t.intern(5, "MPI_Unknown_call");
+        let table = vec![(1, "MPI_Send".to_string())];
+        let (_, maps) = assign_values([&t], &|ty| (ty == 5).then_some(table.as_slice()));
+        assert_eq!(maps[0].value(5, send), 1);
+        assert_ne!(maps[0].value(5, odd), 1);
     }
 
     #[test]
@@ -192,7 +213,7 @@ mod tests {
         for i in 0..2500 {
             t.intern(1, &format!("kernel_{i}"));
         }
-        let (global, _) = assign_values([&t]);
+        let (global, _) = assign_values([&t], &|_| None);
         assert_eq!(global.by_type[&1].len(), 2500);
     }
 
@@ -203,8 +224,8 @@ mod tests {
         let mut b = NameTables::default();
         b.intern(1, "only");
         b.intern(1, "another");
-        let (ga, _) = assign_values([&a]);
-        let (gb, _) = assign_values([&b]);
+        let (ga, _) = assign_values([&a], &|_| None);
+        let (gb, _) = assign_values([&b], &|_| None);
         let va = ga.by_type[&1].iter().find(|(_, n)| *n == "only").unwrap().0;
         let vb = gb.by_type[&1].iter().find(|(_, n)| *n == "only").unwrap().0;
         assert_eq!(va, vb);

@@ -70,6 +70,14 @@ impl PcfCatalog {
         self.types.iter().find(|t| t.ty == ty)
     }
 
+    /// The fixed value table of a type, if it has one.
+    pub fn fixed_values_of(&self, ty: u32) -> Option<&[(i64, String)]> {
+        match &self.type_info(ty)?.values {
+            ValueLabels::Fixed(table) => Some(table.as_slice()),
+            _ => None,
+        }
+    }
+
     /// Types whose used values must be recorded during the merge.
     pub fn fixed_types(&self) -> impl Iterator<Item = u32> + '_ {
         self.types
@@ -150,16 +158,26 @@ impl PcfCatalog {
                 }
             }
             ValueLabels::Fixed(table) => {
-                writeln!(out, "VALUES")?;
-                let seen = used.fixed_values.get(&ty);
-                for (value, label) in table {
-                    if *value == 0 || seen.is_some_and(|s| s.contains(value)) {
-                        writeln!(out, "{value:<6} {}", one_line(label))?;
-                    }
+                // Raw values seen, names given values, and the table's value 0.
+                let mut rows: BTreeMap<i64, String> = BTreeMap::new();
+                let label_of = |v: i64| table.iter().find(|(t, _)| *t == v).map(|(_, l)| l.clone());
+                for &v in used.fixed_values.get(&ty).into_iter().flatten() {
+                    rows.insert(v, label_of(v).unwrap_or_else(|| format!("Unknown ({v})")));
                 }
-                let known = |v: &i64| table.iter().any(|(t, _)| t == v);
-                for value in seen.into_iter().flatten().filter(|v| !known(v)) {
-                    writeln!(out, "{value:<6} Unknown ({value})")?;
+                rows.extend(
+                    names
+                        .by_type
+                        .get(&ty)
+                        .into_iter()
+                        .flatten()
+                        .map(|(v, n)| (*v, n.clone())),
+                );
+                if let Some(zero) = label_of(0) {
+                    rows.insert(0, zero);
+                }
+                writeln!(out, "VALUES")?;
+                for (value, label) in rows {
+                    writeln!(out, "{value:<6} {}", one_line(&label))?;
                 }
             }
         }
