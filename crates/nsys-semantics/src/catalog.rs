@@ -120,6 +120,7 @@ pub fn pcf_catalog() -> PcfCatalog {
     .into_iter()
     .chain(crate::nvtx::event_types())
     .chain(crate::nccl::event_types())
+    .chain(crate::mpi::event_types())
     .chain(crate::osrt::event_types())
     .chain(crate::sched::event_types())
     .chain(crate::openmp::event_types())

@@ -7,6 +7,7 @@ use nsys_reader::{Export, ReadError};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::FxHashMap;
 
+use crate::mpi::SyncPoints;
 use crate::options::Options;
 
 /// A row of the trace as the report knows it. Its order is the layout's order of
@@ -71,6 +72,8 @@ pub(crate) struct ReportContext<'a> {
     pub nvtx_thread_names: FxHashMap<(u32, u32), String>,
     /// pid → rank from the `MPI Rank N` thread names of 2022-era MPI tracing.
     pub nvtx_ranks: FxHashMap<u32, u32>,
+    /// Times every rank shares, for aligning clocks.
+    pub sync_points: SyncPoints,
 }
 
 impl<'a> ReportContext<'a> {
@@ -87,6 +90,7 @@ impl<'a> ReportContext<'a> {
             extra_types: Vec::new(),
             nvtx_thread_names: FxHashMap::default(),
             nvtx_ranks: FxHashMap::default(),
+            sync_points: SyncPoints::default(),
         }
     }
 

@@ -113,6 +113,10 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
         if let Some(c) = p.correlation_id {
             pairs.push(EventPair::raw(CORRELATION_ID, c));
         }
+        if is_nccl {
+            let first = &mut ctx.sync_points.first_nccl_end;
+            *first = Some(first.map_or(p.end, |t| t.min(p.end)));
+        }
         if is_nccl && with_nccl_fields {
             pairs.extend(nccl_fields(ctx, &mut nccl_fields_cache, name));
         }

@@ -3,11 +3,15 @@
 //! file formats: rows come from `nsys-reader`, records go to `paraver-writer`.
 
 pub mod catalog;
+pub mod clock;
 mod context;
 mod cuda_api;
 mod cuda_gpu;
 mod cuda_sync;
 pub mod layout;
+pub mod messages;
+pub mod mpi;
+mod mpi_values;
 mod nccl;
 mod nvtx;
 mod openacc;

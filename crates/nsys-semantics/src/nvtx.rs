@@ -98,6 +98,8 @@ struct StartEnd {
 pub(crate) struct Wanted {
     pub nvtx: bool,
     pub nccl: bool,
+    /// Ranges of the 2022-era `MPI` domain become MPI calls (50000001-05).
+    pub mpi: bool,
 }
 
 pub(crate) fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, ReadError> {
@@ -223,11 +225,13 @@ impl RangePass<'_> {
         let pid = pid_of(e.global_tid);
         let domain = self.domain(pid, e.domain_id);
         let is_nccl = domain.base == NCCL_RANGE;
-        if !(if is_nccl {
+        let as_mpi = domain.name == "MPI" && self.wanted.mpi;
+        let wanted = if is_nccl {
             self.wanted.nccl
         } else {
-            self.wanted.nvtx
-        }) {
+            self.wanted.nvtx || as_mpi
+        };
+        if !wanted {
             return;
         }
         let text = match self.text(ctx, e) {
@@ -294,6 +298,9 @@ impl RangePass<'_> {
         domain: &Domain,
         text: &str,
     ) {
+        if domain.name == "MPI" && self.wanted.mpi {
+            return self.mpi_call(ctx, thread, e, text);
+        }
         let base = domain.base;
         let mut pairs = vec![EventPair::name(base, ctx.run.names.intern(base, text))];
         if base == NCCL_RANGE {
@@ -331,6 +338,25 @@ impl RangePass<'_> {
         match e.end {
             Some(end) => ctx.run.interval(thread, e.start, end, &pairs),
             None => self.unclosed.push((thread, e.start, pairs)),
+        }
+    }
+
+    /// A range of the 2022-era MPI domain: an MPI call with Extrae's numbering.
+    fn mpi_call(
+        &mut self,
+        ctx: &mut ReportContext,
+        thread: LocalThread,
+        e: &NvtxEvent,
+        name: &str,
+    ) {
+        let (pair, state) = crate::mpi::call_pair(ctx, name);
+        match e.end {
+            Some(end) => {
+                ctx.run.interval(thread, e.start, end, &[pair]);
+                ctx.states.add(thread, e.start, end, state);
+                crate::mpi::note_sync_point(ctx, name, end);
+            }
+            None => self.unclosed.push((thread, e.start, vec![pair])),
         }
     }
 
@@ -398,51 +424,7 @@ pub fn communication_state(domain: &str, call: &str) -> u32 {
     let c = call.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| c.contains(w));
     if domain == "MPI" {
-        let bare = c.trim_start_matches("pmpi_").trim_start_matches("mpi_");
-        return if has(&["file"]) {
-            12
-        } else if has(&["win", "put", "get_accumulate", "accumulate", "rget", "rput"])
-            || bare == "get"
-        {
-            25
-        } else if has(&["wait"]) {
-            8
-        } else if has(&["test", "probe"]) {
-            6
-        } else if bare.starts_with("isend")
-            || bare.starts_with("ibsend")
-            || bare.starts_with("issend")
-            || bare.starts_with("irsend")
-        {
-            10
-        } else if bare.starts_with("irecv") {
-            11
-        } else if bare.starts_with("sendrecv") {
-            16
-        } else if bare.starts_with("send")
-            || bare.starts_with("bsend")
-            || bare.starts_with("ssend")
-            || bare.starts_with("rsend")
-        {
-            4
-        } else if bare.starts_with("recv") || bare.starts_with("mrecv") {
-            3
-        } else if has(&[
-            "reduce",
-            "bcast",
-            "barrier",
-            "gather",
-            "scatter",
-            "alltoall",
-            "scan",
-            "allgather",
-        ]) {
-            13
-        } else if has(&["init", "finalize"]) {
-            26
-        } else {
-            state::OTHERS
-        };
+        return crate::mpi_values::state_of(call);
     }
     if has(&["barrier", "quiet", "fence", "wait", "sync"]) {
         state::SYNCHRONIZATION
@@ -470,16 +452,11 @@ mod tests {
     }
 
     #[test]
-    fn mpi_calls_get_extrae_states() {
-        assert_eq!(communication_state("MPI", "MPI_Send"), 4);
-        assert_eq!(communication_state("MPI", "MPI_Recv"), 3);
-        assert_eq!(communication_state("MPI", "MPI_Isend"), 10);
-        assert_eq!(communication_state("MPI", "MPI_Irecv"), 11);
-        assert_eq!(communication_state("MPI", "MPI_Waitall"), 8);
-        assert_eq!(communication_state("MPI", "MPI_Allreduce"), 13);
-        assert_eq!(communication_state("MPI", "MPI_Sendrecv"), 16);
-        assert_eq!(communication_state("MPI", "MPI_File_write_at"), 12);
-        assert_eq!(communication_state("MPI", "MPI_Comm_rank"), state::OTHERS);
+    fn communication_libraries_get_extrae_states() {
+        assert_eq!(
+            communication_state("MPI", "MPI_Send"),
+            crate::mpi_values::state_of("MPI_Send")
+        );
         assert_eq!(
             communication_state("SHMEM", "shmem_barrier_all"),
             state::SYNCHRONIZATION

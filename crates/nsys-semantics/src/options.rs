@@ -15,10 +15,11 @@ pub enum Category {
     OpenMp,
     OpenAcc,
     Sched,
+    Mpi,
 }
 
 impl Category {
-    pub const ALL: [Category; 10] = [
+    pub const ALL: [Category; 11] = [
         Category::CudaApi,
         Category::Kernels,
         Category::Memory,
@@ -29,6 +30,7 @@ impl Category {
         Category::OpenMp,
         Category::OpenAcc,
         Category::Sched,
+        Category::Mpi,
     ];
 
     const CUDA: [Category; 4] = [
@@ -50,6 +52,7 @@ impl Category {
             Category::OpenMp => "openmp",
             Category::OpenAcc => "openacc",
             Category::Sched => "sched",
+            Category::Mpi => "mpi",
         }
     }
 
@@ -67,6 +70,7 @@ impl Category {
             "openmp" | "omp" => vec![Category::OpenMp],
             "openacc" | "acc" => vec![Category::OpenAcc],
             "sched" | "scheduling" => vec![Category::Sched],
+            "mpi" | "mpi-event-trace" => vec![Category::Mpi],
             "cuda-api" | "cuda-api-trace" | "api" => vec![Category::CudaApi],
             "kernels" | "kernel" => vec![Category::Kernels],
             "memory" | "memcpy" | "memset" => vec![Category::Memory],

@@ -11,6 +11,7 @@ use crate::context::{ReportContext, ThreadKey};
 use crate::cuda_api::{self, ApiOutputs};
 use crate::cuda_gpu::{self, GpuLinks};
 use crate::cuda_sync::{self, SyncCalls};
+use crate::mpi::{self, P2pEndpoint, SyncPoints};
 use crate::nccl::NcclRanges;
 use crate::options::{Category, Options};
 use crate::TranslateError;
@@ -32,6 +33,10 @@ pub struct ReportTranslation {
     pub extra_types: Vec<EventTypeInfo>,
     /// pid → MPI world rank, where known.
     pub ranks: HashMap<u32, u32>,
+    /// Point-to-point message endpoints, paired across reports later.
+    pub p2p: Vec<P2pEndpoint>,
+    /// Times every rank shares (end of MPI_Init, barriers, first NCCL kernel).
+    pub sync_points: SyncPoints,
 }
 
 pub fn translate_report(
@@ -54,11 +59,12 @@ pub fn translate_report(
     } else {
         SyncCalls::default()
     };
-    let nccl_ranges = if options.wants(Category::Nvtx) || options.wants(Category::Nccl) {
-        let wanted = nvtx::Wanted {
-            nvtx: options.wants(Category::Nvtx),
-            nccl: options.wants(Category::Nccl),
-        };
+    let wanted = nvtx::Wanted {
+        nvtx: options.wants(Category::Nvtx),
+        nccl: options.wants(Category::Nccl),
+        mpi: options.wants(Category::Mpi),
+    };
+    let nccl_ranges = if wanted.nvtx || wanted.nccl || wanted.mpi {
         nvtx::translate(&mut ctx, wanted)?
     } else {
         NcclRanges::default()
@@ -70,6 +76,11 @@ pub fn translate_report(
     if outputs.calls || outputs.syncs {
         cuda_api::translate(&mut ctx, &links, &syncs, &nccl_ranges, outputs)?;
     }
+    let p2p = if options.wants(Category::Mpi) {
+        mpi::translate(&mut ctx)?.endpoints
+    } else {
+        Vec::new()
+    };
     if options.wants(Category::Osrt) {
         osrt::translate(&mut ctx)?;
     }
@@ -82,11 +93,16 @@ pub fn translate_report(
     if options.wants(Category::Sched) {
         sched::translate(&mut ctx)?;
     }
-    finish(ctx, path)
+    finish(ctx, path, p2p)
 }
 
-/// Renumbers threads in `ThreadKey` order, the order the layout gives them.
-fn renumber_in_key_order(run: &mut RunBuilder, keys: Vec<ThreadKey>) -> Vec<ThreadKey> {
+/// Renumbers threads in `ThreadKey` order, the order the layout gives them
+/// (records and message endpoints alike).
+fn renumber_in_key_order(
+    run: &mut RunBuilder,
+    keys: Vec<ThreadKey>,
+    p2p: &mut [P2pEndpoint],
+) -> Vec<ThreadKey> {
     let mut sorted: Vec<(ThreadKey, usize)> =
         keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
     sorted.sort();
@@ -95,10 +111,17 @@ fn renumber_in_key_order(run: &mut RunBuilder, keys: Vec<ThreadKey>) -> Vec<Thre
         new_index[*old] = new as u32;
     }
     run.renumber_threads(&new_index);
+    for e in p2p {
+        e.thread = new_index[e.thread as usize];
+    }
     sorted.into_iter().map(|(k, _)| k).collect()
 }
 
-fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, TranslateError> {
+fn finish(
+    ctx: ReportContext,
+    path: &Path,
+    mut p2p: Vec<P2pEndpoint>,
+) -> Result<ReportTranslation, TranslateError> {
     let ReportContext {
         export,
         mut run,
@@ -109,6 +132,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         extra_types,
         nvtx_thread_names,
         nvtx_ranks,
+        sync_points,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -119,7 +143,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
             state::IDLE
         })
     });
-    let thread_keys = renumber_in_key_order(&mut run, thread_keys);
+    let thread_keys = renumber_in_key_order(&mut run, thread_keys, &mut p2p);
     let ranks = ranks::process_ranks(export, &thread_keys, &nvtx_ranks)?;
     if run.is_empty() {
         return Err(TranslateError::Empty(path.to_path_buf()));
@@ -135,6 +159,8 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         warnings,
         extra_types,
         ranks,
+        p2p,
+        sync_points,
     })
 }
 

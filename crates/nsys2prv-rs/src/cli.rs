@@ -35,6 +35,11 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
     pub kernel_names: KernelNameArg,
 
+    /// How to align the reports' clocks: session start times only, or also make an
+    /// event every rank shares coincide
+    #[arg(long, value_enum, default_value_t = SyncArg::Session)]
+    pub sync: SyncArg,
+
     /// Where to put the bundled Paraver views (default: NAME.cfgs/ next to the trace)
     #[arg(long, value_name = "DIR")]
     pub cfgs_dir: Option<PathBuf>,
@@ -54,6 +59,18 @@ pub struct Args {
     /// More detail (per-report counts)
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SyncArg {
+    /// Session start times (`utcEpochNs`) of each report
+    Session,
+    /// Also make the ends of MPI_Init coincide
+    MpiInit,
+    /// Also make the ends of the first MPI_Barrier coincide
+    Barrier,
+    /// Also make the ends of the first NCCL kernel coincide
+    Nccl,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

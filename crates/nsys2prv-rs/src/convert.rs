@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use nsys_semantics::catalog::catalog_for_reports;
+use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::layout::total_counts;
+use nsys_semantics::messages::{match_messages, MessageStats};
 use nsys_semantics::{
     plan_layout, translate_report, Category, KernelNames, Options, ReportTranslation,
     TranslateError,
@@ -15,7 +17,7 @@ use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::{write_trace, MergeInput, OutputPaths};
 use rayon::prelude::*;
 
-use crate::cli::{Args, KernelNameArg, UsageError};
+use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
 use crate::inputs;
 use crate::progress::Progress;
 use crate::views;
@@ -28,13 +30,17 @@ pub fn run(args: &Args) -> Result<()> {
     check_output_is_not_an_input(&paths, &inputs)?;
 
     let reports = translate_all(&inputs, &options, args)?;
-    let plan = plan_layout(&reports, &paths.stem());
+    let mut plan = plan_layout(&reports, &paths.stem());
     warn_about_limits(&plan.layout);
+    let sync = align_clocks(&mut plan, &reports, sync_mode(args.sync));
+    report_alignment(&sync, &reports, args.quiet);
+    let (messages, message_stats) = match_messages(&reports, &plan);
+    report_messages(&message_stats);
 
     let catalog = catalog_for_reports(&reports);
     let mut progress = Progress::new(args.quiet, "writing", None, "records");
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
-    let merge_inputs: Vec<MergeInput> = plan
+    let mut merge_inputs: Vec<MergeInput> = plan
         .order
         .iter()
         .map(|&r| {
@@ -46,6 +52,7 @@ pub fn run(args: &Args) -> Result<()> {
             }
         })
         .collect();
+    merge_inputs.extend(messages);
     let summary = write_trace(&paths, &plan.layout, &merge_inputs, &catalog, &mut |n| {
         progress.set(n)
     })
@@ -71,6 +78,70 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn sync_mode(arg: SyncArg) -> SyncMode {
+    match arg {
+        SyncArg::Session => SyncMode::Session,
+        SyncArg::MpiInit => SyncMode::MpiInit,
+        SyncArg::Barrier => SyncMode::Barrier,
+        SyncArg::Nccl => SyncMode::Nccl,
+    }
+}
+
+/// Prints the shifts `--sync` applied and the skew it found.
+fn report_alignment(sync: &SyncReport, reports: &[ReportTranslation], quiet: bool) {
+    if sync.mode == SyncMode::Session {
+        return;
+    }
+    for path in &sync.missing {
+        tracing::warn!(
+            "{}: no {}; aligned by session start only",
+            path.display(),
+            sync.mode.describe()
+        );
+    }
+    if quiet {
+        return;
+    }
+    eprintln!(
+        "clock alignment on the {}: skew found {:.3} us{}",
+        sync.mode.describe(),
+        sync.skew_before_ns as f64 / 1e3,
+        sync.residual_ns
+            .map(|r| format!(", residual at the last barrier {:.3} us", r as f64 / 1e3))
+            .unwrap_or_default()
+    );
+    for (report, shift) in reports.iter().zip(&sync.shifts) {
+        tracing::info!(
+            "  {}: shifted by {:+.3} us",
+            report.path.display(),
+            *shift as f64 / 1e3
+        );
+    }
+}
+
+fn report_messages(stats: &MessageStats) {
+    if stats.unmatched_sends + stats.unmatched_receives > 0 {
+        tracing::warn!(
+            "MPI: {} sends and {} receives have no partner in the given reports (missing ranks?)",
+            stats.unmatched_sends,
+            stats.unmatched_receives
+        );
+    }
+    if stats.without_rank > 0 {
+        tracing::warn!(
+            "MPI: {} message endpoints belong to processes without a known rank",
+            stats.without_rank
+        );
+    }
+    if stats.backwards > 0 {
+        tracing::warn!(
+            "MPI: {} messages arrive before they were sent (up to {:.3} us): node clocks disagree; try --sync mpi-init or --sync barrier",
+            stats.backwards,
+            stats.worst_backwards_ns as f64 / 1e3
+        );
+    }
 }
 
 fn options(args: &Args) -> Result<Options> {

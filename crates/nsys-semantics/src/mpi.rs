@@ -1,0 +1,320 @@
+//! MPI: calls from the `MPI_*` tables (nsys 2024+) as Extrae's types 50000001-05
+//! with Extrae's values and thread states, collective sizes, the point-to-point
+//! endpoints that [`crate::messages`] pairs across reports, and the times used to
+//! align clocks (`--sync`). 2022-era reports record MPI as an NVTX domain, which
+//! [`crate::nvtx`] translates with [`call_pair`].
+
+use nsys_reader::ids::pid_of;
+use nsys_reader::mpi::{Communicator, MpiCall, MpiDetail};
+use nsys_reader::ReadError;
+use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::catalog::numeric;
+use crate::context::ReportContext;
+use crate::mpi_values::{self, MpiClass};
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    let mut types: Vec<EventTypeInfo> = MpiClass::ALL
+        .iter()
+        .map(|&class| {
+            let mut table: Vec<(i64, String)> = vec![(0, "Outside MPI".to_string())];
+            table.extend(
+                mpi_values::MPI_CALLS
+                    .iter()
+                    .filter(|c| c.class == class)
+                    .map(|c| (c.value, c.name.to_string())),
+            );
+            EventTypeInfo {
+                ty: class.event_type(),
+                label: class.label().to_string(),
+                values: ValueLabels::Fixed(table),
+                precision: None,
+                gradient: 0,
+            }
+        })
+        .collect();
+    types.push(numeric(
+        mpi_values::SEND_SIZE_IN_COLLECTIVE,
+        "Send Size in MPI Global OP",
+    ));
+    types.push(numeric(
+        mpi_values::RECV_SIZE_IN_COLLECTIVE,
+        "Recv Size in MPI Global OP",
+    ));
+    types.push(numeric(
+        mpi_values::ROOT_IN_COLLECTIVE,
+        "Root in MPI Global OP",
+    ));
+    types
+}
+
+/// The event pair and thread state of an MPI call, by name. Known calls keep
+/// Extrae's value (the writer reserves it); `PMPI_` names use the `MPI_` label.
+pub(crate) fn call_pair(ctx: &mut ReportContext, name: &str) -> (EventPair, u32) {
+    let known = mpi_values::lookup(name);
+    let class = known
+        .map(|c| c.class)
+        .unwrap_or_else(|| mpi_values::guess_class(name));
+    let label = known.map(|c| c.name).unwrap_or(name);
+    let ty = class.event_type();
+    let pair = EventPair::name(ty, ctx.run.names.intern(ty, label));
+    (pair, mpi_values::state_of(name))
+}
+
+/// How a communicator is recognised by every rank that uses it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CommKey {
+    World,
+    Uid(i64),
+    Members(Vec<i64>),
+}
+
+/// One side of a point-to-point message, in this report's clock.
+#[derive(Clone, Debug)]
+pub struct P2pEndpoint {
+    pub pid: u32,
+    pub thread: LocalThread,
+    pub is_send: bool,
+    /// World rank of the other side.
+    pub peer: i64,
+    pub tag: i64,
+    pub comm: CommKey,
+    pub size: i64,
+    /// When the call began (logical time).
+    pub logical: i64,
+    /// When data left (send) or arrived (receive: end of the call, or of the wait
+    /// that completed a non-blocking receive).
+    pub physical: i64,
+    request: Option<i64>,
+}
+
+/// Times every rank shares, in this report's clock, for `--sync`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncPoints {
+    pub mpi_init_end: Option<i64>,
+    pub first_barrier_end: Option<i64>,
+    pub last_barrier_end: Option<i64>,
+    pub first_nccl_end: Option<i64>,
+}
+
+#[derive(Default)]
+pub(crate) struct MpiOutcome {
+    pub endpoints: Vec<P2pEndpoint>,
+}
+
+pub(crate) fn translate(ctx: &mut ReportContext) -> Result<MpiOutcome, ReadError> {
+    let export = ctx.export;
+    if !export.has_mpi_tables() {
+        return Ok(MpiOutcome::default());
+    }
+    let comms = export.mpi_communicators()?;
+    let mut pass = Pass {
+        comms: &comms,
+        names: FxHashMap::default(),
+        seen_waits: FxHashSet::default(),
+        waits: Vec::new(),
+        endpoints: Vec::new(),
+        failure: None,
+        translated: 0,
+        duplicates: 0,
+    };
+    let scan = export.mpi_calls(|call| pass.call(ctx, call))?;
+    if let Some(e) = pass.failure.take() {
+        return Err(e);
+    }
+    ctx.count("MPI calls", pass.translated);
+    ctx.count("MPI wait rows for the same call", pass.duplicates);
+    ctx.note_skipped("MPI tables", scan.skipped);
+    let mut endpoints = pass.endpoints;
+    complete_receives(&mut endpoints, &mut pass.waits);
+    Ok(MpiOutcome { endpoints })
+}
+
+struct Pass<'c> {
+    comms: &'c std::collections::HashMap<i64, Communicator>,
+    names: FxHashMap<i64, String>,
+    /// (thread, start, end) of start/wait rows: one row per request of one call.
+    seen_waits: FxHashSet<(i64, i64, i64)>,
+    waits: Vec<(u32, i64, i64, i64)>,
+    endpoints: Vec<P2pEndpoint>,
+    failure: Option<ReadError>,
+    translated: u64,
+    duplicates: u64,
+}
+
+impl Pass<'_> {
+    fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) {
+        if self.failure.is_some() {
+            return;
+        }
+        let name = match self.name(ctx, call.name_id) {
+            Ok(n) => n,
+            Err(e) => {
+                self.failure = Some(e);
+                return;
+            }
+        };
+        let end = call.end.unwrap_or(call.start).max(call.start);
+        let pid = pid_of(call.global_tid);
+        if let MpiDetail::StartWait { request } = call.detail {
+            if let Some(r) = request {
+                self.waits.push((pid, r, call.start, end));
+            }
+            if !self.seen_waits.insert((call.global_tid, call.start, end)) {
+                self.duplicates += 1;
+                return;
+            }
+        }
+        let thread = ctx.cpu_thread(call.global_tid);
+        let (pair, state) = call_pair(ctx, &name);
+        let mut pairs = vec![pair];
+        match call.detail {
+            MpiDetail::Collective {
+                root,
+                size,
+                recv_size,
+                ..
+            } => {
+                pairs.extend(size.map(|s| EventPair::raw(mpi_values::SEND_SIZE_IN_COLLECTIVE, s)));
+                pairs.extend(
+                    recv_size.map(|s| EventPair::raw(mpi_values::RECV_SIZE_IN_COLLECTIVE, s)),
+                );
+                pairs.extend(root.map(|r| EventPair::raw(mpi_values::ROOT_IN_COLLECTIVE, r)));
+            }
+            MpiDetail::P2p {
+                comm,
+                tag,
+                remote_rank,
+                size,
+                request,
+            } => {
+                self.endpoint(
+                    pid,
+                    thread,
+                    &name,
+                    call.start,
+                    end,
+                    comm,
+                    tag,
+                    remote_rank,
+                    size,
+                    request,
+                );
+            }
+            _ => {}
+        }
+        ctx.run.interval(thread, call.start, end, &pairs);
+        ctx.states.add(thread, call.start, end, state);
+        note_sync_point(ctx, &name, end);
+        self.translated += 1;
+    }
+
+    fn name(&mut self, ctx: &ReportContext, id: Option<i64>) -> Result<String, ReadError> {
+        let Some(id) = id else {
+            return Ok("MPI (unnamed call)".into());
+        };
+        if let Some(n) = self.names.get(&id) {
+            return Ok(n.clone());
+        }
+        let n = ctx
+            .export
+            .string(id)?
+            .unwrap_or_else(|| format!("MPI call {id}"));
+        self.names.insert(id, n.clone());
+        Ok(n)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn endpoint(
+        &mut self,
+        pid: u32,
+        thread: LocalThread,
+        name: &str,
+        start: i64,
+        end: i64,
+        comm: Option<i64>,
+        tag: Option<i64>,
+        remote: Option<i64>,
+        size: Option<i64>,
+        request: Option<i64>,
+    ) {
+        let lower = name.to_ascii_lowercase();
+        let (is_send, is_recv) = (lower.contains("send"), lower.contains("recv"));
+        // A Sendrecv's two rows cannot be told apart; its messages stay unpaired.
+        if is_send == is_recv {
+            return;
+        }
+        let (Some(remote), Some(tag)) = (remote, tag) else {
+            return;
+        };
+        let communicator = comm.and_then(|h| self.comms.get(&h));
+        let peer = communicator
+            .and_then(|c| c.members.get(usize::try_from(remote).ok()?).copied())
+            .unwrap_or(remote);
+        self.endpoints.push(P2pEndpoint {
+            pid,
+            thread,
+            is_send,
+            peer,
+            tag,
+            comm: comm_key(communicator),
+            size: size.unwrap_or(0),
+            logical: start,
+            physical: if is_send { start } else { end },
+            request: if lower.starts_with("mpi_i") || lower.starts_with("pmpi_i") {
+                request
+            } else {
+                None
+            },
+        });
+    }
+}
+
+fn comm_key(comm: Option<&Communicator>) -> CommKey {
+    match comm {
+        None => CommKey::World,
+        Some(c) => match c.uid {
+            Some(uid) => CommKey::Uid(uid),
+            None if c.members.is_empty() => CommKey::World,
+            None => {
+                let mut sorted = c.members.clone();
+                sorted.sort_unstable();
+                let world =
+                    sorted.iter().enumerate().all(|(i, &m)| m == i as i64) && sorted == c.members;
+                if world {
+                    // Every rank in order: the world (or a duplicate of it).
+                    CommKey::World
+                } else {
+                    CommKey::Members(c.members.clone())
+                }
+            }
+        },
+    }
+}
+
+/// A non-blocking receive's data arrives when the wait on its request returns.
+fn complete_receives(endpoints: &mut [P2pEndpoint], waits: &mut [(u32, i64, i64, i64)]) {
+    waits.sort_unstable();
+    for e in endpoints.iter_mut().filter(|e| !e.is_send) {
+        let Some(request) = e.request else { continue };
+        let from = waits.partition_point(|w| (w.0, w.1, w.2) < (e.pid, request, e.logical));
+        if let Some(&(pid, r, _, end)) = waits.get(from) {
+            if pid == e.pid && r == request {
+                e.physical = end;
+            }
+        }
+    }
+}
+
+/// Remembers the end of the first MPI_Init and of the first and last barrier.
+pub(crate) fn note_sync_point(ctx: &mut ReportContext, name: &str, end: i64) {
+    let bare = name.trim_start_matches('P').to_ascii_lowercase();
+    let points = &mut ctx.sync_points;
+    if bare.starts_with("mpi_init") && !bare.starts_with("mpi_initialized") {
+        points.mpi_init_end = Some(points.mpi_init_end.map_or(end, |t| t.min(end)));
+    } else if bare == "mpi_barrier" {
+        points.first_barrier_end = Some(points.first_barrier_end.map_or(end, |t| t.min(end)));
+        points.last_barrier_end = Some(points.last_barrier_end.map_or(end, |t| t.max(end)));
+    }
+}
