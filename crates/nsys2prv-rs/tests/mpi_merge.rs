@@ -1,0 +1,132 @@
+//! Multi-report merge: tasks in rank order, MPI calls with Extrae's numbering,
+//! `--sync mpi-init` lining up the MPI_Init ends, and (with `MPI_*` tables) every
+//! send paired with its receive.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+const MPI_OTHER: u32 = 50_000_003;
+const MPI_INIT: i64 = 31;
+
+/// Task labels of the `.row`, in order.
+fn task_names(prv: &Path) -> Vec<String> {
+    let row = std::fs::read_to_string(prv.with_extension("row")).unwrap();
+    let mut lines = row.lines().skip_while(|l| !l.starts_with("LEVEL TASK"));
+    let n: usize = lines.next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    lines.take(n).map(str::to_string).collect()
+}
+
+/// Per task: the time MPI_Init ended (the first end of type 50000003 after a
+/// begin with value 31 on that task's threads).
+fn mpi_init_ends(prv: &Path) -> BTreeMap<u32, u64> {
+    let text = std::fs::read_to_string(prv).unwrap();
+    let mut open: BTreeMap<(u32, u32), bool> = BTreeMap::new();
+    let mut ends = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("2:")) {
+        let f: Vec<&str> = line.split(':').collect();
+        let (task, thread): (u32, u32) = (f[3].parse().unwrap(), f[4].parse().unwrap());
+        let time: u64 = f[5].parse().unwrap();
+        for pair in f[6..].chunks(2) {
+            if pair[0].parse::<u32>().unwrap() != MPI_OTHER {
+                continue;
+            }
+            let value: i64 = pair[1].parse().unwrap();
+            if value == MPI_INIT {
+                open.insert((task, thread), true);
+            } else if value == 0 && open.remove(&(task, thread)).is_some() {
+                ends.entry(task).or_insert(time);
+            }
+        }
+    }
+    ends
+}
+
+fn corpus_files(corpus: &Path, dir: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn per_rank_reports_become_tasks_in_rank_order_with_mpi_calls() {
+    let Some(corpus) = corpus_dir() else { return };
+    let mut inputs = corpus_files(&corpus, "local/mpi_per_rank");
+    inputs.reverse();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ranks.prv");
+    let result = convert(&refs, &out, &[]);
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let stats = check_trace(&out);
+    let names = task_names(&out);
+    for (rank, name) in names.iter().enumerate() {
+        assert!(name.starts_with(&format!("rank {rank} (")), "{names:?}");
+    }
+    let mpi: u64 = (50_000_001..=50_000_005).map(|t| begins(&stats, t)).sum();
+    let expected: u64 = inputs
+        .iter()
+        .map(|p| {
+            let conn = rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+            conn.query_row(
+                "SELECT COUNT(*) FROM NVTX_EVENTS e JOIN NVTX_EVENTS d ON d.eventType = 75 AND d.text = 'MPI'
+                 AND d.domainId = e.domainId WHERE e.eventType = 59",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap() as u64
+        })
+        .sum();
+    assert_eq!(mpi, expected, "every MPI range of the NVTX MPI domain is an MPI call");
+    let pcf = std::fs::read_to_string(out.with_extension("pcf")).unwrap();
+    assert!(pcf.contains("MPI Collective Comm") && pcf.contains("10     MPI_Allreduce"));
+}
+
+#[test]
+fn sync_mpi_init_lines_up_the_ends_of_mpi_init() {
+    let Some(corpus) = corpus_dir() else { return };
+    let inputs = corpus_files(&corpus, "local/mpi_per_rank");
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, synced) = (dir.path().join("plain.prv"), dir.path().join("synced.prv"));
+    assert!(convert(&refs, &plain, &[]).status.success());
+    let result = binary()
+        .args(["--sync", "mpi-init"])
+        .args(&refs)
+        .arg(&synced)
+        .output()
+        .unwrap();
+    assert!(result.status.success());
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(stderr.contains("clock alignment on the end of MPI_Init: skew found"), "{stderr}");
+    check_trace(&synced);
+    let before = mpi_init_ends(&plain);
+    let after = mpi_init_ends(&synced);
+    assert_eq!(after.len(), 4);
+    let spread = |m: &BTreeMap<u32, u64>| m.values().max().unwrap() - m.values().min().unwrap();
+    assert!(spread(&before) > 0, "the reports' MPI_Init ends differ before alignment");
+    assert_eq!(spread(&after), 0, "aligned: {after:?}");
+}
+
+#[test]
+fn whole_mpirun_report_puts_ranks_first_and_the_launcher_last() {
+    let Some(corpus) = corpus_dir() else { return };
+    let input = corpus.join("local/mpi_whole_mpirun/mpi_whole_mpirun.sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("whole.prv");
+    assert!(convert(&[&input], &out, &[]).status.success());
+    check_trace(&out);
+    let names = task_names(&out);
+    assert_eq!(names.len(), 5);
+    for (rank, name) in names.iter().take(4).enumerate() {
+        assert!(name.starts_with(&format!("rank {rank} (")), "{names:?}");
+    }
+    assert!(names[4].starts_with("mpirun ("), "{names:?}");
+}
