@@ -30,6 +30,7 @@ pub fn run(args: &Args) -> Result<()> {
     check_output_is_not_an_input(&paths, &inputs)?;
 
     let reports = translate_all(&inputs, &options, args)?;
+    let report_count = reports.len();
     let mut plan = plan_layout(&reports, &paths.stem());
     warn_about_limits(&plan.layout);
     let sync = align_clocks(&mut plan, &reports, sync_mode(args.sync));
@@ -68,7 +69,7 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!(
             "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} lines, {:.3} s of trace, in {:.2} s",
             paths.prv.display(),
-            inputs.len(),
+            report_count,
             plan.layout.nodes.len(),
             plan.layout.tasks.len(),
             plan.layout.thread_count(),
@@ -246,6 +247,7 @@ fn translate_all(
     for path in &empty {
         tracing::warn!("{}: no events to translate; left out", path.display());
     }
+    let reports = drop_duplicate_reports(reports);
     for report in &reports {
         for w in &report.warnings {
             tracing::warn!("{w}");
@@ -256,6 +258,44 @@ fn translate_all(
         log_counts(Path::new("all reports"), &total_counts(&reports));
     }
     Ok(reports)
+}
+
+/// The same report under two names (a copy, or a re-export) would double every
+/// process: keep the first of reports with the same host, session start,
+/// processes and records.
+fn drop_duplicate_reports(reports: Vec<ReportTranslation>) -> Vec<ReportTranslation> {
+    let mut seen: Vec<(DuplicateKey, std::path::PathBuf)> = Vec::new();
+    let mut kept = Vec::with_capacity(reports.len());
+    for report in reports {
+        let key = duplicate_key(&report);
+        match seen.iter().find(|(k, _)| *k == key) {
+            Some((_, first)) => tracing::warn!(
+                "{}: the same report as {}; used once",
+                report.path.display(),
+                first.display()
+            ),
+            None => {
+                seen.push((key, report.path.clone()));
+                kept.push(report);
+            }
+        }
+    }
+    kept
+}
+
+type DuplicateKey = (Option<String>, Option<i64>, Vec<u32>, usize, i64, i64);
+
+fn duplicate_key(r: &ReportTranslation) -> DuplicateKey {
+    let mut pids: Vec<u32> = r.threads.iter().map(|t| t.pid).collect();
+    pids.dedup();
+    (
+        r.meta.hostname.clone(),
+        r.meta.session_start_utc_ns,
+        pids,
+        r.run.records.len(),
+        r.run.min_time,
+        r.run.max_time,
+    )
 }
 
 fn log_counts(what: &Path, counts: &std::collections::BTreeMap<String, u64>) {

@@ -44,9 +44,38 @@ fn manifest(corpus: &Path) -> Vec<Entry> {
         .collect()
 }
 
-/// Tables this version of the translator reads; an export without rows in any of
-/// them has nothing to translate.
-const TRANSLATED: &[&str] = &["KERNEL", "MEMCPY", "MEMSET", "RUNTIME"];
+/// Manifest counts of the tables the translator reads; an export without rows in
+/// any of them has nothing to translate. (SCHED_EVENTS alone does not count: it is
+/// kept only for processes that have other events.)
+const TRANSLATED: &[&str] = &[
+    "KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "NVTX", "OSRT", "OPENMP",
+];
+
+/// Rows of the export that `sql` counts (0 when the table is absent).
+fn sqlite_count(path: &Path, sql: &str) -> u64 {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    conn.query_row(sql, [], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+        .unwrap_or(0)
+}
+
+/// Intervals and marks of NVTX in a trace: every type of the NVTX blocks
+/// (9600 + 100·k ranges and +4 marks), start/end lanes (9004..) and NCCL regions.
+fn nvtx_items(stats: &paraver_writer::validate::TraceStats) -> u64 {
+    let nvtx = |ty: u32| {
+        (9004..9100).contains(&ty)
+            || ty == 9500
+            || ((9600..60000).contains(&ty) && matches!(ty % 100, 0 | 4))
+    };
+    stats
+        .event_begins
+        .iter()
+        .filter(|(t, _)| nvtx(**t))
+        .map(|(_, n)| n)
+        .sum()
+}
 
 #[test]
 fn every_corpus_export_translates_or_fails_cleanly() {
@@ -99,6 +128,26 @@ fn every_corpus_export_translates_or_fails_cleanly() {
             begins(&stats, 63_000_000),
             count("RUNTIME"),
             "{}: API calls",
+            entry.relpath
+        );
+        let nvtx = sqlite_count(
+            &input,
+            "SELECT COUNT(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60, 70, 71)",
+        );
+        assert_eq!(
+            nvtx_items(&stats),
+            nvtx,
+            "{}: NVTX ranges and marks",
+            entry.relpath
+        );
+        let osrt = sqlite_count(
+            &input,
+            "SELECT COUNT(*) FROM OSRT_API WHERE eventClass = 27",
+        );
+        assert_eq!(
+            begins(&stats, 66_400_000),
+            osrt,
+            "{}: OS runtime calls",
             entry.relpath
         );
         checked += 1;

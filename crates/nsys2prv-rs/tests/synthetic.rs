@@ -225,3 +225,18 @@ fn demangled_kernel_names_on_request() {
     assert!(pcf.contains("void "), "demangled signatures in the pcf");
     check_trace(&out);
 }
+
+#[test]
+fn a_report_given_twice_under_two_names_is_used_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, counts) = small_export(dir.path(), SchemaVersion::V3_7);
+    let copy = dir.path().join("copy.sqlite");
+    std::fs::copy(&input, &copy).unwrap();
+    let out = dir.path().join("twice.prv");
+    let result = binary().arg(&input).arg(&copy).arg(&out).output().unwrap();
+    assert!(result.status.success());
+    assert!(String::from_utf8_lossy(&result.stderr).contains("the same report as"));
+    let stats = check_trace(&out);
+    assert_eq!(stats.tasks, 1);
+    assert_eq!(begins(&stats, 63_000_000), counts.runtime_rows);
+}
