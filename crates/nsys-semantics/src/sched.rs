@@ -1,14 +1,409 @@
-//! Placeholder being written: see the module's final documentation.
+//! Thread scheduling (`SCHED_EVENTS`) on CPU threads: which CPU a thread runs on
+//! (66600000, value cpu + 1 while it is on a CPU, 0 when switched out) and, from
+//! schema 3.13.2 on, why it left the CPU: the thread state (66600001) and blocking
+//! reason (66600002) recorded at the switch-out, held until the next switch-in.
+//!
+//! Pairing, per thread and in time order: a switch-in opens a run on its CPU and
+//! the next switch-out closes it; a second switch-in closes the open run where the
+//! new one begins; a switch-out with no run open starts nothing (its state and
+//! reason are still shown); a run still open at the end lasts until the last
+//! scheduling event of the report.
+//!
+//! SCHED_EVENTS lists every process of the machine, so only processes that already
+//! have events in this report are kept (this category runs last). Rows are not
+//! guaranteed to be in time order, so the kept rows are held in memory and sorted
+//! per thread: memory grows with the report's own scheduling rows (about 48 bytes
+//! each), not with the whole table.
 
-use nsys_reader::ReadError;
-use paraver_writer::EventTypeInfo;
+use std::collections::BTreeMap;
 
+use nsys_reader::enums;
+use nsys_reader::ids::pid_of;
+use nsys_reader::sched::{
+    SchedEvent, ENUM_THREAD_BLOCK, ENUM_THREAD_STATE, SCHED_EVENTS, THREAD_BLOCK, THREAD_STATE,
+};
+use nsys_reader::{Export, ReadError};
+use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
+use rustc_hash::FxHashMap;
+
+use crate::catalog::named;
 use crate::context::ReportContext;
 
-pub(crate) fn translate(_ctx: &mut ReportContext) -> Result<(), ReadError> {
+/// CPU the thread runs on, plus one (0: not running).
+pub const SCHED_CPU: u32 = 66_600_000;
+/// `ENUM_SAMPLING_THREAD_STATE` label of the switch-out, while off the CPU.
+pub const SCHED_THREAD_STATE: u32 = 66_600_001;
+/// `ENUM_SCHEDULING_THREAD_BLOCK` label of the switch-out, while off the CPU.
+pub const SCHED_BLOCKING_REASON: u32 = 66_600_002;
+
+/// CPUs given a label in the `.pcf`; higher ones show as "Unknown (value)".
+const LABELLED_CPUS: i64 = 4096;
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    let cpus = std::iter::once((0, "Not running".to_string()))
+        .chain((0..LABELLED_CPUS).map(|cpu| (cpu + 1, format!("CPU {cpu}"))))
+        .collect();
+    vec![
+        EventTypeInfo {
+            ty: SCHED_CPU,
+            label: "CPU".into(),
+            values: ValueLabels::Fixed(cpus),
+            precision: None,
+            gradient: 0,
+        },
+        named(SCHED_THREAD_STATE, "Thread state at switch-out"),
+        named(SCHED_BLOCKING_REASON, "Blocking reason"),
+    ]
+}
+
+/// The report's scheduling rows of profiled processes, sorted by (thread, time).
+struct SchedRows {
+    rows: Vec<SchedEvent>,
+    /// Latest time of any row of the table, the end of scheduling data.
+    last_time: i64,
+    other_processes: u64,
+    invalid_cpu: u64,
+}
+
+/// How the rows paired up, for the counts.
+#[derive(Default)]
+struct Tally {
+    runs: u64,
+    repeated_switch_ins: u64,
+    lone_switch_outs: u64,
+    open_at_end: u64,
+}
+
+pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let export = ctx.export;
+    if !export.has_table(SCHED_EVENTS) {
+        return Ok(());
+    }
+    let (sched, skipped) = collect_rows(ctx)?;
+    let mut reasons = SwitchOutNames::read(export)?;
+    let mut tally = Tally::default();
+    for events in sched.rows.chunk_by(|a, b| a.global_tid == b.global_tid) {
+        translate_thread(ctx, events, sched.last_time, &mut reasons, &mut tally);
+    }
+    record_counts(ctx, &sched, &tally, skipped);
     Ok(())
 }
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
-    Vec::new()
+fn record_counts(ctx: &mut ReportContext, sched: &SchedRows, tally: &Tally, skipped: u64) {
+    let counts = [
+        (SCHED_EVENTS, sched.rows.len() as u64),
+        ("CPU runs", tally.runs),
+        (
+            "SCHED_EVENTS of other processes ignored",
+            sched.other_processes,
+        ),
+        (
+            "SCHED_EVENTS switch-ins without switch-out",
+            tally.repeated_switch_ins + tally.open_at_end,
+        ),
+        (
+            "SCHED_EVENTS switch-outs without switch-in",
+            tally.lone_switch_outs,
+        ),
+    ];
+    for (what, n) in counts {
+        if n > 0 {
+            ctx.count(what, n);
+        }
+    }
+    if sched.invalid_cpu > 0 {
+        ctx.warnings.push(format!(
+            "{}: {} rows of {SCHED_EVENTS} skipped (cpu out of range)",
+            ctx.export.path().display(),
+            sched.invalid_cpu
+        ));
+        ctx.count("SCHED_EVENTS skipped", sched.invalid_cpu);
+    }
+    ctx.note_skipped(SCHED_EVENTS, skipped);
+}
+
+/// Keeps the rows of processes that have events and sorts them per thread; the
+/// sort is stable, so rows at one time keep their table order.
+fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
+    let mut profiled: FxHashMap<u32, bool> = FxHashMap::default();
+    let mut sched = SchedRows {
+        rows: Vec::new(),
+        last_time: i64::MIN,
+        other_processes: 0,
+        invalid_cpu: 0,
+    };
+    let scan = ctx.export.sched_events(|ev| {
+        sched.last_time = sched.last_time.max(ev.start);
+        let pid = pid_of(ev.global_tid);
+        if !*profiled.entry(pid).or_insert_with(|| ctx.has_process(pid)) {
+            sched.other_processes += 1;
+        } else if !(0..i64::from(i32::MAX)).contains(&ev.cpu) {
+            sched.invalid_cpu += 1;
+        } else {
+            sched.rows.push(*ev);
+        }
+    })?;
+    sched.rows.sort_by_key(|e| (e.global_tid, e.start));
+    Ok((sched, scan.skipped))
+}
+
+fn translate_thread(
+    ctx: &mut ReportContext,
+    events: &[SchedEvent],
+    last_time: i64,
+    reasons: &mut SwitchOutNames,
+    tally: &mut Tally,
+) {
+    let spans = pair_switches(events, last_time, tally);
+    if spans.is_empty() {
+        return;
+    }
+    let thread = ctx.cpu_thread(events[0].global_tid);
+    for span in spans {
+        match span {
+            Span::Run { since, until, cpu } => {
+                let pairs = [EventPair::raw(SCHED_CPU, cpu + 1)];
+                ctx.run.interval(thread, since, until, &pairs);
+            }
+            Span::Off {
+                since,
+                until,
+                state,
+                block,
+            } => {
+                let (pairs, len) = reasons.pairs(ctx, state, block);
+                match until {
+                    Some(end) => ctx.run.interval(thread, since, end, &pairs[..len]),
+                    None => ctx.run.events(thread, since, &pairs[..len]),
+                }
+            }
+        }
+    }
+}
+
+/// One stretch of a thread's schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Span {
+    /// On `cpu` during `[since, until)`.
+    Run { since: i64, until: i64, cpu: i64 },
+    /// Off the CPU from `since` until the next switch-in (`None`: for good), with
+    /// the thread state and blocking reason of the switch-out.
+    Off {
+        since: i64,
+        until: Option<i64>,
+        state: Option<i64>,
+        block: Option<i64>,
+    },
+}
+
+/// Pairs one thread's switches (sorted by time) into runs and off-CPU stretches
+/// (rules in the module documentation). Empty stretches are left out: their 1 ns
+/// stand-in would close the stretch that begins at the same time.
+fn pair_switches(events: &[SchedEvent], last_time: i64, tally: &mut Tally) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let mut on_cpu: Option<(i64, i64)> = None; // (since, cpu)
+    let mut off_cpu: Option<Span> = None;
+    for ev in events {
+        if let Some(Span::Off {
+            since,
+            state,
+            block,
+            ..
+        }) = off_cpu.take()
+        {
+            if ev.start > since {
+                let until = Some(ev.start);
+                spans.push(Span::Off {
+                    since,
+                    until,
+                    state,
+                    block,
+                });
+            }
+        }
+        let closed = if ev.is_sched_in {
+            let previous = on_cpu.replace((ev.start, ev.cpu));
+            tally.repeated_switch_ins += u64::from(previous.is_some());
+            previous
+        } else {
+            let open = on_cpu.take();
+            tally.lone_switch_outs += u64::from(open.is_none());
+            if ev.thread_state.is_some() || ev.thread_block.is_some() {
+                off_cpu = Some(Span::Off {
+                    since: ev.start,
+                    until: None,
+                    state: ev.thread_state,
+                    block: ev.thread_block,
+                });
+            }
+            open
+        };
+        if let Some((since, cpu)) = closed.filter(|&(since, _)| ev.start > since) {
+            spans.push(Span::Run {
+                since,
+                until: ev.start,
+                cpu,
+            });
+        }
+    }
+    if let Some((since, cpu)) = on_cpu {
+        tally.open_at_end += 1;
+        let until = last_time.max(since + 1);
+        spans.push(Span::Run { since, until, cpu });
+    }
+    spans.extend(off_cpu);
+    tally.runs += spans
+        .iter()
+        .filter(|s| matches!(s, Span::Run { .. }))
+        .count() as u64;
+    spans
+}
+
+/// Name handles of the switch-out enums, by enum id.
+struct SwitchOutNames {
+    state: EnumNames,
+    block: EnumNames,
+}
+
+impl SwitchOutNames {
+    fn read(export: &Export) -> Result<Self, ReadError> {
+        Ok(SwitchOutNames {
+            state: EnumNames {
+                ty: SCHED_THREAD_STATE,
+                labels: enums::labels(export, ENUM_THREAD_STATE, THREAD_STATE)?,
+                unknown: "Thread state",
+                handles: FxHashMap::default(),
+            },
+            block: EnumNames {
+                ty: SCHED_BLOCKING_REASON,
+                labels: enums::labels(export, ENUM_THREAD_BLOCK, THREAD_BLOCK)?,
+                unknown: "Blocking reason",
+                handles: FxHashMap::default(),
+            },
+        })
+    }
+
+    /// The 66600001/66600002 pairs of a switch-out: `pairs[..len]`.
+    fn pairs(
+        &mut self,
+        ctx: &mut ReportContext,
+        state: Option<i64>,
+        block: Option<i64>,
+    ) -> ([EventPair; 2], usize) {
+        let mut pairs = [EventPair::raw(0, 0); 2];
+        let mut len = 0;
+        for (names, id) in [(&mut self.state, state), (&mut self.block, block)] {
+            if let Some(id) = id {
+                pairs[len] = EventPair::name(names.ty, names.handle(ctx, id));
+                len += 1;
+            }
+        }
+        (pairs, len)
+    }
+}
+
+struct EnumNames {
+    ty: u32,
+    labels: BTreeMap<i64, String>,
+    /// Label prefix of ids neither the export nor the built-in copy knows.
+    unknown: &'static str,
+    handles: FxHashMap<i64, u32>,
+}
+
+impl EnumNames {
+    fn handle(&mut self, ctx: &mut ReportContext, id: i64) -> u32 {
+        if let Some(&h) = self.handles.get(&id) {
+            return h;
+        }
+        let h = match self.labels.get(&id) {
+            Some(label) => ctx.run.names.intern(self.ty, label),
+            None => ctx
+                .run
+                .names
+                .intern(self.ty, &format!("{} {id}", self.unknown)),
+        };
+        self.handles.insert(id, h);
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn switch(start: i64, cpu: i64, is_sched_in: bool, state: Option<i64>) -> SchedEvent {
+        SchedEvent {
+            start,
+            cpu,
+            is_sched_in,
+            global_tid: 1,
+            thread_state: state,
+            thread_block: None,
+        }
+    }
+
+    fn run(since: i64, until: i64, cpu: i64) -> Span {
+        Span::Run { since, until, cpu }
+    }
+
+    fn off(since: i64, until: Option<i64>, state: i64) -> Span {
+        Span::Off {
+            since,
+            until,
+            state: Some(state),
+            block: None,
+        }
+    }
+
+    #[test]
+    fn switch_ins_pair_with_the_next_switch_out() {
+        let events = [
+            switch(10, 3, true, None),
+            switch(20, 3, false, Some(2)),
+            switch(30, 5, true, None),
+            switch(40, 5, false, Some(5)),
+        ];
+        let mut tally = Tally::default();
+        let spans = pair_switches(&events, 100, &mut tally);
+        assert_eq!(
+            spans,
+            vec![
+                run(10, 20, 3),
+                off(20, Some(30), 2),
+                run(30, 40, 5),
+                off(40, None, 5)
+            ]
+        );
+        assert_eq!(tally.runs, 2);
+        assert_eq!(tally.lone_switch_outs + tally.repeated_switch_ins, 0);
+    }
+
+    #[test]
+    fn unpaired_switches_follow_the_rules() {
+        // A lone switch-out starts nothing; a repeated switch-in closes the open
+        // run; the run still open at the end lasts until the last event.
+        let events = [
+            switch(5, 1, false, None),
+            switch(10, 1, true, None),
+            switch(15, 2, true, None),
+        ];
+        let mut tally = Tally::default();
+        let spans = pair_switches(&events, 50, &mut tally);
+        assert_eq!(spans, vec![run(10, 15, 1), run(15, 50, 2)]);
+        assert_eq!(tally.lone_switch_outs, 1);
+        assert_eq!(tally.repeated_switch_ins, 1);
+        assert_eq!(tally.open_at_end, 1);
+    }
+
+    #[test]
+    fn empty_stretches_are_left_out() {
+        let events = [
+            switch(10, 0, true, None),
+            switch(10, 0, false, Some(2)),
+            switch(10, 0, true, None),
+            switch(20, 0, false, None),
+        ];
+        let mut tally = Tally::default();
+        assert_eq!(pair_switches(&events, 20, &mut tally), vec![run(10, 20, 0)]);
+    }
 }
