@@ -145,8 +145,10 @@ pub fn pcf_catalog() -> PcfCatalog {
 pub fn catalog_for_reports(reports: &[crate::ReportTranslation]) -> PcfCatalog {
     let mut catalog = pcf_catalog();
     for info in reports.iter().flat_map(|r| &r.extra_types) {
-        match catalog.type_info(info.ty) {
+        match catalog.types.iter_mut().find(|t| t.ty == info.ty) {
             None => catalog.types.push(info.clone()),
+            // A report may know enum values the built-in table lacks.
+            Some(known) if known.label == info.label => merge_fixed_values(known, info),
             Some(known) if known.label != info.label => tracing::warn!(
                 "event type {} labels both '{}' and '{}' (their names hash alike); their values share the type",
                 info.ty,
@@ -157,4 +159,16 @@ pub fn catalog_for_reports(reports: &[crate::ReportTranslation]) -> PcfCatalog {
         }
     }
     catalog
+}
+
+fn merge_fixed_values(known: &mut EventTypeInfo, extra: &EventTypeInfo) {
+    if let (ValueLabels::Fixed(table), ValueLabels::Fixed(more)) =
+        (&mut known.values, &extra.values)
+    {
+        for (value, label) in more {
+            if table.iter().all(|(v, _)| v != value) {
+                table.push((*value, label.clone()));
+            }
+        }
+    }
 }

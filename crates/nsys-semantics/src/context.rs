@@ -47,6 +47,16 @@ impl ThreadKey {
     pub fn is_cpu(&self) -> bool {
         matches!(self.kind, ThreadKind::Cpu { .. })
     }
+
+    /// The key's order (pid, CPU before GPU, tid or (device, stream)) as one
+    /// number, for the writer to sort threads by.
+    pub fn order_key(&self) -> u128 {
+        let (kind, a, b) = match self.kind {
+            ThreadKind::Cpu { tid } => (0u128, tid, 0),
+            ThreadKind::Stream { device, stream } => (1, device, stream),
+        };
+        (u128::from(self.pid) << 97) | (kind << 96) | (u128::from(a) << 32) | u128::from(b)
+    }
 }
 
 /// StringIds id → name handle of one event type, so each string is read and
@@ -104,7 +114,8 @@ impl<'a> ReportContext<'a> {
         if let Some(&t) = self.threads.get(&key) {
             return t;
         }
-        let t = self.thread_keys.len() as LocalThread;
+        let t = self.run.add_thread(key.order_key());
+        debug_assert_eq!(t as usize, self.thread_keys.len());
         self.thread_keys.push(key);
         self.threads.insert(key, t);
         t
@@ -152,5 +163,26 @@ impl<'a> ReportContext<'a> {
             ));
             self.count(&format!("{table} skipped"), skipped);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_keys_follow_thread_key_order() {
+        let mut keys = vec![
+            ThreadKey::stream(2, 0, 7),
+            ThreadKey::cpu(2, 9),
+            ThreadKey::cpu(1, 30),
+            ThreadKey::stream(1, 1, 3),
+            ThreadKey::stream(1, 0, 99),
+            ThreadKey::cpu(2, 3),
+        ];
+        let mut by_number = keys.clone();
+        keys.sort();
+        by_number.sort_by_key(ThreadKey::order_key);
+        assert_eq!(keys, by_number);
     }
 }

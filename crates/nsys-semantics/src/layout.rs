@@ -41,7 +41,11 @@ pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePla
         let pids: BTreeSet<u32> = report.threads.iter().map(ThreadKey::pid).collect();
         for pid in pids {
             task_keys.push(TaskKey {
-                rank: report.ranks.get(&pid).copied(),
+                rank: report
+                    .ranks
+                    .get(&pid)
+                    .copied()
+                    .or_else(|| file_rank(reports, report, pid)),
                 host: host_of(report),
                 pid,
                 report: r,
@@ -109,6 +113,14 @@ pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePla
         threads,
         offsets: clock_offsets(reports),
     }
+}
+
+/// Last resort for merged per-rank reports: the number in the file name.
+fn file_rank(reports: &[ReportTranslation], report: &ReportTranslation, pid: u32) -> Option<u32> {
+    if reports.len() < 2 || crate::ranks::single_process(&report.threads) != Some(pid) {
+        return None;
+    }
+    crate::ranks::rank_in_file_name(&report.path)
 }
 
 fn host_of(report: &ReportTranslation) -> &str {

@@ -2,10 +2,11 @@
 //! may overlap: each gets a lane of its own), marks, domains, categories, payloads
 //! and thread names. The NCCL domain's ranges go to [`crate::nccl`]'s types.
 //!
-//! Types: the default domain uses 9600-9604; every other domain a block
+//! Types: the default domain uses 9600-9606; every other domain a block
 //! `9600 + 100·k` keyed by a hash of its name (the same in every trace), with
 //! +0 ranges, +1 integer payload, +2 floating-point payload (×1000),
-//! +3 category, +4 marks. Start/end ranges use 9004 for the first lane and
+//! +3 category, +4 marks, +5/+6 magnitudes of negative payloads (BSC's pertalde
+//! rejects negative values). Start/end ranges use 9004 for the first lane and
 //! 9005.. for overlapping ones.
 
 use nsys_reader::ids::{pid_of, tid_of};
@@ -29,6 +30,9 @@ const PAYLOAD_INT: u32 = 1;
 const PAYLOAD_FLOAT: u32 = 2;
 const CATEGORY: u32 = 3;
 const MARK: u32 = 4;
+/// Negative payloads, as magnitudes: BSC's pertalde rejects negative event values.
+const NEGATIVE_PAYLOAD_INT: u32 = 5;
+const NEGATIVE_PAYLOAD_FLOAT: u32 = 6;
 
 /// The block of types of a domain.
 fn domain_base(name: &str) -> u32 {
@@ -54,6 +58,14 @@ fn domain_types(base: u32, domain: &str) -> Vec<EventTypeInfo> {
         ),
         named(base + CATEGORY, &format!("NVTX category ({label})")),
         named(base + MARK, &format!("NVTX marks ({label})")),
+        numeric(
+            base + NEGATIVE_PAYLOAD_INT,
+            &format!("NVTX negative payload, magnitude ({label})"),
+        ),
+        numeric(
+            base + NEGATIVE_PAYLOAD_FLOAT,
+            &format!("NVTX negative payload x1000, magnitude (floating point, {label})"),
+        ),
     ]
 }
 
@@ -364,11 +376,18 @@ impl RangePass<'_> {
     fn extras(&self, ctx: &mut ReportContext, e: &NvtxEvent, base: u32) -> Vec<EventPair> {
         let mut pairs = Vec::new();
         match e.payload {
-            Some(Payload::Int(v)) => pairs.push(EventPair::raw(base + PAYLOAD_INT, v)),
-            Some(Payload::Float(v)) => pairs.push(EventPair::raw(
-                base + PAYLOAD_FLOAT,
-                (v * 1000.0).round() as i64,
-            )),
+            Some(Payload::Int(v)) => {
+                pairs.push(payload_pair(base, v, PAYLOAD_INT, NEGATIVE_PAYLOAD_INT))
+            }
+            Some(Payload::Float(v)) => {
+                let scaled = (v * 1000.0).round() as i64;
+                pairs.push(payload_pair(
+                    base,
+                    scaled,
+                    PAYLOAD_FLOAT,
+                    NEGATIVE_PAYLOAD_FLOAT,
+                ));
+            }
             None => {}
         }
         if let Some(c) = e.category {
@@ -385,6 +404,16 @@ impl RangePass<'_> {
             ));
         }
         pairs
+    }
+}
+
+/// A payload value on its type: non-negative values as they are, negative ones
+/// as their magnitude on the "negative" type.
+fn payload_pair(base: u32, value: i64, positive: u32, negative: u32) -> EventPair {
+    if value >= 0 {
+        EventPair::raw(base + positive, value)
+    } else {
+        EventPair::raw(base + negative, value.checked_neg().unwrap_or(i64::MAX))
     }
 }
 
@@ -448,7 +477,7 @@ mod tests {
         assert_eq!(domain_base(""), DEFAULT_DOMAIN);
         let b = domain_base("Compute Domain");
         assert_eq!(b, domain_base("Compute Domain"));
-        assert!((9700..=59900).contains(&b) && b % 100 == 0);
+        assert!((9700..=59900).contains(&b) && b.is_multiple_of(100));
     }
 
     #[test]

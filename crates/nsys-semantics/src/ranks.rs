@@ -2,7 +2,8 @@
 //! (nsys-sqlite-schema.md §6.3): `MPI_RANKS`; an NVTX thread name `MPI Rank N`
 //! (2022-era MPI tracing); a rank variable in the recorded environment; the last
 //! number in the report's file name. The last two describe the report, so they
-//! are used only when the report holds one process.
+//! are used only when the report holds one process; the file name only when
+//! several reports are merged (nsys names a lone run `report1` by default).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -31,13 +32,21 @@ pub(crate) fn process_ranks(
     for (pid, rank) in nvtx_ranks {
         ranks.entry(*pid).or_insert(*rank);
     }
-    let pids: BTreeSet<u32> = threads.iter().map(|t| t.pid).collect();
-    if let [pid] = pids.iter().copied().collect::<Vec<_>>()[..] {
-        if let Some(rank) = rank_of_report(export.meta(), export.path()) {
+    if let Some(pid) = single_process(threads) {
+        if let Some(rank) = rank_in_environment(export.meta()) {
             ranks.entry(pid).or_insert(rank);
         }
     }
     Ok(ranks)
+}
+
+/// The report's one process, if it has exactly one.
+pub(crate) fn single_process(threads: &[ThreadKey]) -> Option<u32> {
+    let pids: BTreeSet<u32> = threads.iter().map(|t| t.pid).collect();
+    match pids.iter().copied().collect::<Vec<_>>()[..] {
+        [pid] => Some(pid),
+        _ => None,
+    }
 }
 
 /// `MPI Rank 3` → 3.
@@ -45,15 +54,14 @@ pub(crate) fn rank_in_thread_name(name: &str) -> Option<u32> {
     name.strip_prefix("MPI Rank ")?.trim().parse().ok()
 }
 
-fn rank_of_report(meta: &Metadata, path: &Path) -> Option<u32> {
+fn rank_in_environment(meta: &Metadata) -> Option<u32> {
     RANK_VARIABLES
         .iter()
         .find_map(|v| meta.env(v)?.trim().parse().ok())
-        .or_else(|| rank_in_file_name(path))
 }
 
 /// The last number in the file name: `report_12.sqlite`, `rank3.sqlite`, `out.7.sqlite`.
-fn rank_in_file_name(path: &Path) -> Option<u32> {
+pub(crate) fn rank_in_file_name(path: &Path) -> Option<u32> {
     let stem = path.file_stem()?.to_str()?;
     let stem = stem.strip_suffix(".nsys-rep").unwrap_or(stem);
     let end = stem.rfind(|c: char| c.is_ascii_digit())? + 1;
@@ -92,10 +100,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(rank_of_report(&meta, Path::new("r9.sqlite")), Some(2));
-        assert_eq!(
-            rank_of_report(&Metadata::default(), Path::new("r9.sqlite")),
-            Some(9)
-        );
+        assert_eq!(rank_in_environment(&meta), Some(2));
+        assert_eq!(rank_in_environment(&Metadata::default()), None);
     }
 }

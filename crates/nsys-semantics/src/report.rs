@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use nsys_reader::{Export, Metadata};
-use paraver_writer::{EventTypeInfo, Run, RunBuilder};
+use paraver_writer::{EventTypeInfo, Run};
 
 use crate::catalog::state;
 use crate::context::{ReportContext, ThreadKey};
@@ -96,27 +96,6 @@ pub fn translate_report(
     finish(ctx, path, p2p)
 }
 
-/// Renumbers threads in `ThreadKey` order, the order the layout gives them
-/// (records and message endpoints alike).
-fn renumber_in_key_order(
-    run: &mut RunBuilder,
-    keys: Vec<ThreadKey>,
-    p2p: &mut [P2pEndpoint],
-) -> Vec<ThreadKey> {
-    let mut sorted: Vec<(ThreadKey, usize)> =
-        keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
-    sorted.sort();
-    let mut new_index = vec![0; sorted.len()];
-    for (new, (_, old)) in sorted.iter().enumerate() {
-        new_index[*old] = new as u32;
-    }
-    run.renumber_threads(&new_index);
-    for e in p2p {
-        e.thread = new_index[e.thread as usize];
-    }
-    sorted.into_iter().map(|(k, _)| k).collect()
-}
-
 fn finish(
     ctx: ReportContext,
     path: &Path,
@@ -143,15 +122,28 @@ fn finish(
             state::IDLE
         })
     });
-    let thread_keys = renumber_in_key_order(&mut run, thread_keys, &mut p2p);
-    let ranks = ranks::process_ranks(export, &thread_keys, &nvtx_ranks)?;
     if run.is_empty() {
         return Err(TranslateError::Empty(path.to_path_buf()));
     }
+    // The run numbers threads in layout (ThreadKey) order; follow it here.
+    let run = run.finish();
+    let thread_keys: Vec<ThreadKey> = run
+        .old_of_new
+        .iter()
+        .map(|&old| thread_keys[old as usize])
+        .collect();
+    let mut new_of_old = vec![0; run.old_of_new.len()];
+    for (new, &old) in run.old_of_new.iter().enumerate() {
+        new_of_old[old as usize] = new as u32;
+    }
+    for e in &mut p2p {
+        e.thread = new_of_old[e.thread as usize];
+    }
+    let ranks = ranks::process_ranks(export, &thread_keys, &nvtx_ranks)?;
     Ok(ReportTranslation {
         path: path.to_path_buf(),
         meta: export.meta().clone(),
-        run: run.finish(),
+        run,
         threads: thread_keys,
         thread_names: thread_names(export, nvtx_thread_names)?,
         process_names: export.process_names()?,

@@ -16,7 +16,14 @@ const MPI_INIT: i64 = 31;
 fn task_names(prv: &Path) -> Vec<String> {
     let row = std::fs::read_to_string(prv.with_extension("row")).unwrap();
     let mut lines = row.lines().skip_while(|l| !l.starts_with("LEVEL TASK"));
-    let n: usize = lines.next().unwrap().rsplit(' ').next().unwrap().parse().unwrap();
+    let n: usize = lines
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     lines.take(n).map(str::to_string).collect()
 }
 
@@ -64,7 +71,11 @@ fn per_rank_reports_become_tasks_in_rank_order_with_mpi_calls() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ranks.prv");
     let result = convert(&refs, &out, &[]);
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
     let stats = check_trace(&out);
     let names = task_names(&out);
     for (rank, name) in names.iter().enumerate() {
@@ -84,7 +95,10 @@ fn per_rank_reports_become_tasks_in_rank_order_with_mpi_calls() {
             .unwrap() as u64
         })
         .sum();
-    assert_eq!(mpi, expected, "every MPI range of the NVTX MPI domain is an MPI call");
+    assert_eq!(
+        mpi, expected,
+        "every MPI range of the NVTX MPI domain is an MPI call"
+    );
     let pcf = std::fs::read_to_string(out.with_extension("pcf")).unwrap();
     assert!(pcf.contains("MPI Collective Comm") && pcf.contains("10     MPI_Allreduce"));
 }
@@ -105,13 +119,19 @@ fn sync_mpi_init_lines_up_the_ends_of_mpi_init() {
         .unwrap();
     assert!(result.status.success());
     let stderr = String::from_utf8_lossy(&result.stderr);
-    assert!(stderr.contains("clock alignment on the end of MPI_Init: skew found"), "{stderr}");
+    assert!(
+        stderr.contains("clock alignment on the end of MPI_Init: skew found"),
+        "{stderr}"
+    );
     check_trace(&synced);
     let before = mpi_init_ends(&plain);
     let after = mpi_init_ends(&synced);
     assert_eq!(after.len(), 4);
     let spread = |m: &BTreeMap<u32, u64>| m.values().max().unwrap() - m.values().min().unwrap();
-    assert!(spread(&before) > 0, "the reports' MPI_Init ends differ before alignment");
+    assert!(
+        spread(&before) > 0,
+        "the reports' MPI_Init ends differ before alignment"
+    );
     assert_eq!(spread(&after), 0, "aligned: {after:?}");
 }
 

@@ -12,7 +12,9 @@ use nsys_synth::{write_export, SchemaVersion, SynthSpec};
 
 /// NVTX range and mark types: default domain block, named domain blocks, lanes.
 fn is_nvtx_range_type(ty: u32) -> bool {
-    (9004..9100).contains(&ty) || ((9600..60000).contains(&ty) && ty % 100 == 0) || ty == 9500
+    (9004..9100).contains(&ty)
+        || ((9600..60000).contains(&ty) && ty.is_multiple_of(100))
+        || ty == 9500
 }
 
 fn is_nvtx_mark_type(ty: u32) -> bool {

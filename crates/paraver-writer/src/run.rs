@@ -4,17 +4,35 @@ use crate::names::NameTables;
 use crate::record::{Body, Comm, EventPair, LocalThread, Record};
 
 /// Collects the records of one producer in any order; `finish` sorts them.
+///
+/// Threads are numbered in the order the producer meets them; each may carry an
+/// order key (its place in the final layout) so that sorting, and the numbering
+/// `finish` gives, never depend on the order rows were read in.
 #[derive(Default)]
 pub struct RunBuilder {
     records: Vec<Record>,
     pairs: Vec<EventPair>,
     comms: Vec<Comm>,
+    order_keys: Vec<u128>,
     pub names: NameTables,
 }
 
 impl RunBuilder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A new thread whose place among the run's threads is `order_key`.
+    pub fn add_thread(&mut self, order_key: u128) -> LocalThread {
+        self.order_keys.push(order_key);
+        (self.order_keys.len() - 1) as LocalThread
+    }
+
+    fn order_key(&self, thread: LocalThread) -> u128 {
+        self.order_keys
+            .get(thread as usize)
+            .copied()
+            .unwrap_or(thread as u128)
     }
 
     pub fn len(&self) -> usize {
@@ -90,21 +108,30 @@ impl RunBuilder {
         });
     }
 
-    /// Gives every thread a new index (`new_index[old]`). Producers number threads
-    /// as they meet them; renumbering them in layout order before `finish` makes
-    /// the sort, and so the output, independent of the order rows were read in.
-    pub fn renumber_threads(&mut self, new_index: &[LocalThread]) {
+    /// Renumbers threads in order-key order (`old_of_new` says which thread each
+    /// new number was), then sorts by (time, rank, thread), stably, so records of
+    /// one thread at one time keep the order they were pushed in.
+    pub fn finish(mut self) -> Run {
+        let threads = self
+            .records
+            .iter()
+            .map(|r| r.thread)
+            .chain(self.comms.iter().map(|c| c.receiver))
+            .max()
+            .map_or(0, |t| t as usize + 1)
+            .max(self.order_keys.len());
+        let mut old_of_new: Vec<LocalThread> = (0..threads as LocalThread).collect();
+        old_of_new.sort_by_key(|&t| (self.order_key(t), t));
+        let mut new_of_old = vec![0; threads];
+        for (new, &old) in old_of_new.iter().enumerate() {
+            new_of_old[old as usize] = new as LocalThread;
+        }
         for r in &mut self.records {
-            r.thread = new_index[r.thread as usize];
+            r.thread = new_of_old[r.thread as usize];
         }
         for c in &mut self.comms {
-            c.receiver = new_index[c.receiver as usize];
+            c.receiver = new_of_old[c.receiver as usize];
         }
-    }
-
-    /// Sorts by (time, rank, thread), stably, so records of one thread at one time
-    /// keep the order they were pushed in.
-    pub fn finish(mut self) -> Run {
         self.records.sort_by_key(|r| (r.time, r.rank(), r.thread));
         let (mut min_time, mut max_time) = (i64::MAX, i64::MIN);
         for r in &self.records {
@@ -112,6 +139,7 @@ impl RunBuilder {
             max_time = max_time.max(r.last_time(&self.comms));
         }
         Run {
+            old_of_new,
             records: self.records,
             pairs: self.pairs,
             comms: self.comms,
@@ -124,6 +152,8 @@ impl RunBuilder {
 
 /// Records sorted by (time, rank, thread), with the payloads they point into.
 pub struct Run {
+    /// For each thread number of the run, the number the producer had given it.
+    pub old_of_new: Vec<LocalThread>,
     pub records: Vec<Record>,
     pub pairs: Vec<EventPair>,
     pub comms: Vec<Comm>,
