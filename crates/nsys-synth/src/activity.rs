@@ -367,6 +367,7 @@ impl<'c> ActivityTables<'c> {
             syncs: self.syncs.rows(),
             runtime_rows: self.runtime.rows(),
             cuda_events: self.cuda_events.rows(),
+            ..SynthCounts::default()
         }
     }
 }

@@ -4,6 +4,7 @@
 //! the columns, order and types its exporter writes, and a row type only says how to fill a column.
 
 use anyhow::{anyhow, Context, Result};
+use rusqlite::types::Value;
 use rusqlite::{Connection, Params, Statement};
 
 use crate::SchemaVersion;
@@ -11,9 +12,9 @@ use crate::SchemaVersion;
 /// The verbatim `CREATE TABLE` statement of `table` in `version`, if that version has the table.
 pub(crate) fn create_statement(version: SchemaVersion, table: &str) -> Option<&'static str> {
     let head = format!("CREATE TABLE {table} (");
-    version
-        .ddl()
-        .split("\n;\n")
+    [version.ddl(), version.supplementary_ddl()]
+        .into_iter()
+        .flat_map(|ddl| ddl.split("\n;\n"))
         .find_map(|chunk| chunk.find(&head).map(|at| &chunk[at..]))
 }
 
@@ -108,6 +109,39 @@ impl<'c, R> TableWriter<'c, R> {
     }
 }
 
+/// A row as (column, value) pairs, for small tables with text columns. It may name columns other
+/// versions have; the table takes those its version defines.
+pub(crate) type NamedRow = Vec<(&'static str, Value)>;
+
+/// Creates `table` and inserts `rows`, each of which must give a value (possibly NULL) for every
+/// column the version's table has, so that no column is filled by accident.
+pub(crate) fn create_and_fill_named(
+    conn: &Connection,
+    version: SchemaVersion,
+    table: &str,
+    rows: &[NamedRow],
+) -> Result<()> {
+    create_table(conn, version, table)?;
+    let columns = column_names(conn, table)?;
+    let mut statement = conn.prepare(&insert_sql(table, columns.len()))?;
+    for row in rows {
+        for (index, column) in columns.iter().enumerate() {
+            let value = row
+                .iter()
+                .find(|(name, _)| name == column)
+                .map(|(_, value)| value)
+                .ok_or_else(|| {
+                    anyhow!("no value for column {table}.{column} of schema {version}")
+                })?;
+            statement.raw_bind_parameter(index + 1, value)?;
+        }
+        statement
+            .raw_execute()
+            .with_context(|| format!("inserting into {table}"))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::create_statement;
@@ -131,6 +165,31 @@ mod tests {
                     "{sql}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn mpi_goes_to_tables_or_to_nvtx_by_version() {
+        for version in SchemaVersion::all() {
+            let tables = version.has_mpi_tables();
+            for table in [
+                "MPI_RANKS",
+                "MPI_P2P_EVENTS",
+                "MPI_COLLECTIVES_EVENTS",
+                "MPI_START_WAIT_EVENTS",
+                "MPI_OTHER_EVENTS",
+            ] {
+                assert_eq!(
+                    create_statement(version, table).is_some(),
+                    tables,
+                    "{version} {table}"
+                );
+            }
+            let nvtx = create_statement(version, "NVTX_EVENTS");
+            assert_eq!(nvtx.is_some(), !tables, "{version}");
+            assert!(nvtx.is_none_or(|sql| sql.ends_with(')')));
+            let communicators = create_statement(version, "MPI_COMMUNICATORS").is_some();
+            assert_eq!(communicators, version == SchemaVersion::V3_24, "{version}");
         }
     }
 }

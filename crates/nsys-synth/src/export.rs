@@ -11,6 +11,8 @@ use crate::catalog::HELPER_THREADS;
 use crate::ids::MAX_OS_ID;
 use crate::layout::contexts;
 use crate::meta::{write_enums, write_metadata};
+use crate::mpi::{self, RankTimeline};
+use crate::mpi_export::MpiOutput;
 use crate::rng::SplitMix64;
 use crate::sim::{NameIds, ProcessSim};
 use crate::strings::StringIds;
@@ -62,6 +64,9 @@ fn validate(spec: &SynthSpec) -> Result<()> {
             process.pid
         );
     }
+    if let Some(mpi) = &spec.mpi {
+        mpi::validate(spec, mpi)?;
+    }
     Ok(())
 }
 
@@ -92,6 +97,69 @@ fn write_file(spec: &SynthSpec, path: &Path) -> Result<SynthCounts> {
     Ok(counts)
 }
 
+/// Runs the CUDA model of every process and returns its counts, the last end time written and,
+/// for an MPI rank, the timeline of its MPI calls.
+fn run_processes<'s>(
+    conn: &Connection,
+    spec: &'s SynthSpec,
+    plans: &[ProcessPlan<'_>],
+    names: &NameIds,
+) -> Result<(SynthCounts, i64, Option<RankTimeline<'s>>)> {
+    let mut activity = ActivityTables::new(conn, spec.schema);
+    let mut seeds = SplitMix64::new(spec.seed);
+    let mut mpi_rank = None;
+    for (index, plan) in plans.iter().enumerate() {
+        let process_start = FIRST_PROCESS_START + seeds.range(0, PROCESS_START_SPREAD);
+        let seed = seeds.next_u64();
+        let mut cuda_start = process_start;
+        // The first process is the MPI rank: it communicates first, then runs its CUDA work.
+        if let (0, Some(mpi)) = (index, &spec.mpi) {
+            let timeline = RankTimeline::plan(spec, mpi, process_start);
+            cuda_start = timeline.cuda_start();
+            mpi_rank = Some(timeline);
+        }
+        ProcessSim::new(
+            plan.process,
+            &plan.contexts,
+            names,
+            &mut activity,
+            seed,
+            cuda_start,
+        )
+        .run()?;
+    }
+    Ok((activity.counts(), activity.last_end(), mpi_rank))
+}
+
+/// Adds MPI_Finalize after everything else, writes the rank's MPI rows and returns the counts
+/// with the MPI ones filled in, and the new last end time.
+fn write_mpi(
+    conn: &Connection,
+    spec: &SynthSpec,
+    mut timeline: RankTimeline<'_>,
+    (counts, last_end): (SynthCounts, i64),
+    strings: &mut StringIds,
+) -> Result<(SynthCounts, i64)> {
+    timeline.finalize_after(last_end);
+    let mut output = MpiOutput {
+        conn,
+        version: spec.schema,
+        pid: spec.processes[0].pid,
+        strings,
+    };
+    let (mpi, mpi_end) = output.write(&timeline)?;
+    let counts = SynthCounts {
+        mpi_p2p: mpi.mpi_p2p,
+        mpi_collectives: mpi.mpi_collectives,
+        mpi_start_wait: mpi.mpi_start_wait,
+        mpi_other: mpi.mpi_other,
+        mpi_messages: mpi.mpi_messages,
+        nvtx_mpi_ranges: mpi.nvtx_mpi_ranges,
+        ..counts
+    };
+    Ok((counts, last_end.max(mpi_end)))
+}
+
 fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<SynthCounts> {
     let mut strings = StringIds::new();
     let names = NameIds::intern(&mut strings);
@@ -103,25 +171,11 @@ fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<Synt
             contexts: contexts(process),
         })
         .collect();
-
-    let mut activity = ActivityTables::new(conn, spec.schema);
-    let mut seeds = SplitMix64::new(spec.seed);
-    for plan in &plans {
-        let start_time = FIRST_PROCESS_START + seeds.range(0, PROCESS_START_SPREAD);
-        let seed = seeds.next_u64();
-        ProcessSim::new(
-            plan.process,
-            &plan.contexts,
-            &names,
-            &mut activity,
-            seed,
-            start_time,
-        )
-        .run()?;
+    let (mut counts, mut last_end, mpi_rank) = run_processes(conn, spec, &plans, &names)?;
+    if let Some(timeline) = mpi_rank {
+        (counts, last_end) = write_mpi(conn, spec, timeline, (counts, last_end), &mut strings)?;
     }
-    let counts = activity.counts();
-    let duration = activity.last_end() + SESSION_TAIL;
-    drop(activity);
+    let duration = last_end + SESSION_TAIL;
 
     target_info::write_processes(conn, spec)?;
     target_info::write_thread_names(conn, spec, &mut strings)?;

@@ -6,6 +6,9 @@
 //! conventions seen in real files (packed global ids with VM id 1, `_vNNNN` runtime API names,
 //! 0xFFFFFFFF for "not applicable" stream and event ids, the per-version `syncType` encoding...).
 //! Output is deterministic for a given spec and path.
+//!
+//! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
+//! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
 
 mod activity;
 mod catalog;
@@ -14,6 +17,8 @@ mod export;
 mod ids;
 mod layout;
 mod meta;
+mod mpi;
+mod mpi_export;
 mod rng;
 mod sim;
 mod strings;
@@ -22,10 +27,13 @@ mod timefmt;
 mod version;
 
 #[cfg(test)]
+mod mpi_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::Path;
 
+pub use mpi::{MpiPattern, SynthMpi};
 pub use version::SchemaVersion;
 
 /// What to put in one export file.
@@ -34,7 +42,8 @@ pub struct SynthSpec {
     pub schema: SchemaVersion,
     /// `Hostname` in TARGET_INFO_SYSTEM_ENV, which groups ranks into nodes.
     pub hostname: String,
-    /// TARGET_INFO_SESSION_START_TIME.utcEpochNs: wall clock of the session's t = 0.
+    /// Wall clock of the session's t = 0, and TARGET_INFO_SESSION_START_TIME.utcEpochNs unless
+    /// [`SynthMpi::clock_skew_ns`] makes the recorded value wrong.
     pub utc_epoch_ns: i64,
     /// Same seed, same rows.
     pub seed: u64,
@@ -43,6 +52,8 @@ pub struct SynthSpec {
     /// `PROCESS_0:ENVIRONMENT_VARIABLE` rows in META_DATA_CAPTURE. Versions before 3.4 have no
     /// such table, so there it is not recorded anywhere.
     pub env: Vec<(String, String)>,
+    /// MPI calls of the first process, as one rank of a job (`None`: no MPI tracing).
+    pub mpi: Option<SynthMpi>,
 }
 
 /// One profiled CUDA process.
@@ -84,10 +95,23 @@ pub struct SynthCounts {
     pub runtime_rows: u64,
     /// Rows in CUPTI_ACTIVITY_KIND_CUDA_EVENT (one per cudaEventRecord of an event sync).
     pub cuda_events: u64,
+    /// Rows in MPI_P2P_EVENTS (schema 3.16 and later).
+    pub mpi_p2p: u64,
+    /// Rows in MPI_COLLECTIVES_EVENTS.
+    pub mpi_collectives: u64,
+    /// Rows in MPI_START_WAIT_EVENTS: one per request completed by a wait.
+    pub mpi_start_wait: u64,
+    /// Rows in MPI_OTHER_EVENTS (MPI_Init, MPI_Comm_rank, MPI_Comm_size, MPI_Finalize).
+    pub mpi_other: u64,
+    /// Sends of this rank recorded with their peer: each has exactly one matching receive in the
+    /// peer's file, so the sum over a job's files is its number of messages. 0 in the NVTX form.
+    pub mpi_messages: u64,
+    /// MPI calls recorded as NVTX push/pop ranges in domain "MPI" (schema 3.7 and older).
+    pub nvtx_mpi_ranges: u64,
 }
 
 impl SynthCounts {
-    /// Every activity row of the export.
+    /// Every activity row of the export, MPI rows included.
     pub fn total(&self) -> u64 {
         self.kernels
             + self.memcpys
@@ -95,6 +119,16 @@ impl SynthCounts {
             + self.syncs
             + self.runtime_rows
             + self.cuda_events
+            + self.mpi_rows()
+    }
+
+    /// Rows that record MPI calls, in whichever form the version has.
+    pub fn mpi_rows(&self) -> u64 {
+        self.mpi_p2p
+            + self.mpi_collectives
+            + self.mpi_start_wait
+            + self.mpi_other
+            + self.nvtx_mpi_ranges
     }
 }
 
@@ -121,7 +155,13 @@ impl SynthSpec {
                 extra_api_calls: 24,
             }],
             env: vec![("SLURM_PROCID".to_owned(), "0".to_owned())],
+            mpi: None,
         }
+    }
+
+    /// TARGET_INFO_SESSION_START_TIME.utcEpochNs as the rank's (possibly skewed) clock records it.
+    pub(crate) fn recorded_utc_epoch_ns(&self) -> i64 {
+        self.utc_epoch_ns + self.mpi.as_ref().map_or(0, |mpi| mpi.clock_skew_ns)
     }
 }
 

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use nsys_synth::{write_export, SchemaVersion, SynthCounts, SynthProcess, SynthSpec};
+use nsys_synth::{
+    write_export, MpiPattern, SchemaVersion, SynthCounts, SynthMpi, SynthProcess, SynthSpec,
+};
 
 /// Writes synthetic Nsight Systems SQLite exports (CUDA API calls, kernels, copies, memsets and
 /// syncs) of an MPI job: DIR/rank0.sqlite, DIR/rank1.sqlite, ...
@@ -51,9 +53,26 @@ struct Cli {
     /// Seed of the generator; the same seed gives the same files.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Trace MPI in every rank file: `ring` (Send/Recv, Allreduce, Barrier) or `nonblocking`
+    /// (Isend/Irecv, Waitall, Bcast). Schema 3.16+ gets the MPI_* tables, older ones an NVTX
+    /// domain "MPI".
+    #[arg(long, conflicts_with = "single")]
+    mpi: Option<MpiPattern>,
+    /// MPI iterations per rank.
+    #[arg(long, default_value_t = 10, requires = "mpi")]
+    mpi_iterations: u32,
+    /// Clock error: rank r records a session start off by (r % 3 - 1) * N ns, which
+    /// `--sync mpi-init` must remove.
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "mpi",
+        allow_hyphen_values = true
+    )]
+    skew_ns: i64,
 }
 
-/// Session start of rank 0: 2025-03-01T09:00:00Z.
+/// Session start of rank 0 and launch of the MPI job: 2025-03-01T09:00:00Z.
 const BASE_EPOCH_NS: i64 = 1_740_819_600_000_000_000;
 const BASE_PID: u32 = 31_000;
 
@@ -118,6 +137,19 @@ fn rank_epoch(rank: u32) -> i64 {
     BASE_EPOCH_NS + rank * 2_750 + rank * 7_919 % 1_000
 }
 
+/// Rank r's clock is early, exact or late by N in turn, so that skews differ between neighbours.
+fn rank_skew(rank: u32, skew_ns: i64) -> i64 {
+    (i64::from(rank % 3) - 1) * skew_ns
+}
+
+fn rank_mpi(cli: &Cli, rank: u32) -> Option<SynthMpi> {
+    cli.mpi.map(|pattern| SynthMpi {
+        iterations: cli.mpi_iterations,
+        clock_skew_ns: rank_skew(rank, cli.skew_ns),
+        ..SynthMpi::new(rank, cli.ranks, pattern, BASE_EPOCH_NS)
+    })
+}
+
 fn rank_spec(cli: &Cli, at: &Placement) -> SynthSpec {
     SynthSpec {
         schema: cli.schema,
@@ -129,6 +161,7 @@ fn rank_spec(cli: &Cli, at: &Placement) -> SynthSpec {
             .wrapping_add(u64::from(at.rank)),
         processes: vec![rank_process(cli, at)],
         env: rank_env(cli, at),
+        mpi: rank_mpi(cli, at.rank),
     }
 }
 
@@ -185,9 +218,19 @@ fn write_all(jobs: &[(PathBuf, SynthSpec)]) -> Result<Vec<SynthCounts>> {
     Ok(done.into_iter().map(|(_, counts)| counts).collect())
 }
 
+fn mpi_summary(c: &SynthCounts) -> String {
+    if c.mpi_rows() == 0 {
+        return String::new();
+    }
+    format!(
+        " mpi_p2p={} mpi_collectives={} mpi_start_wait={} mpi_other={} mpi_messages={} nvtx_mpi_ranges={}",
+        c.mpi_p2p, c.mpi_collectives, c.mpi_start_wait, c.mpi_other, c.mpi_messages, c.nvtx_mpi_ranges
+    )
+}
+
 fn print_counts(path: &Path, c: &SynthCounts) {
     println!(
-        "{}: kernels={} memcpys={} memsets={} syncs={} runtime={} cuda_events={} total={}",
+        "{}: kernels={} memcpys={} memsets={} syncs={} runtime={} cuda_events={}{} total={}",
         path.display(),
         c.kernels,
         c.memcpys,
@@ -195,6 +238,7 @@ fn print_counts(path: &Path, c: &SynthCounts) {
         c.syncs,
         c.runtime_rows,
         c.cuda_events,
+        mpi_summary(c),
         c.total()
     );
 }

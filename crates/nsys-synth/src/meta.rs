@@ -22,7 +22,7 @@ fn export_entries(spec: &SynthSpec, path: &Path, duration: i64) -> Vec<(String, 
     let version = spec.schema;
     let mut schema_parts = version.schema_version().split('.');
     let mut part = || schema_parts.next().unwrap_or_default().to_owned();
-    let utc = iso_seconds(spec.utc_epoch_ns + duration + EXPORT_DELAY_NS);
+    let utc = iso_seconds(spec.recorded_utc_epoch_ns() + duration + EXPORT_DELAY_NS);
     let report = path.with_extension("nsys-rep");
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let files = [
@@ -116,6 +116,7 @@ fn session_uuid(seed: u64) -> String {
 /// How the capture was configured, including the launched command's environment.
 fn capture_entries(spec: &SynthSpec, duration: i64) -> Vec<(String, String)> {
     let command = spec.processes.first().map_or("", |p| p.name.as_str());
+    let nvtx_trace = if spec.mpi.is_some() { "true" } else { "false" };
     let mut entries: Vec<(String, String)> = [
         ("DEVICE_ID", "Local (CLI)"),
         ("CAPTURE_EVENT_TYPE", "Cuda"),
@@ -130,7 +131,8 @@ fn capture_entries(spec: &SynthSpec, duration: i64) -> Vec<(String, String)> {
         ("PROCESS_0:WORKING_DIR", "/home/synth/run"),
         ("PROCESS_0:PID", "0"),
         ("PROCESS_0:USER_NAME", ""),
-        ("PROCESS_0:COLLECT_NVTX_TRACE", "false"),
+        // nsys turns NVTX tracing on with MPI tracing.
+        ("PROCESS_0:COLLECT_NVTX_TRACE", nvtx_trace),
         ("PROCESS_0:COLLECT_CUDA_TRACE", "true"),
     ]
     .into_iter()

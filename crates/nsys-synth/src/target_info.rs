@@ -119,10 +119,11 @@ pub(crate) fn write_system_env(conn: &Connection, spec: &SynthSpec) -> Result<()
     create_and_fill(conn, spec.schema, "TARGET_INFO_SYSTEM_ENV", rows)
 }
 
-/// TARGET_INFO_SESSION_START_TIME: wall clock of t = 0; the host runs on UTC.
+/// TARGET_INFO_SESSION_START_TIME: wall clock of t = 0 as the host's clock (on UTC) has it.
 pub(crate) fn write_session_start(conn: &Connection, spec: &SynthSpec) -> Result<()> {
-    let text = iso_seconds(spec.utc_epoch_ns);
-    let row = (spec.utc_epoch_ns, text.as_str(), text.as_str());
+    let epoch = spec.recorded_utc_epoch_ns();
+    let text = iso_seconds(epoch);
+    let row = (epoch, text.as_str(), text.as_str());
     create_and_fill(conn, spec.schema, "TARGET_INFO_SESSION_START_TIME", [row])
 }
 

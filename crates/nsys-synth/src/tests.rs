@@ -171,6 +171,7 @@ fn row_counts_match_the_returned_counts() {
             syncs: rows(conn, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
             runtime_rows: rows(conn, "CUPTI_ACTIVITY_KIND_RUNTIME"),
             cuda_events: rows(conn, "CUPTI_ACTIVITY_KIND_CUDA_EVENT"),
+            ..SynthCounts::default()
         };
         assert_eq!(&table_rows, counts, "{version}");
         let spec = SynthSpec::small(*version);

@@ -101,6 +101,25 @@ impl SchemaVersion {
         }
     }
 
+    /// `CREATE TABLE` statements for tables no sample of this version contains, taken from the
+    /// nearest evidence (each file says which); looked up after [`Self::ddl`].
+    pub(crate) fn supplementary_ddl(&self) -> &'static str {
+        match self {
+            Self::V2_9 | Self::V3_0 => "",
+            Self::V3_7 => include_str!("../schema/supplement-v3_7.sql"),
+            Self::V3_16 => include_str!("../schema/supplement-v3_16.sql"),
+            Self::V3_24 => include_str!("../schema/supplement-v3_24.sql"),
+        }
+    }
+
+    /// Whether MPI tracing lands in the `MPI_*` tables rather than in an NVTX domain "MPI".
+    /// 2022.4 (3.0.0) still used NVTX; nsys2prv reads the tables from 3.11 on. 3.7.2 (2023.4) is
+    /// in the unknown window between, and we give it the NVTX form: it is then the one version
+    /// where a rank can be found both from "MPI Rank N" and from the launch environment.
+    pub(crate) fn has_mpi_tables(&self) -> bool {
+        *self >= Self::V3_16
+    }
+
     /// 3.4.0 replaced `EXPORT_META_DATA` with `META_DATA_EXPORT` + `META_DATA_CAPTURE`.
     pub(crate) fn has_capture_metadata(&self) -> bool {
         *self >= Self::V3_7
