@@ -33,13 +33,16 @@ struct Placed<'a> {
 
 type Key = (i64, i64, i64, CommKey);
 
-/// The messages of all reports as one extra run (times already on the common
-/// clock, so its offset is 0), or `None` when there is no message.
+/// The messages of all reports as one extra run, or `None` when there is no
+/// message. Its times are on the common clock less the earliest report offset,
+/// which becomes the run's offset (so the trace origin stays the earliest session
+/// start).
 pub fn match_messages(
     reports: &[ReportTranslation],
     plan: &TracePlan,
 ) -> (Option<MergeInput>, MessageStats) {
     let mut stats = MessageStats::default();
+    let base = plan.offsets.iter().copied().min().unwrap_or(0);
     let mut sends: BTreeMap<Key, VecDeque<Placed>> = BTreeMap::new();
     let mut receives: BTreeMap<Key, VecDeque<Placed>> = BTreeMap::new();
     for &r in &plan.order {
@@ -52,8 +55,8 @@ pub fn match_messages(
             let placed = Placed {
                 endpoint: e,
                 thread: plan.threads[r][e.thread as usize],
-                logical: e.logical + plan.offsets[r],
-                physical: e.physical + plan.offsets[r],
+                logical: e.logical + plan.offsets[r] - base,
+                physical: e.physical + plan.offsets[r] - base,
             };
             let (key, side) = if e.is_send {
                 ((i64::from(rank), e.peer, e.tag, e.comm.clone()), &mut sends)
@@ -79,14 +82,14 @@ pub fn match_messages(
     }
     stats.unmatched_receives += receives.values().map(|v| v.len() as u64).sum::<u64>();
     stats.matched = pairs.len() as u64;
-    (build_run(&pairs, &mut stats), stats)
+    (build_run(&pairs, base, &mut stats), stats)
 }
 
 fn sort_by_call_time(queue: &mut VecDeque<Placed>) {
     queue.make_contiguous().sort_by_key(|p| p.logical);
 }
 
-fn build_run(pairs: &[(Placed, Placed)], stats: &mut MessageStats) -> Option<MergeInput> {
+fn build_run(pairs: &[(Placed, Placed)], base: i64, stats: &mut MessageStats) -> Option<MergeInput> {
     if pairs.is_empty() {
         return None;
     }
@@ -119,7 +122,7 @@ fn build_run(pairs: &[(Placed, Placed)], stats: &mut MessageStats) -> Option<Mer
     }
     Some(MergeInput {
         run: run.finish(),
-        time_offset: 0,
+        time_offset: base,
         threads,
     })
 }

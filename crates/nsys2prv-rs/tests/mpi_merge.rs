@@ -150,3 +150,120 @@ fn whole_mpirun_report_puts_ranks_first_and_the_launcher_last() {
     }
     assert!(names[4].starts_with("mpirun ("), "{names:?}");
 }
+
+/// A synthetic MPI job: `n` ranks on two hosts with colliding pids, rank r's
+/// recorded clock off by `skew(r)`.
+fn synthetic_job(
+    dir: &Path,
+    schema: nsys_synth::SchemaVersion,
+    pattern: nsys_synth::MpiPattern,
+    n: u32,
+    skew: impl Fn(u32) -> i64,
+) -> (Vec<PathBuf>, u64) {
+    let job_start = nsys_synth::SynthSpec::small(schema).utc_epoch_ns;
+    let mut messages = 0;
+    let files = (0..n)
+        .map(|rank| {
+            let mut spec = nsys_synth::SynthSpec::small(schema);
+            spec.hostname = format!("node{:02}", rank % 2 + 1);
+            spec.utc_epoch_ns = job_start + i64::from(rank) * 3_700;
+            spec.seed = u64::from(rank) + 7;
+            spec.processes[0].pid = 5000 + rank / 2;
+            spec.env = vec![("SLURM_PROCID".into(), rank.to_string())];
+            let mut mpi = nsys_synth::SynthMpi::new(rank, n, pattern, job_start);
+            mpi.clock_skew_ns = skew(rank);
+            spec.mpi = Some(mpi);
+            let path = dir.join(format!("job_rank{rank}.sqlite"));
+            messages += nsys_synth::write_export(&spec, &path).unwrap().mpi_messages;
+            path
+        })
+        .collect();
+    (files, messages)
+}
+
+fn comms_with_tags(stats: &paraver_writer::validate::TraceStats, tags: std::ops::Range<i64>) -> u64 {
+    stats
+        .comm_tags
+        .iter()
+        .filter(|(t, _)| tags.contains(t))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+#[test]
+fn every_send_finds_its_receive_across_reports() {
+    use nsys_synth::{MpiPattern, SchemaVersion};
+    let dir = tempfile::tempdir().unwrap();
+    for (schema, pattern, tags) in [
+        (SchemaVersion::V3_24, MpiPattern::Ring, 100..116),
+        (SchemaVersion::V3_16, MpiPattern::NonBlocking, 200..202),
+    ] {
+        let (inputs, messages) = synthetic_job(dir.path(), schema, pattern, 4, |_| 0);
+        assert!(messages > 0);
+        let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        let out = dir.path().join(format!("{pattern}.prv"));
+        let result = convert(&refs, &out, &[]);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(result.status.success(), "{stderr}");
+        assert!(!stderr.contains("no partner"), "{stderr}");
+        let stats = check_trace(&out);
+        assert_eq!(comms_with_tags(&stats, tags), messages, "{pattern}: every message paired");
+        assert_eq!((stats.nodes, stats.tasks), (2, 4));
+        let names = task_names(&out);
+        for (rank, name) in names.iter().enumerate() {
+            assert!(name.starts_with(&format!("rank {rank} (node0{}:", rank % 2 + 1)), "{names:?}");
+        }
+        for f in inputs {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+}
+
+#[test]
+fn skewed_clocks_are_detected_and_sync_removes_the_skew() {
+    use nsys_synth::{MpiPattern, SchemaVersion};
+    let dir = tempfile::tempdir().unwrap();
+    let skew = |rank: u32| (i64::from(rank % 3) - 1) * 200_000;
+    let (inputs, _) = synthetic_job(dir.path(), SchemaVersion::V3_24, MpiPattern::Ring, 4, skew);
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+
+    let plain = dir.path().join("plain.prv");
+    let result = binary().args(&refs).arg(&plain).output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success());
+    assert!(stderr.contains("arrive before they were sent"), "{stderr}");
+
+    let synced = dir.path().join("synced.prv");
+    let result = binary().args(["--sync", "mpi-init"]).args(&refs).arg(&synced).output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success());
+    assert!(!stderr.contains("arrive before they were sent"), "{stderr}");
+    assert!(stderr.contains("skew found 400.000 us"), "{stderr}");
+    assert!(stderr.contains("residual at the last barrier 0.000 us"), "{stderr}");
+    check_trace(&synced);
+    let ends = mpi_init_ends(&synced);
+    assert_eq!(ends.len(), 4);
+    assert_eq!(ends.values().max(), ends.values().min(), "{ends:?}");
+}
+
+#[test]
+fn nvtx_era_mpi_ranks_come_from_thread_names() {
+    use nsys_synth::{MpiPattern, SchemaVersion};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut inputs, _) = synthetic_job(dir.path(), SchemaVersion::V3_0, MpiPattern::Ring, 3, |_| 0);
+    // Names that hide the rank: only the "MPI Rank N" thread names tell it.
+    for (i, p) in inputs.iter_mut().enumerate() {
+        let renamed = dir.path().join(format!("x{}.sqlite", [7, 3, 5][i]));
+        std::fs::rename(&*p, &renamed).unwrap();
+        *p = renamed;
+    }
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let out = dir.path().join("nvtx_era.prv");
+    assert!(convert(&refs, &out, &[]).status.success());
+    let stats = check_trace(&out);
+    let names = task_names(&out);
+    for (rank, name) in names.iter().enumerate() {
+        assert!(name.starts_with(&format!("rank {rank} (")), "{names:?}");
+    }
+    assert!(begins(&stats, 50_000_002) > 0, "collectives from the NVTX MPI domain");
+}
