@@ -9,8 +9,9 @@ use clap::{Parser, ValueEnum};
     name = "nsys2prv-rs",
     version,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
-    after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync, or cuda (all of them).\n\
-                  Example: nsys2prv-rs rank*.sqlite out.prv"
+    after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),\n\
+                  nvtx, nccl, mpi, osrt, openmp, openacc, sched, or all.\n\
+                  Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv"
 )]
 pub struct Args {
     /// Nsight Systems exports (.sqlite) or directories holding them, then the

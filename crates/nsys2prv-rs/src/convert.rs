@@ -173,7 +173,7 @@ fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Categ
             None => {
                 let known: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
                 let message = format!(
-                    "unknown category '{word}' (known: {}, cuda)",
+                    "unknown category '{word}' (known: {}, cuda, all)",
                     known.join(", ")
                 );
                 return Err(UsageError(message).into());
