@@ -22,7 +22,7 @@ fn report(rank: u32) -> ReportTranslation {
             session_start_utc_ns: Some(1_700_000_000_000_000_000 + i64::from(rank) * 1000),
             ..Default::default()
         },
-        run: run.finish(),
+        run: run.finish().unwrap(),
         threads,
         thread_names: HashMap::new(),
         process_names: HashMap::from([(pid, "app".to_string())]),

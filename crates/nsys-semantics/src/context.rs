@@ -91,7 +91,10 @@ impl<'a> ReportContext<'a> {
         ReportContext {
             export,
             options,
-            run: RunBuilder::new(),
+            run: match &options.spill {
+                Some(policy) => RunBuilder::with_spill(policy.clone()),
+                None => RunBuilder::new(),
+            },
             states: StateTiler::new(),
             threads: FxHashMap::default(),
             thread_keys: Vec::new(),

@@ -34,4 +34,9 @@ pub enum TranslateError {
     Read(#[from] nsys_reader::ReadError),
     #[error("{0}: the report has no events to translate (no traced process has activity in the selected categories)")]
     Empty(std::path::PathBuf),
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: paraver_writer::WriteError,
+    },
 }

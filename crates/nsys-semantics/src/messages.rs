@@ -89,7 +89,11 @@ fn sort_by_call_time(queue: &mut VecDeque<Placed>) {
     queue.make_contiguous().sort_by_key(|p| p.logical);
 }
 
-fn build_run(pairs: &[(Placed, Placed)], base: i64, stats: &mut MessageStats) -> Option<MergeInput> {
+fn build_run(
+    pairs: &[(Placed, Placed)],
+    base: i64,
+    stats: &mut MessageStats,
+) -> Option<MergeInput> {
     if pairs.is_empty() {
         return None;
     }
@@ -121,7 +125,7 @@ fn build_run(pairs: &[(Placed, Placed)], base: i64, stats: &mut MessageStats) ->
         );
     }
     Some(MergeInput {
-        run: run.finish(),
+        run: run.finish().expect("an in-memory run has nothing to spill"),
         time_offset: base,
         threads,
     })

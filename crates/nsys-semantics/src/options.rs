@@ -96,6 +96,8 @@ pub enum KernelNames {
 pub struct Options {
     pub categories: BTreeSet<Category>,
     pub kernel_names: KernelNames,
+    /// Where and when runs spill to disk (`None`: everything stays in memory).
+    pub spill: Option<paraver_writer::SpillPolicy>,
 }
 
 impl Default for Options {
@@ -103,6 +105,7 @@ impl Default for Options {
         Options {
             categories: Category::ALL.into_iter().collect(),
             kernel_names: KernelNames::Short,
+            spill: None,
         }
     }
 }

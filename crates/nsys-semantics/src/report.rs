@@ -106,7 +106,7 @@ fn finish(
         mut run,
         states,
         thread_keys,
-        counts,
+        mut counts,
         warnings,
         extra_types,
         nvtx_thread_names,
@@ -126,18 +126,20 @@ fn finish(
         return Err(TranslateError::Empty(path.to_path_buf()));
     }
     // The run numbers threads in layout (ThreadKey) order; follow it here.
-    let run = run.finish();
+    let run = run.finish().map_err(|source| TranslateError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !run.chunks.is_empty() {
+        counts.insert("spilled chunks".to_string(), run.chunks.len() as u64);
+    }
     let thread_keys: Vec<ThreadKey> = run
         .old_of_new
         .iter()
         .map(|&old| thread_keys[old as usize])
         .collect();
-    let mut new_of_old = vec![0; run.old_of_new.len()];
-    for (new, &old) in run.old_of_new.iter().enumerate() {
-        new_of_old[old as usize] = new as u32;
-    }
     for e in &mut p2p {
-        e.thread = new_of_old[e.thread as usize];
+        e.thread = run.new_of_old[e.thread as usize];
     }
     let ranks = ranks::process_ranks(export, &thread_keys, &nvtx_ranks)?;
     Ok(ReportTranslation {

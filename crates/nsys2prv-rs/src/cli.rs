@@ -45,6 +45,15 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub cfgs_dir: Option<PathBuf>,
 
+    /// Memory for records before they spill to temporary files (e.g. 512M, 4G);
+    /// the tool's peak stays near this whatever the input size
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub memory_limit: u64,
+
+    /// Where spilled records go (default: next to the output); removed at exit
+    #[arg(long, value_name = "DIR")]
+    pub tmp_dir: Option<PathBuf>,
+
     /// Reports translated at once (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -94,6 +103,29 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// `1048576`, `64K`, `512M`, `4G`, `1T` (binary multiples; `B`/`iB` allowed).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (digits, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size like 512M or 4G"))?;
+    n.checked_mul(1 << shift)
+        .filter(|&b| b >= 1 << 16)
+        .ok_or_else(|| format!("'{text}': a size from 64K up"))
+}
+
 pub fn is_usage_error(e: &anyhow::Error) -> bool {
     e.downcast_ref::<UsageError>().is_some()
         || matches!(
@@ -109,5 +141,20 @@ impl Args {
 
     pub fn output(&self) -> &PathBuf {
         self.paths.last().expect("clap requires at least two paths")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert!(parse_size("12").is_err());
+        assert!(parse_size("lots").is_err());
     }
 }

@@ -14,7 +14,7 @@ use nsys_semantics::{
     TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
-use paraver_writer::{write_trace, MergeInput, OutputPaths};
+use paraver_writer::{write_trace, MemoryBudget, MergeInput, OutputPaths, SpillPolicy};
 use rayon::prelude::*;
 
 use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
@@ -158,11 +158,34 @@ fn options(args: &Args) -> Result<Options> {
             UsageError("no category left to translate (see --trace and --exclude)".into()).into(),
         );
     }
+    options.spill = Some(spill_policy(args)?);
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
     };
     Ok(options)
+}
+
+/// Half of `--memory-limit` is shared by the runs being translated (one per
+/// job), the other half by finished runs waiting for the merge.
+fn spill_policy(args: &Args) -> Result<SpillPolicy> {
+    let dir = match &args.tmp_dir {
+        Some(d) => d.clone(),
+        None => match args.output().parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        },
+    };
+    if !dir.is_dir() {
+        bail!("{}: the temporary directory does not exist", dir.display());
+    }
+    let limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
+    let jobs = args.jobs.unwrap_or_else(rayon::current_num_threads).max(1);
+    Ok(SpillPolicy {
+        dir,
+        chunk_bytes: (limit / 2 / jobs).max(1 << 12),
+        budget: MemoryBudget::new(limit),
+    })
 }
 
 fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Category>> {
@@ -292,7 +315,7 @@ fn duplicate_key(r: &ReportTranslation) -> DuplicateKey {
         r.meta.hostname.clone(),
         r.meta.session_start_utc_ns,
         pids,
-        r.run.records.len(),
+        r.run.len(),
         r.run.min_time,
         r.run.max_time,
     )

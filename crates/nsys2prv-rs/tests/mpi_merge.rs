@@ -181,7 +181,10 @@ fn synthetic_job(
     (files, messages)
 }
 
-fn comms_with_tags(stats: &paraver_writer::validate::TraceStats, tags: std::ops::Range<i64>) -> u64 {
+fn comms_with_tags(
+    stats: &paraver_writer::validate::TraceStats,
+    tags: std::ops::Range<i64>,
+) -> u64 {
     stats
         .comm_tags
         .iter()
@@ -207,11 +210,18 @@ fn every_send_finds_its_receive_across_reports() {
         assert!(result.status.success(), "{stderr}");
         assert!(!stderr.contains("no partner"), "{stderr}");
         let stats = check_trace(&out);
-        assert_eq!(comms_with_tags(&stats, tags), messages, "{pattern}: every message paired");
+        assert_eq!(
+            comms_with_tags(&stats, tags),
+            messages,
+            "{pattern}: every message paired"
+        );
         assert_eq!((stats.nodes, stats.tasks), (2, 4));
         let names = task_names(&out);
         for (rank, name) in names.iter().enumerate() {
-            assert!(name.starts_with(&format!("rank {rank} (node0{}:", rank % 2 + 1)), "{names:?}");
+            assert!(
+                name.starts_with(&format!("rank {rank} (node0{}:", rank % 2 + 1)),
+                "{names:?}"
+            );
         }
         for f in inputs {
             std::fs::remove_file(f).unwrap();
@@ -234,12 +244,20 @@ fn skewed_clocks_are_detected_and_sync_removes_the_skew() {
     assert!(stderr.contains("arrive before they were sent"), "{stderr}");
 
     let synced = dir.path().join("synced.prv");
-    let result = binary().args(["--sync", "mpi-init"]).args(&refs).arg(&synced).output().unwrap();
+    let result = binary()
+        .args(["--sync", "mpi-init"])
+        .args(&refs)
+        .arg(&synced)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(result.status.success());
     assert!(!stderr.contains("arrive before they were sent"), "{stderr}");
     assert!(stderr.contains("skew found 400.000 us"), "{stderr}");
-    assert!(stderr.contains("residual at the last barrier 0.000 us"), "{stderr}");
+    assert!(
+        stderr.contains("residual at the last barrier 0.000 us"),
+        "{stderr}"
+    );
     check_trace(&synced);
     let ends = mpi_init_ends(&synced);
     assert_eq!(ends.len(), 4);
@@ -250,7 +268,8 @@ fn skewed_clocks_are_detected_and_sync_removes_the_skew() {
 fn nvtx_era_mpi_ranks_come_from_thread_names() {
     use nsys_synth::{MpiPattern, SchemaVersion};
     let dir = tempfile::tempdir().unwrap();
-    let (mut inputs, _) = synthetic_job(dir.path(), SchemaVersion::V3_0, MpiPattern::Ring, 3, |_| 0);
+    let (mut inputs, _) =
+        synthetic_job(dir.path(), SchemaVersion::V3_0, MpiPattern::Ring, 3, |_| 0);
     // Names that hide the rank: only the "MPI Rank N" thread names tell it.
     for (i, p) in inputs.iter_mut().enumerate() {
         let renamed = dir.path().join(format!("x{}.sqlite", [7, 3, 5][i]));
@@ -265,5 +284,45 @@ fn nvtx_era_mpi_ranks_come_from_thread_names() {
     for (rank, name) in names.iter().enumerate() {
         assert!(name.starts_with(&format!("rank {rank} (")), "{names:?}");
     }
-    assert!(begins(&stats, 50_000_002) > 0, "collectives from the NVTX MPI domain");
+    assert!(
+        begins(&stats, 50_000_002) > 0,
+        "collectives from the NVTX MPI domain"
+    );
+}
+
+/// The project's own recorded MPI sets (nsys 2022.4, one report per rank).
+#[test]
+fn recorded_sample_jobs_translate_in_rank_order() {
+    let samples = workspace_root().join("samples");
+    for (set, ranks) in [("mpi_2ranks", 2), ("mpi_3ranks", 3)] {
+        let inputs = corpus_files(&samples, set);
+        assert_eq!(inputs.len(), ranks, "{set}");
+        let refs: Vec<&Path> = inputs.iter().rev().map(PathBuf::as_path).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(format!("{set}.prv"));
+        let result = binary()
+            .args(["--sync", "barrier"])
+            .args(&refs)
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            result.status.success(),
+            "{set}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        let stats = check_trace(&out);
+        let names = task_names(&out);
+        assert_eq!(names.len(), ranks, "{set}: {names:?}");
+        for (rank, name) in names.iter().enumerate() {
+            assert!(
+                name.starts_with(&format!("rank {rank} (")),
+                "{set}: {names:?}"
+            );
+        }
+        assert!(
+            begins(&stats, 50_000_001) + begins(&stats, 50_000_002) > 0,
+            "{set}"
+        );
+    }
 }

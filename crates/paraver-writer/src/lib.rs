@@ -8,6 +8,7 @@ pub mod output;
 pub mod pcf;
 pub mod record;
 pub mod run;
+pub mod spill;
 pub mod states;
 pub mod validate;
 
@@ -18,6 +19,7 @@ pub use output::OutputPaths;
 pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, ValueLabels};
 pub use record::{Comm, EventPair, LocalThread, Value};
 pub use run::{Run, RunBuilder};
+pub use spill::{MemoryBudget, SpillPolicy};
 pub use states::StateTiler;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +35,8 @@ pub enum WriteError {
     BadOutputName(PathBuf),
     #[error("nothing to write: no records were produced")]
     EmptyTrace,
+    #[error("cannot spill records to the temporary directory: {0}")]
+    Spill(std::io::Error),
 }
 
 impl WriteError {

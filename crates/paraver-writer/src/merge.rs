@@ -10,8 +10,9 @@ use crate::layout::{GlobalThread, TraceLayout};
 use crate::names::{assign_values, HandleValues};
 use crate::output::{OutputPaths, PendingFile, TraceSink};
 use crate::pcf::{PcfCatalog, UsedLabels};
-use crate::record::{Body, EventPair, Record, Value};
+use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 use crate::run::Run;
+use crate::spill::{ChunkReader, DecodedBody};
 use crate::WriteError;
 
 /// One sorted run and how it maps into the trace.
@@ -109,13 +110,10 @@ struct RunCursor<'a> {
     run: &'a Run,
     shift: i64,
     prefixes: Vec<Vec<u8>>,
-    /// Local thread → position of its global thread in the trace.
+    /// Run thread → position of its global thread in the trace.
     order: Vec<u64>,
     values: HandleValues,
 }
-
-/// Merge key: time, rank, global thread, then run and position for equal keys.
-type MergeKey = Reverse<(i64, u8, u64, usize, usize)>;
 
 impl<'a> RunCursor<'a> {
     fn new(input: &'a MergeInput, values: HandleValues, origin: i64) -> Self {
@@ -137,19 +135,134 @@ impl<'a> RunCursor<'a> {
             values,
         }
     }
+}
 
-    fn key(&self, pos: usize, run_index: usize) -> Option<MergeKey> {
-        let r = self.run.records.get(pos)?;
-        let thread = self.order[r.thread as usize];
-        Some(Reverse((
-            r.time + self.shift,
-            r.rank(),
-            thread,
-            run_index,
-            pos,
-        )))
+/// Where a stream's records come from: a chunk spilled to disk (producer thread
+/// numbers), or the run's in-memory records (run thread numbers).
+enum Source<'a> {
+    Disk(ChunkReader),
+    Memory { records: &'a [Record], pos: usize },
+}
+
+/// One sorted stream of one run.
+struct Stream<'a> {
+    run: usize,
+    source: Source<'a>,
+}
+
+/// The record a stream is at, with run thread numbers.
+struct Current<'s> {
+    time: i64,
+    thread: LocalThread,
+    rank: u8,
+    body: View<'s>,
+}
+
+enum View<'s> {
+    State {
+        end: i64,
+        state: u32,
+    },
+    Events {
+        closing: bool,
+        pairs: &'s [EventPair],
+    },
+    Comm(Comm),
+}
+
+impl<'a> Stream<'a> {
+    /// The streams of every run: its spilled chunks in spill order, then its
+    /// in-memory records, so ties within a thread keep push order.
+    fn all(cursors: &[RunCursor<'a>]) -> std::io::Result<Vec<Stream<'a>>> {
+        let mut streams = Vec::new();
+        for (run, c) in cursors.iter().enumerate() {
+            for chunk in &c.run.chunks {
+                let mut reader = ChunkReader::open(chunk)?;
+                if reader.advance()? {
+                    streams.push(Stream {
+                        run,
+                        source: Source::Disk(reader),
+                    });
+                }
+            }
+            if !c.run.records.is_empty() {
+                let source = Source::Memory {
+                    records: &c.run.records,
+                    pos: 0,
+                };
+                streams.push(Stream { run, source });
+            }
+        }
+        Ok(streams)
+    }
+
+    fn current<'s>(&'s self, c: &'s RunCursor) -> Current<'s> {
+        match &self.source {
+            Source::Memory { records, pos } => {
+                let r = &records[*pos];
+                let body = match r.body {
+                    Body::State { end, state } => View::State { end, state },
+                    Body::Events {
+                        first,
+                        count,
+                        closing,
+                    } => View::Events {
+                        closing,
+                        pairs: c.run.pairs_of(first, count),
+                    },
+                    Body::Comm { index } => View::Comm(c.run.comms[index as usize]),
+                };
+                Current {
+                    time: r.time,
+                    thread: r.thread,
+                    rank: r.rank(),
+                    body,
+                }
+            }
+            Source::Disk(reader) => {
+                let renumber = |t: LocalThread| c.run.new_of_old[t as usize];
+                let body = match reader.body {
+                    DecodedBody::State { end, state } => View::State { end, state },
+                    DecodedBody::Events { closing } => View::Events {
+                        closing,
+                        pairs: &reader.pairs,
+                    },
+                    DecodedBody::Comm => View::Comm(Comm {
+                        receiver: renumber(reader.comm.receiver),
+                        ..reader.comm
+                    }),
+                };
+                Current {
+                    time: reader.time,
+                    thread: renumber(reader.thread),
+                    rank: reader.rank(),
+                    body,
+                }
+            }
+        }
+    }
+
+    /// Moves to the next record; `false` when the stream is done.
+    fn advance(&mut self) -> std::io::Result<bool> {
+        match &mut self.source {
+            Source::Memory { records, pos } => {
+                *pos += 1;
+                Ok(*pos < records.len())
+            }
+            Source::Disk(reader) => reader.advance(),
+        }
+    }
+
+    fn key(&self, cursors: &[RunCursor], index: usize) -> MergeKey {
+        let c = &cursors[self.run];
+        let r = self.current(c);
+        Reverse((r.time + c.shift, r.rank, c.order[r.thread as usize], index))
     }
 }
+
+/// Merge key: time, rank, global thread, then the stream (runs in canonical
+/// order, a run's chunks in push order).
+type MergeKey = Reverse<(i64, u8, u64, usize)>;
 
 /// Formats records into lines with one reused buffer; joins events of one thread
 /// and time into one line.
@@ -185,17 +298,20 @@ impl<'a> BodyWriter<'a> {
         cursors: &[RunCursor],
         progress: &mut dyn FnMut(u64),
     ) -> std::io::Result<()> {
-        let mut heap: BinaryHeap<_> = cursors
+        let mut streams = Stream::all(cursors)?;
+        let mut heap: BinaryHeap<MergeKey> = streams
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.key(0, i))
+            .map(|(i, s)| s.key(cursors, i))
             .collect();
         let mut written: u64 = 0;
-        while let Some(Reverse((time, _, _, run_index, pos))) = heap.pop() {
-            let cursor = &cursors[run_index];
-            self.record(cursor, run_index, &cursor.run.records[pos], time)?;
-            if let Some(next) = cursor.key(pos + 1, run_index) {
-                heap.push(next);
+        while let Some(Reverse((time, _, _, index))) = heap.pop() {
+            let stream = &streams[index];
+            let cursor = &cursors[stream.run];
+            let current = stream.current(cursor);
+            self.record(cursor, stream.run, &current, time)?;
+            if streams[index].advance()? {
+                heap.push(streams[index].key(cursors, index));
             }
             written += 1;
             if written.is_multiple_of(PROGRESS_STEP) {
@@ -211,17 +327,13 @@ impl<'a> BodyWriter<'a> {
         &mut self,
         c: &RunCursor,
         run_index: usize,
-        r: &Record,
+        r: &Current,
         time: i64,
     ) -> std::io::Result<()> {
         let prefix = &c.prefixes[r.thread as usize];
         match r.body {
-            Body::Events {
-                first,
-                count,
-                closing,
-            } => {
-                let key = (run_index, r.thread, time, r.rank());
+            View::Events { closing, pairs } => {
+                let key = (run_index, r.thread, time, r.rank);
                 if self.open_events != Some(key) {
                     self.end_event_line()?;
                     self.line.extend_from_slice(b"2:");
@@ -229,7 +341,7 @@ impl<'a> BodyWriter<'a> {
                     push_int(&mut self.line, time);
                     self.open_events = Some(key);
                 }
-                for pair in c.run.pairs_of(first, count) {
+                for pair in pairs {
                     let value = if closing { 0 } else { self.value_of(c, pair) };
                     self.note_type(pair.ty, value);
                     push_int(&mut self.line, pair.ty as i64);
@@ -238,7 +350,7 @@ impl<'a> BodyWriter<'a> {
                 }
                 Ok(())
             }
-            Body::State { end, state } => {
+            View::State { end, state } => {
                 self.end_event_line()?;
                 self.line.extend_from_slice(b"1:");
                 self.line.extend_from_slice(prefix);
@@ -249,9 +361,8 @@ impl<'a> BodyWriter<'a> {
                 self.summary.states += 1;
                 self.end_line()
             }
-            Body::Comm { index } => {
+            View::Comm(comm) => {
                 self.end_event_line()?;
-                let comm = &c.run.comms[index as usize];
                 self.line.extend_from_slice(b"3:");
                 self.line.extend_from_slice(prefix);
                 push_int(&mut self.line, time);

@@ -1,7 +1,14 @@
 //! Sorted runs: what one producer (one report) hands to the merge.
+//!
+//! A run keeps its records in memory until its share of the memory limit is used
+//! (see [`SpillPolicy`]); then it sorts them and writes them to a temporary file
+//! (a chunk), and starts over. The merge reads the chunks back in push order, so
+//! the output is byte-identical whether a run spilled or not.
 
 use crate::names::NameTables;
 use crate::record::{Body, Comm, EventPair, LocalThread, Record};
+use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
+use crate::WriteError;
 
 /// Collects the records of one producer in any order; `finish` sorts them.
 ///
@@ -15,11 +22,29 @@ pub struct RunBuilder {
     comms: Vec<Comm>,
     order_keys: Vec<u128>,
     pub names: NameTables,
+    spill: Option<SpillPolicy>,
+    chunks: Vec<SpilledChunk>,
+    spill_error: Option<std::io::Error>,
+    threads_seen: usize,
+    min_time: i64,
+    max_time: i64,
 }
 
 impl RunBuilder {
     pub fn new() -> Self {
-        Self::default()
+        RunBuilder {
+            min_time: i64::MAX,
+            max_time: i64::MIN,
+            ..Default::default()
+        }
+    }
+
+    /// A builder that spills sorted chunks to disk as `policy` says.
+    pub fn with_spill(policy: SpillPolicy) -> Self {
+        RunBuilder {
+            spill: Some(policy),
+            ..Self::new()
+        }
     }
 
     /// A new thread whose place among the run's threads is `order_key`.
@@ -35,12 +60,18 @@ impl RunBuilder {
             .unwrap_or(thread as u128)
     }
 
+    /// Records pushed so far, spilled or not.
     pub fn len(&self) -> usize {
         self.records.len()
+            + self
+                .chunks
+                .iter()
+                .map(|c| c.records as usize)
+                .sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len() == 0
     }
 
     fn push_pairs(&mut self, pairs: &[EventPair]) -> (u32, u32) {
@@ -49,21 +80,26 @@ impl RunBuilder {
         (first, pairs.len() as u32)
     }
 
+    fn push(&mut self, record: Record, last: i64) {
+        self.min_time = self.min_time.min(record.time);
+        self.max_time = self.max_time.max(last).max(record.time);
+        self.threads_seen = self.threads_seen.max(record.thread as usize + 1);
+        self.records.push(record);
+    }
+
     /// Point event(s) at `time`.
     pub fn events(&mut self, thread: LocalThread, time: i64, pairs: &[EventPair]) {
         if pairs.is_empty() {
             return;
         }
         let (first, count) = self.push_pairs(pairs);
-        self.records.push(Record {
-            time,
-            thread,
-            body: Body::Events {
-                first,
-                count,
-                closing: false,
-            },
-        });
+        let body = Body::Events {
+            first,
+            count,
+            closing: false,
+        };
+        self.push(Record { time, thread, body }, time);
+        self.spill_if_full();
     }
 
     /// An interval: `pairs` at `begin`, the same types with value 0 at `end`.
@@ -75,51 +111,107 @@ impl RunBuilder {
         let end = end.max(begin + 1);
         let (first, count) = self.push_pairs(pairs);
         for (time, closing) in [(begin, false), (end, true)] {
-            self.records.push(Record {
-                time,
-                thread,
-                body: Body::Events {
-                    first,
-                    count,
-                    closing,
-                },
-            });
+            let body = Body::Events {
+                first,
+                count,
+                closing,
+            };
+            self.push(Record { time, thread, body }, time);
         }
+        self.spill_if_full();
     }
 
     /// A state record; callers make states of one thread non-overlapping
     /// (see [`crate::states::StateTiler`]).
     pub fn state(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
-        self.records.push(Record {
-            time: begin,
-            thread,
-            body: Body::State { end, state },
-        });
+        let body = Body::State { end, state };
+        self.push(
+            Record {
+                time: begin,
+                thread,
+                body,
+            },
+            end,
+        );
+        self.spill_if_full();
     }
 
-    /// A communication from `sender` at `send_time` (logical = physical) to `comm.receiver`.
+    /// A communication from `sender` at `send_logical` to `comm.receiver`.
     pub fn comm(&mut self, sender: LocalThread, send_logical: i64, comm: Comm) {
         let index = self.comms.len() as u32;
         self.comms.push(comm);
-        self.records.push(Record {
-            time: send_logical,
-            thread: sender,
-            body: Body::Comm { index },
-        });
+        self.threads_seen = self.threads_seen.max(comm.receiver as usize + 1);
+        let first = send_logical
+            .min(comm.send_physical)
+            .min(comm.recv_logical)
+            .min(comm.recv_physical);
+        let last = send_logical
+            .max(comm.send_physical)
+            .max(comm.recv_logical)
+            .max(comm.recv_physical);
+        self.min_time = self.min_time.min(first);
+        let body = Body::Comm { index };
+        self.push(
+            Record {
+                time: send_logical,
+                thread: sender,
+                body,
+            },
+            last,
+        );
+        self.spill_if_full();
+    }
+
+    /// Bytes held in memory.
+    fn bytes(&self) -> usize {
+        self.records.len() * std::mem::size_of::<Record>()
+            + self.pairs.len() * std::mem::size_of::<EventPair>()
+            + self.comms.len() * std::mem::size_of::<Comm>()
+    }
+
+    fn spill_if_full(&mut self) {
+        let full = matches!(&self.spill, Some(p) if self.bytes() >= p.chunk_bytes);
+        if full {
+            if let Err(e) = self.spill_chunk() {
+                self.spill_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Sorts the in-memory records by (time, rank, order key) and writes them out.
+    fn spill_chunk(&mut self) -> std::io::Result<()> {
+        let Some(policy) = &self.spill else {
+            return Ok(());
+        };
+        if self.records.is_empty() || self.spill_error.is_some() {
+            return Ok(());
+        }
+        let keys = &self.order_keys;
+        let key = |t: LocalThread| keys.get(t as usize).copied().unwrap_or(t as u128);
+        self.records
+            .sort_by_key(|r| (r.time, r.rank(), key(r.thread)));
+        let chunk = write_chunk(&policy.dir, &self.records, &self.pairs, &self.comms)?;
+        self.chunks.push(chunk);
+        self.records.clear();
+        self.pairs.clear();
+        self.comms.clear();
+        Ok(())
     }
 
     /// Renumbers threads in order-key order (`old_of_new` says which thread each
     /// new number was), then sorts by (time, rank, thread), stably, so records of
-    /// one thread at one time keep the order they were pushed in.
-    pub fn finish(mut self) -> Run {
-        let threads = self
-            .records
-            .iter()
-            .map(|r| r.thread)
-            .chain(self.comms.iter().map(|c| c.receiver))
-            .max()
-            .map_or(0, |t| t as usize + 1)
-            .max(self.order_keys.len());
+    /// one thread at one time keep the order they were pushed in. A spilling run
+    /// keeps its last chunk in memory only while the shared budget allows.
+    pub fn finish(mut self) -> Result<Run, WriteError> {
+        if let Some(policy) = &self.spill {
+            if !self.chunks.is_empty() && !policy.may_retain(self.bytes()) {
+                self.spill_chunk().map_err(WriteError::Spill)?;
+            }
+        }
+        if let Some(e) = self.spill_error.take() {
+            return Err(WriteError::Spill(e));
+        }
+        let threads = self.threads_seen.max(self.order_keys.len());
         let mut old_of_new: Vec<LocalThread> = (0..threads as LocalThread).collect();
         old_of_new.sort_by_key(|&t| (self.order_key(t), t));
         let mut new_of_old = vec![0; threads];
@@ -133,30 +225,31 @@ impl RunBuilder {
             c.receiver = new_of_old[c.receiver as usize];
         }
         self.records.sort_by_key(|r| (r.time, r.rank(), r.thread));
-        let (mut min_time, mut max_time) = (i64::MAX, i64::MIN);
-        for r in &self.records {
-            min_time = min_time.min(r.first_time(&self.comms));
-            max_time = max_time.max(r.last_time(&self.comms));
-        }
-        Run {
+        Ok(Run {
             old_of_new,
+            new_of_old,
             records: self.records,
             pairs: self.pairs,
             comms: self.comms,
+            chunks: self.chunks,
             names: self.names,
-            min_time,
-            max_time,
-        }
+            min_time: self.min_time,
+            max_time: self.max_time,
+        })
     }
 }
 
-/// Records sorted by (time, rank, thread), with the payloads they point into.
+/// Records sorted by (time, rank, thread), with the payloads they point into,
+/// after the chunks spilled earlier (which use the producer's thread numbers).
 pub struct Run {
     /// For each thread number of the run, the number the producer had given it.
     pub old_of_new: Vec<LocalThread>,
+    /// The run's number of each producer thread number (for spilled chunks).
+    pub new_of_old: Vec<LocalThread>,
     pub records: Vec<Record>,
     pub pairs: Vec<EventPair>,
     pub comms: Vec<Comm>,
+    pub chunks: Vec<SpilledChunk>,
     pub names: NameTables,
     /// Earliest and latest time touched by any record (`i64::MAX`/`MIN` when empty).
     pub min_time: i64,
@@ -165,7 +258,17 @@ pub struct Run {
 
 impl Run {
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len() == 0
+    }
+
+    /// Records in memory and on disk.
+    pub fn len(&self) -> usize {
+        self.records.len()
+            + self
+                .chunks
+                .iter()
+                .map(|c| c.records as usize)
+                .sum::<usize>()
     }
 
     pub fn pairs_of(&self, first: u32, count: u32) -> &[EventPair] {
@@ -183,7 +286,7 @@ mod tests {
         let mut b = RunBuilder::new();
         b.interval(0, 10, 20, &[EventPair::raw(1, 5)]);
         b.interval(0, 0, 10, &[EventPair::raw(1, 4)]);
-        let run = b.finish();
+        let run = b.finish().unwrap();
         let seq: Vec<(i64, bool)> = run
             .records
             .iter()
@@ -200,7 +303,7 @@ mod tests {
     fn zero_length_interval_keeps_its_end_after_its_begin() {
         let mut b = RunBuilder::new();
         b.interval(0, 7, 7, &[EventPair::raw(1, 5)]);
-        let run = b.finish();
+        let run = b.finish().unwrap();
         assert_eq!(run.records[0].time, 7);
         assert_eq!(run.records[1].time, 8);
         assert_eq!(run.pairs[0].value, Value::Raw(5));

@@ -132,6 +132,7 @@ mod tests {
         let mut run = RunBuilder::new();
         tiler.tile_into(&mut run, |_| fill);
         run.finish()
+            .unwrap()
             .records
             .iter()
             .map(|r| match r.body {

@@ -61,8 +61,16 @@ fn item() -> impl Strategy<Value = Item> {
     ]
 }
 
-fn build(items: &[Item]) -> Run {
-    let mut run = RunBuilder::new();
+/// Builds a run in memory, or spilling every `chunk_bytes` to `spill_dir`.
+fn build(items: &[Item], spill: Option<(&std::path::Path, usize)>) -> Run {
+    let mut run = match spill {
+        Some((dir, chunk_bytes)) => RunBuilder::with_spill(SpillPolicy {
+            dir: dir.to_path_buf(),
+            chunk_bytes,
+            budget: MemoryBudget::new(0),
+        }),
+        None => RunBuilder::new(),
+    };
     let mut tiler = StateTiler::new();
     for it in items {
         match *it {
@@ -101,7 +109,7 @@ fn build(items: &[Item]) -> Run {
         }
     }
     tiler.tile_into(&mut run, |_| Some(0));
-    run.finish()
+    run.finish().unwrap()
 }
 
 fn layout() -> TraceLayout {
@@ -162,7 +170,7 @@ proptest! {
     #[test]
     fn output_is_valid_complete_and_order_independent(items in prop::collection::vec(item(), 1..80)) {
         let dir = tempfile::tempdir().unwrap();
-        let (text, summary) = write(dir.path(), "a", vec![build(&items)]);
+        let (text, summary) = write(dir.path(), "a", vec![build(&items, None)]);
         let report = validate_trace(&dir.path().join("a.prv")).unwrap();
         let errors: Vec<String> = report.errors().map(|f| f.to_string()).collect();
         prop_assert!(errors.is_empty(), "{}\n{}", errors.join("\n"), text);
@@ -178,10 +186,12 @@ proptest! {
         // Reversal changes push order only between items of different threads or
         // times, except intervals that share thread and begin: keep those in order.
         let same_output = {
-            let (text2, _) = write(dir.path(), "b", vec![build(&reversed)]);
+            let (text2, _) = write(dir.path(), "b", vec![build(&reversed, None)]);
             text2 == text
         };
         let ambiguous = has_ties(&items);
+        let (spilled, _) = write(dir.path(), "c", vec![build(&items, Some((dir.path(), 256)))]);
+        prop_assert!(spilled == text, "spilling changed the output");
         prop_assert!(same_output || ambiguous, "output changed with push order");
     }
 }
