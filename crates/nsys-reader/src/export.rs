@@ -162,6 +162,23 @@ impl Export {
         Ok(n)
     }
 
+    /// Rows of `table` in O(log n): exports only ever insert, so the largest rowid
+    /// is the row count (0 when absent or empty; falls back to counting for tables
+    /// without rowid).
+    pub fn row_estimate(&self, table: &str) -> Result<u64, ReadError> {
+        if !self.schema.has_table(table) {
+            return Ok(0);
+        }
+        let sql = format!("SELECT MAX(rowid) FROM \"{table}\"");
+        match self
+            .conn
+            .query_row(&sql, [], |r| r.get::<_, Option<i64>>(0))
+        {
+            Ok(n) => Ok(n.unwrap_or(0).max(0) as u64),
+            Err(_) => self.count(table),
+        }
+    }
+
     /// Number of rows of `table` (0 when absent).
     pub fn count(&self, table: &str) -> Result<u64, ReadError> {
         if !self.schema.has_table(table) {

@@ -21,6 +21,7 @@ mod osrt;
 pub mod ranks;
 mod report;
 mod sched;
+pub mod survey;
 
 pub use context::{ThreadKey, ThreadKind};
 pub use layout::{plan_layout, TracePlan};

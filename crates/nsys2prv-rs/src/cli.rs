@@ -54,6 +54,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
 
+    /// Only say what would be translated: reports, hosts, ranks, rows per
+    /// category, estimated trace size (row counts only; nothing is written)
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Reports translated at once (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,

@@ -9,6 +9,7 @@ use nsys_semantics::catalog::catalog_for_reports;
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
+use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
     plan_layout, translate_report, Category, KernelNames, Options, ReportTranslation,
     TranslateError,
@@ -28,6 +29,9 @@ pub fn run(args: &Args) -> Result<()> {
     let options = options(args)?;
     let inputs = inputs::expand(args.inputs())?;
     check_output_is_not_an_input(&paths, &inputs)?;
+    if args.dry_run {
+        return dry_run(&inputs, &options, args);
+    }
 
     let reports = translate_all(&inputs, &options, args)?;
     let report_count = reports.len();
@@ -39,7 +43,8 @@ pub fn run(args: &Args) -> Result<()> {
     report_messages(&message_stats);
 
     let catalog = catalog_for_reports(&reports);
-    let mut progress = Progress::new(args.quiet, "writing", None, "records");
+    let records: u64 = reports.iter().map(|r| r.run.len() as u64).sum();
+    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -78,6 +83,51 @@ pub fn run(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
+    Ok(())
+}
+
+/// Prints what a conversion would translate, from row counts only.
+fn dry_run(inputs: &[std::path::PathBuf], options: &Options, args: &Args) -> Result<()> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    let several = inputs.len() > 1;
+    let surveys: Vec<Survey> = pool.install(|| {
+        inputs
+            .par_iter()
+            .map(|p| survey_report(p, options, several))
+            .collect::<Result<_, _>>()
+    })?;
+    println!(
+        "{:<40} {:<16} {:>5} {:>14}  rows per category",
+        "report", "host", "rank", "rows"
+    );
+    for s in &surveys {
+        let per: Vec<String> = s
+            .rows
+            .iter()
+            .map(|(c, n)| format!("{}={n}", c.name()))
+            .collect();
+        println!(
+            "{:<40} {:<16} {:>5} {:>14}  {}",
+            s.path.display(),
+            s.host.as_deref().unwrap_or("?"),
+            s.rank.map_or("-".to_string(), |r| r.to_string()),
+            s.total_rows(),
+            per.join(" ")
+        );
+    }
+    let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
+    let lines: u64 = surveys.iter().map(Survey::estimated_lines).sum();
+    let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
+    let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
+    println!(
+        "{} reports on {} hosts: {rows} rows; about {lines} trace lines, {:.1} MB of .prv (before gzip)",
+        surveys.len(),
+        hosts.len(),
+        bytes as f64 / 1e6
+    );
     Ok(())
 }
 

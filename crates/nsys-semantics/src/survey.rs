@@ -1,0 +1,113 @@
+//! `--dry-run`: what a conversion would translate, from row counts only (no
+//! table is scanned), in a second or two whatever the input size.
+
+use std::path::{Path, PathBuf};
+
+use nsys_reader::{Export, ReadError};
+
+use crate::options::{Category, Options};
+use crate::ranks::{rank_in_file_name, RANK_VARIABLES};
+
+/// Tables each category reads (OpenMP: every `OPENMP_EVENT_KIND_*` table).
+fn tables_of(category: Category) -> &'static [&'static str] {
+    match category {
+        Category::CudaApi => &["CUPTI_ACTIVITY_KIND_RUNTIME"],
+        Category::Kernels => &["CUPTI_ACTIVITY_KIND_KERNEL"],
+        Category::Memory => &["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
+        Category::Sync => &["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
+        Category::Nvtx | Category::Nccl => &["NVTX_EVENTS"],
+        Category::Mpi => &[
+            "MPI_P2P_EVENTS",
+            "MPI_COLLECTIVES_EVENTS",
+            "MPI_START_WAIT_EVENTS",
+            "MPI_OTHER_EVENTS",
+        ],
+        Category::Osrt => &["OSRT_API"],
+        Category::OpenMp => &[],
+        Category::OpenAcc => &[
+            "CUPTI_ACTIVITY_KIND_OPENACC_DATA",
+            "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
+            "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
+        ],
+        Category::Sched => &["SCHED_EVENTS"],
+    }
+}
+
+/// Paraver lines a row becomes, roughly: begin and end events, a state, an arrow.
+fn lines_per_row(category: Category) -> u64 {
+    match category {
+        Category::Kernels | Category::Memory => 4,
+        Category::Sched | Category::Nvtx | Category::Nccl => 2,
+        _ => 3,
+    }
+}
+
+/// Average `.prv` line length seen on real traces (bytes).
+const BYTES_PER_LINE: u64 = 60;
+
+#[derive(Clone, Debug)]
+pub struct Survey {
+    pub path: PathBuf,
+    pub host: Option<String>,
+    pub product_version: Option<String>,
+    /// Rank from the environment or, with several reports, the file name (the
+    /// translation may find more in `MPI_RANKS` and NVTX thread names).
+    pub rank: Option<u32>,
+    pub rows: Vec<(Category, u64)>,
+}
+
+impl Survey {
+    pub fn total_rows(&self) -> u64 {
+        self.rows.iter().map(|(_, n)| n).sum()
+    }
+
+    pub fn estimated_lines(&self) -> u64 {
+        self.rows.iter().map(|(c, n)| n * lines_per_row(*c)).sum()
+    }
+
+    pub fn estimated_bytes(&self) -> u64 {
+        self.estimated_lines() * BYTES_PER_LINE
+    }
+}
+
+pub fn survey_report(
+    path: &Path,
+    options: &Options,
+    several_reports: bool,
+) -> Result<Survey, ReadError> {
+    let export = Export::open(path)?;
+    let meta = export.meta();
+    let mut rows = Vec::new();
+    for &category in options.categories.iter() {
+        if category == Category::Nccl && options.wants(Category::Nvtx) {
+            continue; // NVTX_EVENTS is counted once
+        }
+        let mut n = 0;
+        for table in tables_of(category) {
+            n += export.row_estimate(table)?;
+        }
+        if category == Category::OpenMp {
+            for table in export
+                .schema()
+                .table_names()
+                .filter(|t| t.starts_with("OPENMP_EVENT_KIND_"))
+            {
+                n += export.row_estimate(table)?;
+            }
+        }
+        if n > 0 {
+            rows.push((category, n));
+        }
+    }
+    let rank = RANK_VARIABLES
+        .iter()
+        .find_map(|v| meta.env(v)?.trim().parse().ok())
+        .or_else(|| several_reports.then(|| rank_in_file_name(path)).flatten());
+    Ok(Survey {
+        path: path.to_path_buf(),
+        host: meta.hostname.clone(),
+        product_version: meta.product_version.clone(),
+        rank,
+        rows,
+    })
+}
