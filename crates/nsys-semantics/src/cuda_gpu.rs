@@ -80,6 +80,7 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
     let mut nccl_names = NameCache::default();
     let with_nccl_fields = ctx.options.wants(Category::Nccl);
     let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
+    let mut pairs: Vec<EventPair> = Vec::with_capacity(24);
     let mut failure = None;
     let scan = export.kernels(|k| {
         if failure.is_some() {
@@ -101,7 +102,9 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
         let thread = stream_thread(ctx, &k.place);
         let p = &k.place;
         let is_nccl = name.ty == NCCL_KERNEL;
-        let mut pairs = vec![name];
+        // One buffer for every row: a kernel has a dozen pairs.
+        pairs.clear();
+        pairs.push(name);
         pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_GRID[i], k.grid[i])));
         pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_BLOCK[i], k.block[i])));
         pairs.extend([
@@ -194,14 +197,13 @@ pub(crate) fn memory(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<()
 
 fn memory_op(ctx: &mut ReportContext, links: &mut GpuLinks, p: &GpuPlace, name: u32, bytes: i64) {
     let thread = stream_thread(ctx, p);
-    let mut pairs = vec![
+    let pairs = [
         EventPair::name(CUDA_MEMORY_OP, name),
         EventPair::raw(CUDA_MEMORY_SIZE, bytes),
+        EventPair::raw(CORRELATION_ID, p.correlation_id.unwrap_or(0)),
     ];
-    if let Some(c) = p.correlation_id {
-        pairs.push(EventPair::raw(CORRELATION_ID, c));
-    }
-    ctx.run.interval(thread, p.start, p.end, &pairs);
+    let n = if p.correlation_id.is_some() { 3 } else { 2 };
+    ctx.run.interval(thread, p.start, p.end, &pairs[..n]);
     ctx.states
         .add(thread, p.start, p.end, state::MEMORY_TRANSFER);
     links.add(p, thread, bytes, TAG_MEMORY, false);

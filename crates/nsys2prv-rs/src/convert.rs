@@ -26,8 +26,8 @@ use crate::views;
 pub fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
     let paths = OutputPaths::for_trace(args.output())?;
-    let options = options(args)?;
     let inputs = inputs::expand(args.inputs())?;
+    let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
     if args.dry_run {
         return dry_run(&inputs, &options, args);
@@ -195,7 +195,7 @@ fn report_messages(stats: &MessageStats) {
     }
 }
 
-fn options(args: &Args) -> Result<Options> {
+fn options(args: &Args, reports: usize) -> Result<Options> {
     let mut options = Options::default();
     if !args.trace.is_empty() {
         options.categories = parse_categories(&args.trace)?;
@@ -208,7 +208,7 @@ fn options(args: &Args) -> Result<Options> {
             UsageError("no category left to translate (see --trace and --exclude)".into()).into(),
         );
     }
-    options.spill = Some(spill_policy(args)?);
+    options.spill = Some(spill_policy(args, reports)?);
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
@@ -218,7 +218,7 @@ fn options(args: &Args) -> Result<Options> {
 
 /// Half of `--memory-limit` is shared by the runs being translated (one per
 /// job), the other half by finished runs waiting for the merge.
-fn spill_policy(args: &Args) -> Result<SpillPolicy> {
+fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
     let dir = match &args.tmp_dir {
         Some(d) => d.clone(),
         None => match args.output().parent() {
@@ -230,7 +230,11 @@ fn spill_policy(args: &Args) -> Result<SpillPolicy> {
         bail!("{}: the temporary directory does not exist", dir.display());
     }
     let limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
-    let jobs = args.jobs.unwrap_or_else(rayon::current_num_threads).max(1);
+    let jobs = args
+        .jobs
+        .unwrap_or_else(rayon::current_num_threads)
+        .max(1)
+        .min(reports.max(1));
     Ok(SpillPolicy {
         dir,
         chunk_bytes: (limit / 2 / jobs).max(1 << 12),

@@ -285,11 +285,26 @@ fn dry_run_counts_rows_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (input, counts) = small_export(dir.path(), SchemaVersion::V3_16);
     let out = dir.path().join("dry.prv");
-    let result = binary().arg("--dry-run").arg(&input).arg(&out).output().unwrap();
+    let result = binary()
+        .arg("--dry-run")
+        .arg(&input)
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(result.status.success());
     let stdout = String::from_utf8_lossy(&result.stdout);
-    assert!(stdout.contains(&format!("kernels={}", counts.kernels)), "{stdout}");
-    assert!(stdout.contains(&format!("cuda-api={}", counts.runtime_rows)), "{stdout}");
+    assert!(
+        stdout.contains(&format!("kernels={}", counts.kernels)),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("cuda-api={}", counts.runtime_rows)),
+        "{stdout}"
+    );
     assert!(stdout.contains("1 reports on 1 hosts"), "{stdout}");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the input");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the input"
+    );
 }

@@ -274,8 +274,12 @@ struct BodyWriter<'a> {
     summary: TraceSummary,
     states: FxHashSet<u32>,
     types: FxHashSet<u32>,
+    recent_types: [(u32, u16); RECENT_TYPES],
     fixed: Vec<(u32, FxHashSet<i64>)>,
 }
+
+const RECENT_TYPES: usize = 64;
+const NOT_FIXED: u16 = u16::MAX;
 
 impl<'a> BodyWriter<'a> {
     fn new(out: TraceSink<'a>, catalog: &PcfCatalog) -> Self {
@@ -286,6 +290,7 @@ impl<'a> BodyWriter<'a> {
             summary: TraceSummary::default(),
             states: FxHashSet::default(),
             types: FxHashSet::default(),
+            recent_types: [(u32::MAX, NOT_FIXED); RECENT_TYPES],
             fixed: catalog
                 .fixed_types()
                 .map(|t| (t, FxHashSet::default()))
@@ -392,9 +397,17 @@ impl<'a> BodyWriter<'a> {
     }
 
     fn note_type(&mut self, ty: u32, value: i64) {
-        self.types.insert(ty);
-        if let Some((_, seen)) = self.fixed.iter_mut().find(|(t, _)| *t == ty) {
-            seen.insert(value);
+        // A direct-mapped cache of recent types (and whether their values are
+        // tracked) spares a hash and a search per pair.
+        let slot = (ty % RECENT_TYPES as u32) as usize;
+        if self.recent_types[slot].0 != ty {
+            self.types.insert(ty);
+            let fixed = self.fixed.iter().position(|(t, _)| *t == ty);
+            self.recent_types[slot] = (ty, fixed.map_or(NOT_FIXED, |i| i as u16));
+        }
+        let fixed = self.recent_types[slot].1;
+        if fixed != NOT_FIXED {
+            self.fixed[fixed as usize].1.insert(value);
         }
     }
 
