@@ -21,8 +21,21 @@ pub struct ThreadKey {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ThreadKind {
-    Cpu { tid: u32 },
-    Stream { device: u32, stream: u32 },
+    Cpu {
+        tid: u32,
+    },
+    Stream {
+        device: u32,
+        stream: u32,
+    },
+    /// Hardware counters of one GPU, under the process that used it.
+    Metrics {
+        device: u32,
+    },
+    /// Counters of one network interface of the node, under a process of the report.
+    Nic {
+        nic: u32,
+    },
 }
 
 impl ThreadKey {
@@ -54,8 +67,10 @@ impl ThreadKey {
         let (kind, a, b) = match self.kind {
             ThreadKind::Cpu { tid } => (0u128, tid, 0),
             ThreadKind::Stream { device, stream } => (1, device, stream),
+            ThreadKind::Metrics { device } => (2, device, 0),
+            ThreadKind::Nic { nic } => (3, nic, 0),
         };
-        (u128::from(self.pid) << 97) | (kind << 96) | (u128::from(a) << 32) | u128::from(b)
+        (u128::from(self.pid) << 98) | (kind << 96) | (u128::from(a) << 32) | u128::from(b)
     }
 }
 
@@ -182,6 +197,14 @@ mod tests {
             ThreadKey::stream(1, 1, 3),
             ThreadKey::stream(1, 0, 99),
             ThreadKey::cpu(2, 3),
+            ThreadKey {
+                pid: 1,
+                kind: ThreadKind::Metrics { device: 0 },
+            },
+            ThreadKey {
+                pid: 2,
+                kind: ThreadKind::Nic { nic: 1 },
+            },
         ];
         let mut by_number = keys.clone();
         keys.sort();

@@ -190,6 +190,8 @@ fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
             format!("{} ({tid})", name.replace(['\n', '\r'], " "))
         }
         ThreadKind::Stream { device, stream } => format!("CUDA-D{device}.S{stream}"),
+        ThreadKind::Metrics { device } => format!("GPU{device} metrics"),
+        ThreadKind::Nic { nic } => format!("NIC{nic} counters"),
     }
 }
 

@@ -16,10 +16,15 @@ pub enum Category {
     OpenAcc,
     Sched,
     Mpi,
+    Graphs,
+    CudaEvents,
+    GpuMemory,
+    GpuMetrics,
+    Network,
 }
 
 impl Category {
-    pub const ALL: [Category; 11] = [
+    pub const ALL: [Category; 16] = [
         Category::CudaApi,
         Category::Kernels,
         Category::Memory,
@@ -31,6 +36,11 @@ impl Category {
         Category::OpenAcc,
         Category::Sched,
         Category::Mpi,
+        Category::Graphs,
+        Category::CudaEvents,
+        Category::GpuMemory,
+        Category::GpuMetrics,
+        Category::Network,
     ];
 
     const CUDA: [Category; 4] = [
@@ -53,6 +63,11 @@ impl Category {
             Category::OpenAcc => "openacc",
             Category::Sched => "sched",
             Category::Mpi => "mpi",
+            Category::Graphs => "graphs",
+            Category::CudaEvents => "cuda-events",
+            Category::GpuMemory => "gpu-memory",
+            Category::GpuMetrics => "gpu-metrics",
+            Category::Network => "network",
         }
     }
 
@@ -71,6 +86,11 @@ impl Category {
             "openacc" | "acc" => vec![Category::OpenAcc],
             "sched" | "scheduling" => vec![Category::Sched],
             "mpi" | "mpi-event-trace" => vec![Category::Mpi],
+            "graphs" | "cuda-graphs" => vec![Category::Graphs],
+            "cuda-events" | "events" => vec![Category::CudaEvents],
+            "gpu-memory" | "memory-usage" => vec![Category::GpuMemory],
+            "gpu-metrics" | "metrics" => vec![Category::GpuMetrics],
+            "network" | "nic-metrics" | "nic" => vec![Category::Network],
             "cuda-api" | "cuda-api-trace" | "api" => vec![Category::CudaApi],
             "kernels" | "kernel" => vec![Category::Kernels],
             "memory" | "memcpy" | "memset" => vec![Category::Memory],

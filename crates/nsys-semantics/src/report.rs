@@ -15,7 +15,10 @@ use crate::mpi::{self, P2pEndpoint, SyncPoints};
 use crate::nccl::NcclRanges;
 use crate::options::{Category, Options};
 use crate::TranslateError;
-use crate::{nvtx, openacc, openmp, osrt, ranks, sched};
+use crate::{
+    cuda_events, cuda_graphs, gpu_memory, gpu_metrics, network, nvtx, openacc, openmp, osrt, ranks,
+    sched,
+};
 
 /// Everything one report contributes to the trace.
 pub struct ReportTranslation {
@@ -53,6 +56,9 @@ pub fn translate_report(
     if options.wants(Category::Memory) {
         cuda_gpu::memory(&mut ctx, &mut links)?;
     }
+    if options.wants(Category::Graphs) {
+        cuda_graphs::translate(&mut ctx, &mut links)?;
+    }
     links.sort();
     let syncs = if options.wants(Category::Sync) {
         cuda_sync::collect(&mut ctx)?
@@ -76,6 +82,12 @@ pub fn translate_report(
     if outputs.calls || outputs.syncs {
         cuda_api::translate(&mut ctx, &links, &syncs, &nccl_ranges, outputs)?;
     }
+    if options.wants(Category::CudaEvents) {
+        cuda_events::translate(&mut ctx)?;
+    }
+    if options.wants(Category::GpuMemory) {
+        gpu_memory::translate(&mut ctx)?;
+    }
     let p2p = if options.wants(Category::Mpi) {
         mpi::translate(&mut ctx)?.endpoints
     } else {
@@ -92,6 +104,13 @@ pub fn translate_report(
     }
     if options.wants(Category::Sched) {
         sched::translate(&mut ctx)?;
+    }
+    // Metrics and network rows go under processes found above.
+    if options.wants(Category::GpuMetrics) {
+        gpu_metrics::translate(&mut ctx)?;
+    }
+    if options.wants(Category::Network) {
+        network::translate(&mut ctx)?;
     }
     finish(ctx, path, p2p)
 }

@@ -30,6 +30,20 @@ fn tables_of(category: Category) -> &'static [&'static str] {
             "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
         ],
         Category::Sched => &["SCHED_EVENTS"],
+        Category::Graphs => &[
+            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+            "CUDA_GRAPH_NODE_EVENTS",
+            "CUDA_GRAPH_EVENTS",
+        ],
+        Category::CudaEvents => &["CUPTI_ACTIVITY_KIND_CUDA_EVENT"],
+        Category::GpuMemory => &[
+            "CUDA_GPU_MEMORY_USAGE_EVENTS",
+            "CUDA_GPU_MEMORY_POOL_EVENTS",
+            "CUDA_UM_CPU_PAGE_FAULT_EVENTS",
+            "CUDA_UM_GPU_PAGE_FAULT_EVENTS",
+        ],
+        Category::GpuMetrics => &["GPU_METRICS", "GENERIC_EVENTS"],
+        Category::Network => &["NET_NIC_METRIC", "NET_IB_SWITCH_METRIC"],
     }
 }
 
@@ -38,6 +52,7 @@ fn lines_per_row(category: Category) -> u64 {
     match category {
         Category::Kernels | Category::Memory => 4,
         Category::Sched | Category::Nvtx | Category::Nccl => 2,
+        Category::GpuMetrics | Category::Network | Category::CudaEvents | Category::GpuMemory => 1,
         _ => 3,
     }
 }

@@ -1,0 +1,15 @@
+//! Placeholder being written: see the module's final documentation.
+
+use nsys_reader::ReadError;
+use paraver_writer::EventTypeInfo;
+
+use crate::context::ReportContext;
+use crate::cuda_gpu::GpuLinks;
+
+pub(crate) fn translate(_ctx: &mut ReportContext, _links: &mut GpuLinks) -> Result<(), ReadError> {
+    Ok(())
+}
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    Vec::new()
+}
