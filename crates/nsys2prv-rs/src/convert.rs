@@ -26,7 +26,7 @@ use crate::views;
 pub fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
     let paths = OutputPaths::for_trace(args.output())?;
-    let inputs = inputs::expand(args.inputs())?;
+    let inputs = inputs::expand(args.inputs(), &export_settings(args, &paths))?;
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
     if args.dry_run {
@@ -387,5 +387,13 @@ fn warn_about_limits(layout: &paraver_writer::TraceLayout) {
             "the trace has {} tasks and {threads} threads: default Paraver builds handle at most {PARAVER_OBJECT_LIMIT}; use a Paraver built with --enable-extended-objects",
             layout.tasks.len()
         );
+    }
+}
+
+/// `.nsys-rep` inputs are exported into `NAME.cache/` beside the output.
+fn export_settings(args: &Args, paths: &OutputPaths) -> crate::nsys_export::ExportSettings {
+    crate::nsys_export::ExportSettings {
+        cache_dir: paths.prv.with_file_name(format!("{}.cache", paths.stem())),
+        jobs: args.jobs.unwrap_or(0),
     }
 }

@@ -5,22 +5,30 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::nsys_export::{exports_of, ExportSettings};
+
 const EXPORT_EXT: &str = "sqlite";
 const REPORT_EXTS: &[&str] = &["nsys-rep", "qdrep"];
 
-/// Expands directories into the reports inside, and reports into their exports;
-/// drops repeated inputs (with a warning) so nothing is translated twice.
-pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// Expands directories into the reports inside and reports into their exports
+/// (exporting them if needed); drops repeated inputs (with a warning) so nothing
+/// is translated twice.
+pub fn expand(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        files.extend(expand_one(input)?);
+    }
+    let (reports, exports): (Vec<PathBuf>, Vec<PathBuf>) =
+        files.into_iter().partition(|p| has_ext(p, REPORT_EXTS));
+    let exported = exports_of(&reports, settings)?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
-    for input in inputs {
-        for path in expand_one(input)? {
-            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if seen.insert(key) {
-                out.push(path);
-            } else {
-                tracing::warn!("{}: given more than once; translated once", path.display());
-            }
+    for path in exports.into_iter().chain(exported) {
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen.insert(key) {
+            out.push(path);
+        } else {
+            tracing::warn!("{}: given more than once; translated once", path.display());
         }
     }
     Ok(out)
@@ -31,14 +39,11 @@ fn expand_one(input: &Path) -> Result<Vec<PathBuf>> {
         let found = reports_in_dir(input)?;
         if found.is_empty() {
             bail!(
-                "{}: directory holds no Nsight Systems exports (*.sqlite)",
+                "{}: directory holds no Nsight Systems reports (*.sqlite, *.nsys-rep, *.qdrep)",
                 input.display()
             );
         }
         return Ok(found);
-    }
-    if has_ext(input, REPORT_EXTS) {
-        return Ok(vec![export_of_report(input)?]);
     }
     if !input.exists() {
         bail!("{}: no such file", input.display());
@@ -52,10 +57,10 @@ fn has_ext(path: &Path, exts: &[&str]) -> bool {
         .is_some_and(|e| exts.iter().any(|x| e.eq_ignore_ascii_case(x)))
 }
 
-/// The exports in a directory (not recursive), sorted; a report is used through its
-/// export when one sits beside it.
+/// The reports of a directory (not recursive), sorted.
 fn reports_in_dir(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut found = BTreeSet::new();
+    let mut exports = BTreeSet::new();
+    let mut reports = BTreeSet::new();
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot list directory", dir.display()))?;
     for entry in entries {
@@ -63,27 +68,15 @@ fn reports_in_dir(dir: &Path) -> Result<Vec<PathBuf>> {
             .with_context(|| format!("{}: cannot list directory", dir.display()))?
             .path();
         if has_ext(&path, &[EXPORT_EXT]) {
-            found.insert(path);
+            exports.insert(path);
         } else if has_ext(&path, REPORT_EXTS) {
-            found.insert(export_of_report(&path)?);
+            reports.insert(path);
         }
     }
-    Ok(found.into_iter().collect())
-}
-
-/// `X.nsys-rep` is read through `X.sqlite` beside it.
-fn export_of_report(report: &Path) -> Result<PathBuf> {
-    let export = report.with_extension(EXPORT_EXT);
-    if export.is_file() {
-        return Ok(export);
+    // A report with an export beside it goes through the export step (which uses
+    // that export when it is complete and newer), so the export is not listed too.
+    for report in &reports {
+        exports.remove(&report.with_extension(EXPORT_EXT));
     }
-    if !report.exists() {
-        bail!("{}: no such file", report.display());
-    }
-    bail!(
-        "{}: reports are read through their SQLite export; run `nsys export --type sqlite -o {} {}` first",
-        report.display(),
-        export.display(),
-        report.display()
-    )
+    Ok(exports.into_iter().chain(reports).collect())
 }

@@ -3,6 +3,7 @@
 mod cli;
 mod convert;
 mod inputs;
+mod nsys_export;
 mod progress;
 mod views;
 
