@@ -14,6 +14,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     progress::init_logging(args.quiet, args.verbose);
+    progress::remove_partial_output_on_interrupt();
     match convert::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

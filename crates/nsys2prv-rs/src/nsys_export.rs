@@ -115,6 +115,7 @@ fn run_nsys_export(report: &Path, target: &Path) -> Result<()> {
     let nsys = nsys_binary();
     let partial = target.with_extension("partial.sqlite");
     let _ = std::fs::remove_file(&partial);
+    let _guard = paraver_writer::output::track_pending(&partial);
     tracing::info!("{}: exporting with {}", report.display(), nsys.display());
     let output = Command::new(&nsys)
         .args([

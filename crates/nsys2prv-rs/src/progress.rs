@@ -111,3 +111,17 @@ impl Progress {
         }
     }
 }
+
+/// On SIGINT/SIGTERM (Ctrl-C, Slurm's time limit), removes the files being
+/// written and exits 130: a killed run leaves no partial trace. (Spill files are
+/// unlinked at creation and vanish with the process.)
+pub fn remove_partial_output_on_interrupt() {
+    let installed = ctrlc::set_handler(|| {
+        paraver_writer::output::remove_pending_files();
+        eprintln!("error: interrupted; partial output removed");
+        std::process::exit(130);
+    });
+    if let Err(e) = installed {
+        tracing::debug!("no interrupt handler: {e}");
+    }
+}

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -53,10 +54,48 @@ impl OutputPaths {
     }
 }
 
+/// Temporary files being written, for an interrupt handler to remove: destructors
+/// do not run when a signal ends the process.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Registers `path` until the returned guard is dropped.
+pub fn track_pending(path: &Path) -> PendingGuard {
+    if let Ok(mut p) = PENDING.lock() {
+        p.push(path.to_path_buf());
+    }
+    PendingGuard(path.to_path_buf())
+}
+
+/// Removes every temporary file still being written (for an interrupt handler).
+pub fn remove_pending_files() -> usize {
+    let Ok(mut pending) = PENDING.lock() else {
+        return 0;
+    };
+    let n = pending.len();
+    for path in pending.drain(..) {
+        let _ = std::fs::remove_file(path);
+    }
+    n
+}
+
+/// Unregisters its path when dropped.
+pub struct PendingGuard(PathBuf);
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        if let Ok(mut p) = PENDING.lock() {
+            if let Some(i) = p.iter().position(|q| *q == self.0) {
+                p.swap_remove(i);
+            }
+        }
+    }
+}
+
 /// A file being written next to its final path; dropped without `commit`, it vanishes.
 pub struct PendingFile {
     target: PathBuf,
     temp: NamedTempFile,
+    _guard: PendingGuard,
 }
 
 impl PendingFile {
@@ -81,9 +120,11 @@ impl PendingFile {
         let temp = builder
             .tempfile_in(dir)
             .map_err(|e| WriteError::io(target, e))?;
+        let _guard = track_pending(temp.path());
         Ok(PendingFile {
             target: target.to_path_buf(),
             temp,
+            _guard,
         })
     }
 
