@@ -11,6 +11,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     progress::init_logging(args.quiet, args.verbose);

@@ -82,33 +82,4 @@ impl Record {
             Body::State { .. } => 3,
         }
     }
-
-    /// Latest time this record touches (state end, receive time), for the header end.
-    pub fn last_time(&self, comms: &[Comm]) -> i64 {
-        match self.body {
-            Body::State { end, .. } => end.max(self.time),
-            Body::Events { .. } => self.time,
-            Body::Comm { index } => {
-                let c = &comms[index as usize];
-                self.time
-                    .max(c.send_physical)
-                    .max(c.recv_logical)
-                    .max(c.recv_physical)
-            }
-        }
-    }
-
-    /// Earliest time this record touches.
-    pub fn first_time(&self, comms: &[Comm]) -> i64 {
-        match self.body {
-            Body::Comm { index } => {
-                let c = &comms[index as usize];
-                self.time
-                    .min(c.send_physical)
-                    .min(c.recv_logical)
-                    .min(c.recv_physical)
-            }
-            _ => self.time,
-        }
-    }
 }
