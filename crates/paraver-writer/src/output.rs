@@ -150,22 +150,24 @@ impl PendingFile {
     }
 }
 
-/// A buffered writer over a pending file, gzip-compressed or not.
+/// A buffered writer over a pending file: plain, or gzip-compressed on a thread of
+/// its own (compression costs about as much as formatting, so the two overlap).
 pub enum TraceSink<'a> {
     Plain(BufWriter<&'a File>),
     Gzip(GzEncoder<BufWriter<&'a File>>),
+    ThreadedGzip(ThreadedGzip),
 }
 
 const BUFFER: usize = 1 << 20;
 
 impl<'a> TraceSink<'a> {
     pub fn new(file: &'a File, gzip: bool) -> Self {
-        let buffered = BufWriter::with_capacity(BUFFER, file);
-        if gzip {
-            // Fast compression: the trace is written once and read by Paraver through zlib.
-            TraceSink::Gzip(GzEncoder::new(buffered, Compression::fast()))
-        } else {
-            TraceSink::Plain(buffered)
+        if !gzip {
+            return TraceSink::Plain(BufWriter::with_capacity(BUFFER, file));
+        }
+        match file.try_clone().and_then(ThreadedGzip::start) {
+            Ok(threaded) => TraceSink::ThreadedGzip(threaded),
+            Err(_) => TraceSink::Gzip(gzip_encoder(BufWriter::with_capacity(BUFFER, file))),
         }
     }
 
@@ -173,30 +175,113 @@ impl<'a> TraceSink<'a> {
         match self {
             TraceSink::Plain(mut w) => w.flush(),
             TraceSink::Gzip(gz) => gz.finish()?.flush(),
+            TraceSink::ThreadedGzip(t) => t.finish(),
+        }
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            TraceSink::Plain(w) => w,
+            TraceSink::Gzip(w) => w,
+            TraceSink::ThreadedGzip(w) => w,
         }
     }
 }
 
+/// Fast compression: the trace is written once and read by Paraver through zlib.
+fn gzip_encoder<W: Write>(inner: W) -> GzEncoder<W> {
+    GzEncoder::new(inner, Compression::fast())
+}
+
 impl Write for TraceSink<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            TraceSink::Plain(w) => w.write(buf),
-            TraceSink::Gzip(w) => w.write(buf),
-        }
+        self.writer().write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match self {
-            TraceSink::Plain(w) => w.write_all(buf),
-            TraceSink::Gzip(w) => w.write_all(buf),
-        }
+        self.writer().write_all(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            TraceSink::Plain(w) => w.flush(),
-            TraceSink::Gzip(w) => w.flush(),
+        self.writer().flush()
+    }
+}
+
+/// Collects text in 1 MiB blocks and hands them to a thread that compresses and
+/// writes them, in order, into one gzip stream.
+pub struct ThreadedGzip {
+    block: Vec<u8>,
+    blocks: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    worker: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl ThreadedGzip {
+    fn start(file: File) -> std::io::Result<Self> {
+        let (blocks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let worker = std::thread::Builder::new()
+            .name("gzip".into())
+            .spawn(move || {
+                let mut gz = gzip_encoder(BufWriter::with_capacity(BUFFER, file));
+                for block in received {
+                    gz.write_all(&block)?;
+                }
+                gz.finish()?.flush()
+            })?;
+        Ok(ThreadedGzip {
+            block: Vec::with_capacity(BUFFER),
+            blocks: Some(blocks),
+            worker: Some(worker),
+        })
+    }
+
+    fn send_block(&mut self) -> std::io::Result<()> {
+        let block = std::mem::replace(&mut self.block, Vec::with_capacity(BUFFER));
+        let sent = self.blocks.as_ref().map(|tx| tx.send(block));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The worker stopped: its error comes out of `finish`.
+            _ => Err(self
+                .stop()
+                .err()
+                .unwrap_or_else(|| std::io::ErrorKind::BrokenPipe.into())),
         }
+    }
+
+    /// Ends the stream and waits for the worker's result.
+    fn stop(&mut self) -> std::io::Result<()> {
+        self.blocks = None;
+        match self.worker.take().map(|w| w.join()) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(std::io::Error::other("the compression thread failed")),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(mut self) -> std::io::Result<()> {
+        if !self.block.is_empty() {
+            self.send_block()?;
+        }
+        self.stop()
+    }
+}
+
+impl Write for ThreadedGzip {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.block.extend_from_slice(buf);
+        if self.block.len() >= BUFFER {
+            self.send_block()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ThreadedGzip {
+    fn drop(&mut self) {
+        let _ = self.stop();
     }
 }
 
@@ -240,5 +325,32 @@ mod tests {
                 "same permissions as any new file"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod gzip_tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn threaded_gzip_writes_one_stream_with_everything_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv.gz");
+        let file = File::create(&path).unwrap();
+        let mut sink = TraceSink::new(&file, true);
+        assert!(matches!(sink, TraceSink::ThreadedGzip(_)));
+        let mut expected = Vec::new();
+        for i in 0..300_000u32 {
+            let line = format!("2:0:1:1:1:{i}:63000006:{}\n", i % 97);
+            sink.write_all(line.as_bytes()).unwrap();
+            expected.extend_from_slice(line.as_bytes());
+        }
+        sink.finish().unwrap();
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(File::open(&path).unwrap())
+            .read_to_end(&mut text)
+            .unwrap();
+        assert!(text == expected);
     }
 }
