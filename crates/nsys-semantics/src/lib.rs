@@ -10,6 +10,7 @@ mod cuda_events;
 mod cuda_gpu;
 mod cuda_graphs;
 mod cuda_sync;
+pub mod cuts;
 mod gpu_memory;
 mod gpu_metrics;
 pub mod layout;

@@ -2,8 +2,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
+use nsys_semantics::cuts::NvtxRangeSpec;
 
+// Subcommands and the conversion's positionals exclude each other, and a
+// subcommand lifts the requirement of two paths: `nsys2prv-rs a.sqlite out.prv`
+// converts, `nsys2prv-rs report out.prv` reports.
 #[derive(Parser, Debug)]
 #[command(
     name = "nsys2prv-rs",
@@ -11,9 +15,14 @@ use clap::{Parser, ValueEnum};
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
     after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),\n\
                   nvtx, nccl, mpi, osrt, openmp, openacc, sched, or all.\n\
-                  Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv"
+                  Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Nsight Systems exports (.sqlite) or directories holding them, then the
     /// output trace (NAME.prv or NAME.prv.gz)
     #[arg(required = true, num_args = 2.., value_name = "INPUT... OUTPUT")]
@@ -54,6 +63,22 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
 
+    /// Keep only this part of the trace, in the uncut trace's time (ns unless
+    /// suffixed us, ms or s; either end may be left out: 2s:, :500ms); every
+    /// category is cut and the result starts at 0
+    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with = "nvtx_range")]
+    pub time_window: Option<TimeWindowArg>,
+
+    /// Keep only the time of an NVTX range: NAME (from the first such range to the
+    /// last) or NAME#N (the N-th such range of every thread that has one)
+    #[arg(long, value_name = "NAME[#N]")]
+    pub nvtx_range: Option<NvtxRangeSpec>,
+
+    /// After writing the trace, print its GPU efficiency report and write it as
+    /// NAME.report.json and NAME.report.*.csv (see the report subcommand)
+    #[arg(long)]
+    pub report: bool,
+
     /// Only say what would be translated: reports, hosts, ranks, rows per
     /// category, estimated trace size (row counts only; nothing is written)
     #[arg(long)]
@@ -74,6 +99,87 @@ pub struct Args {
     /// More detail (per-report counts)
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// GPU efficiency report of a trace written by nsys2prv-rs (no Paraver needed)
+    ///
+    /// Per GPU useful, communication and idle time; load balance, communication,
+    /// orchestration and parallel efficiency; top kernels, NCCL time per collective,
+    /// memory operations and per-rank iteration times. Printed, and written as
+    /// NAME.report.json and NAME.report.*.csv next to the trace.
+    Report(ReportArgs),
+    /// Print a shell completion script (e.g. `nsys2prv-rs completions bash > /etc/bash_completion.d/nsys2prv-rs`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page in roff (e.g. `nsys2prv-rs man > ~/.local/share/man/man1/nsys2prv-rs.1`)
+    Man,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// The trace: NAME.prv or NAME.prv.gz, with NAME.pcf and NAME.row beside it
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+
+    /// NVTX range whose occurrences are the iterations (default: the range named
+    /// like iter, step or epoch that takes the most time)
+    #[arg(long, value_name = "NAME")]
+    pub iterations: Option<String>,
+
+    /// Kernels listed in the printed table (the CSV lists all)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+
+    /// Print only; write no JSON or CSV files
+    #[arg(long)]
+    pub no_files: bool,
+}
+
+/// `--time-window`: nanoseconds from the start of the uncut trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeWindowArg {
+    pub start: i64,
+    /// `None`: to the end of the trace.
+    pub end: Option<i64>,
+}
+
+/// `START:END`, each `1500000`, `1500us`, `1.5ms`, `0.0015s` or empty.
+pub fn parse_time_window(text: &str) -> Result<TimeWindowArg, String> {
+    let (start, end) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}' is not START:END (e.g. 1.5s:3s)"))?;
+    let start = match start.trim() {
+        "" => 0,
+        t => parse_time(t)?,
+    };
+    let end = match end.trim() {
+        "" => None,
+        t => Some(parse_time(t)?),
+    };
+    if end.is_some_and(|e| e <= start) {
+        return Err(format!("'{text}': the end must come after the start"));
+    }
+    Ok(TimeWindowArg { start, end })
+}
+
+/// A time in ns: a number with an optional unit (ns, us, ms, s).
+fn parse_time(text: &str) -> Result<i64, String> {
+    let (number, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+        .iter()
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)))
+        .unwrap_or((text, 1.0));
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a time like 2.5s, 300ms, 40us or 1000 (ns)"))?;
+    if !value.is_finite() || value < 0.0 || value * scale >= 9.0e18 {
+        return Err(format!("'{text}': a time from 0 up"));
+    }
+    Ok((value * scale).round() as i64)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -131,6 +237,20 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}': a size from 64K up"))
 }
 
+/// Writes the completion script for `shell` to stdout.
+pub fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
+    let mut command = <Args as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut std::io::stdout());
+    Ok(())
+}
+
+/// Writes the man page (roff) to stdout.
+pub fn print_man_page() -> anyhow::Result<()> {
+    let command = <Args as clap::CommandFactory>::command();
+    clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+    Ok(())
+}
+
 pub fn is_usage_error(e: &anyhow::Error) -> bool {
     e.downcast_ref::<UsageError>().is_some()
         || matches!(
@@ -141,7 +261,7 @@ pub fn is_usage_error(e: &anyhow::Error) -> bool {
 
 impl Args {
     pub fn inputs(&self) -> &[PathBuf] {
-        &self.paths[..self.paths.len() - 1]
+        &self.paths[..self.paths.len().saturating_sub(1)]
     }
 
     pub fn output(&self) -> &PathBuf {
@@ -151,7 +271,86 @@ impl Args {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::*;
+
+    #[test]
+    fn conversion_and_report_command_lines_parse() {
+        let args =
+            Args::try_parse_from(["nsys2prv-rs", "a.sqlite", "b.sqlite", "out.prv"]).unwrap();
+        assert!(args.command.is_none());
+        assert_eq!(args.inputs().len(), 2);
+        let args =
+            Args::try_parse_from(["nsys2prv-rs", "report", "out.prv", "--top", "3"]).unwrap();
+        match args.command {
+            Some(Command::Report(r)) => {
+                assert_eq!(r.trace, PathBuf::from("out.prv"));
+                assert_eq!(r.top, 3);
+            }
+            _ => panic!("report subcommand expected"),
+        }
+        assert!(Args::try_parse_from(["nsys2prv-rs", "out.prv"]).is_err());
+        // After a conversion option, `report` is a path (a file named report).
+        let args =
+            Args::try_parse_from(["nsys2prv-rs", "-t", "nvtx", "report", "out.prv"]).unwrap();
+        assert!(args.command.is_none());
+        assert_eq!(args.inputs(), [PathBuf::from("report")]);
+        let args = Args::try_parse_from([
+            "nsys2prv-rs",
+            "--time-window",
+            "1.5ms:2s",
+            "--report",
+            "a.sqlite",
+            "out.prv",
+        ])
+        .unwrap();
+        assert!(args.report);
+        assert_eq!(
+            args.time_window,
+            Some(TimeWindowArg {
+                start: 1_500_000,
+                end: Some(2_000_000_000)
+            })
+        );
+        assert!(Args::try_parse_from([
+            "nsys2prv-rs",
+            "--time-window",
+            "0:1s",
+            "--nvtx-range",
+            "x",
+            "a.sqlite",
+            "out.prv",
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn time_windows_take_units_and_open_ends() {
+        assert_eq!(
+            parse_time_window("2s:"),
+            Ok(TimeWindowArg {
+                start: 2_000_000_000,
+                end: None
+            })
+        );
+        assert_eq!(
+            parse_time_window(":40us"),
+            Ok(TimeWindowArg {
+                start: 0,
+                end: Some(40_000)
+            })
+        );
+        assert_eq!(
+            parse_time_window("100:250"),
+            Ok(TimeWindowArg {
+                start: 100,
+                end: Some(250)
+            })
+        );
+        assert!(parse_time_window("3s:1s").is_err());
+        assert!(parse_time_window("1s").is_err());
+        assert!(parse_time_window("-1:2").is_err());
+        assert!(parse_time_window("abc:2").is_err());
+    }
 
     #[test]
     fn sizes_take_binary_suffixes() {

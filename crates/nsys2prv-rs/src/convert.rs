@@ -7,20 +7,26 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use nsys_semantics::catalog::catalog_for_reports;
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
+use nsys_semantics::cuts::{is_point_type, nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
 use nsys_semantics::survey::{survey_report, Survey};
+use nsys_semantics::TracePlan;
 use nsys_semantics::{
     plan_layout, translate_report, Category, KernelNames, Options, ReportTranslation,
     TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
-use paraver_writer::{write_trace, MemoryBudget, MergeInput, OutputPaths, SpillPolicy};
+use paraver_writer::merge::time_span;
+use paraver_writer::{
+    write_trace_cut, Cut, MemoryBudget, MergeInput, OutputPaths, SpillPolicy, TimeWindow,
+};
 use rayon::prelude::*;
 
 use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
 use crate::inputs;
 use crate::progress::Progress;
+use crate::report;
 use crate::views;
 
 pub fn run(args: &Args) -> Result<()> {
@@ -42,6 +48,7 @@ pub fn run(args: &Args) -> Result<()> {
     let (messages, message_stats) = match_messages(&reports, &plan);
     report_messages(&message_stats);
 
+    let range = nvtx_range(args, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
     let records: u64 = reports.iter().map(|r| r.run.len() as u64).sum();
     let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
@@ -59,11 +66,18 @@ pub fn run(args: &Args) -> Result<()> {
         })
         .collect();
     merge_inputs.extend(messages);
-    let summary = write_trace(&paths, &plan.layout, &merge_inputs, &catalog, &mut |n| {
-        progress.set(n)
-    })
+    let cut = cut_of(args, range.as_ref(), &merge_inputs);
+    let summary = write_trace_cut(
+        &paths,
+        &plan.layout,
+        &merge_inputs,
+        &catalog,
+        cut.as_ref(),
+        &mut |n| progress.set(n),
+    )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
+    drop(merge_inputs);
     let cfgs_dir = args
         .cfgs_dir
         .clone()
@@ -83,7 +97,68 @@ pub fn run(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
+    if args.report {
+        report::run(
+            &paths.prv,
+            &report::ReportOptions {
+                print: !args.quiet,
+                ..report::ReportOptions::default()
+            },
+        )?;
+    }
     Ok(())
+}
+
+/// The window of `--nvtx-range` on the common clock (found before the merge,
+/// while the translated runs are at hand).
+fn nvtx_range(
+    args: &Args,
+    reports: &[ReportTranslation],
+    plan: &TracePlan,
+) -> Result<Option<RangeWindow>> {
+    let Some(spec) = &args.nvtx_range else {
+        return Ok(None);
+    };
+    let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
+    if !args.quiet {
+        eprintln!(
+            "cut to NVTX range '{spec}': {} ranges on {} tasks",
+            window.ranges, window.tasks
+        );
+    }
+    Ok(Some(window))
+}
+
+/// The cut of `--time-window` or `--nvtx-range`, on the common clock. A time
+/// window is given in the uncut trace's time (from its origin).
+fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Option<Cut> {
+    if range.is_none() && args.time_window.is_none() {
+        return None;
+    }
+    let (origin, end) = time_span(inputs)?;
+    let window = match (range, args.time_window) {
+        (Some(r), _) => TimeWindow {
+            start: r.start,
+            end: r.end,
+        },
+        (None, Some(w)) => TimeWindow {
+            start: origin.saturating_add(w.start),
+            end: w.end.map_or(end, |e| origin.saturating_add(e)),
+        },
+        (None, None) => return None,
+    };
+    if !args.quiet {
+        eprintln!(
+            "cut: {:.6} s to {:.6} s of the uncut trace ({:.6} s long)",
+            (window.start - origin) as f64 / 1e9,
+            (window.end.min(end) - origin) as f64 / 1e9,
+            (end - origin) as f64 / 1e9
+        );
+    }
+    Some(Cut {
+        window,
+        is_point: is_point_type,
+    })
 }
 
 /// Prints what a conversion would translate, from row counts only.

@@ -5,6 +5,7 @@ mod convert;
 mod inputs;
 mod nsys_export;
 mod progress;
+mod report;
 mod views;
 
 use std::process::ExitCode;
@@ -19,7 +20,13 @@ fn main() -> ExitCode {
     let args = cli::Args::parse();
     progress::init_logging(args.quiet, args.verbose);
     progress::remove_partial_output_on_interrupt();
-    match convert::run(&args) {
+    let result = match &args.command {
+        Some(cli::Command::Report(report_args)) => report::run_command(report_args),
+        Some(cli::Command::Completions { shell }) => cli::print_completions(*shell),
+        Some(cli::Command::Man) => cli::print_man_page(),
+        None => convert::run(&args),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line: the cause chain joined, never a backtrace.

@@ -13,7 +13,7 @@ pub mod states;
 pub mod validate;
 
 pub use layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
-pub use merge::{write_trace, MergeInput, TraceSummary};
+pub use merge::{write_trace, write_trace_cut, Cut, MergeInput, TimeWindow, TraceSummary};
 pub use names::NameTables;
 pub use output::OutputPaths;
 pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, ValueLabels};
@@ -37,6 +37,12 @@ pub enum WriteError {
     EmptyTrace,
     #[error("cannot spill records to the temporary directory: {0}")]
     Spill(std::io::Error),
+    #[error("nothing happens in the cut {start}..{end} ns of the trace (which runs from 0 to {trace_end} ns)")]
+    EmptyWindow {
+        start: i64,
+        end: i64,
+        trace_end: i64,
+    },
 }
 
 impl WriteError {
@@ -46,4 +52,19 @@ impl WriteError {
             source,
         }
     }
+}
+
+/// Opens a trace's body for reading (`NAME.prv`, or `NAME.prv.gz` when `gzip`),
+/// buffered, from its first line (the header).
+pub fn open_trace_body(prv: &Path, gzip: bool) -> std::io::Result<Box<dyn std::io::BufRead>> {
+    const READ_BUFFER: usize = 1 << 20;
+    let file = std::fs::File::open(prv)?;
+    Ok(if gzip {
+        Box::new(std::io::BufReader::with_capacity(
+            READ_BUFFER,
+            flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)),
+        ))
+    } else {
+        Box::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
+    })
 }

@@ -4,9 +4,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
 
-use rustc_hash::FxHashSet;
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::layout::{GlobalThread, TraceLayout};
+use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{OutputPaths, PendingFile, TraceSink};
 use crate::pcf::{PcfCatalog, UsedLabels};
@@ -49,13 +52,42 @@ pub fn write_trace(
     catalog: &PcfCatalog,
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceSummary, WriteError> {
-    let (origin, end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
+    write_trace_cut(paths, layout, inputs, catalog, None, progress)
+}
+
+/// [`write_trace`], keeping only what lies inside `cut` (when given): see [`Cut`].
+pub fn write_trace_cut(
+    paths: &OutputPaths,
+    layout: &TraceLayout,
+    inputs: &[MergeInput],
+    catalog: &PcfCatalog,
+    cut: Option<&Cut>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<TraceSummary, WriteError> {
+    let (mut origin, mut end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
+    let empty_window = |cut: &Cut| WriteError::EmptyWindow {
+        start: cut.window.start - origin,
+        end: cut.window.end - origin,
+        trace_end: end - origin,
+    };
+    let empty = cut.map(empty_window);
+    let mut window = None;
+    if let Some(cut) = cut {
+        let (start, stop) = (cut.window.start.max(origin), cut.window.end.min(end));
+        if stop <= start {
+            return Err(empty_window(cut));
+        }
+        let closed = closed_types(inputs).map_err(WriteError::Spill)?;
+        window = Some(CutState::new(stop - start, closed, cut.is_point));
+        (origin, end) = (start, stop);
+    }
     let reserved = |ty: u32| catalog.fixed_values_of(ty);
     let (global_names, handle_values) =
         assign_values(inputs.iter().map(|i| &i.run.names), &reserved);
 
     let prv_file = PendingFile::create(&paths.prv)?;
     let mut body = BodyWriter::new(TraceSink::new(prv_file.file(), paths.gzip), catalog);
+    body.cut = window;
     let end_time = (end - origin) as u64;
     body.out
         .write_all(layout.header(end_time).as_bytes())
@@ -69,6 +101,10 @@ pub fn write_trace(
         .map_err(|e| WriteError::io(&paths.prv, e))?;
     let (sink, mut summary, used) = body.finish();
     sink.finish().map_err(|e| WriteError::io(&paths.prv, e))?;
+    if let (Some(empty), 0) = (empty, summary.lines) {
+        // Nothing happens in the window (Paraver rejects an empty body).
+        return Err(empty);
+    }
     summary.origin = origin;
     summary.end_time = end_time;
 
@@ -94,8 +130,9 @@ pub fn write_trace(
 }
 
 /// (origin, end) on the common clock: the origin is the earliest session start or
-/// record, so the trace starts at 0 and no time is negative.
-fn time_span(inputs: &[MergeInput]) -> Option<(i64, i64)> {
+/// record, so the trace starts at 0 and no time is negative. `None` when every run
+/// is empty.
+pub fn time_span(inputs: &[MergeInput]) -> Option<(i64, i64)> {
     let non_empty = inputs.iter().filter(|i| !i.run.is_empty());
     let origin = non_empty
         .clone()
@@ -103,6 +140,226 @@ fn time_span(inputs: &[MergeInput]) -> Option<(i64, i64)> {
         .min()?;
     let end = non_empty.map(|i| i.run.max_time + i.time_offset).max()?;
     Some((origin, end))
+}
+
+/// A cut: the part of the common clock that [`write_trace_cut`] keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// First kept time (common clock); it becomes 0 in the trace.
+    pub start: i64,
+    /// End of the window (exclusive for begins, inclusive for ends); it becomes the
+    /// header's end time.
+    pub end: i64,
+}
+
+/// A cut applied while merging: every record is kept only if it lies inside the
+/// window, and what crosses an edge is clipped to it, so every category is cut
+/// alike and the result is a valid trace of its own:
+///
+/// * the window is clamped to the trace's span and rebased: its start becomes 0
+///   and the header's end time is its length;
+/// * a state that straddles an edge is clipped to it;
+/// * an interval (a type that has end events, value 0, anywhere in the runs) open
+///   at the start begins again at the start with its value, nested ones in their
+///   nesting order; one still open at the end ends there;
+/// * a value that holds until the next one (a type never closed, e.g. a sampled
+///   counter) is repeated at the start with its last value before it, unless
+///   `is_point` says the type's events are points (marks), which are never repeated;
+/// * a communication is kept only if its send and receive times all lie inside.
+#[derive(Clone, Copy, Debug)]
+pub struct Cut {
+    pub window: TimeWindow,
+    /// Types whose events are instants, not values that hold (e.g. NVTX marks).
+    pub is_point: fn(u32) -> bool,
+}
+
+/// How a type's values cross the window's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Carry {
+    Interval,
+    Level,
+    Point,
+}
+
+/// Where a record falls with respect to the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the start (and interval ends at the start): only tracked.
+    Before,
+    /// A communication at the start: written before what the start re-opens.
+    Edge,
+    Inside,
+    /// At or after the end: the merge stops.
+    After,
+}
+
+/// Deeper nesting than this on one thread and type is not nesting but a producer
+/// that never closes: only the innermost levels are kept.
+const MAX_CARRIED_DEPTH: usize = 64;
+
+/// What the merge tracks to clip a cut: values open on each (thread, type) and the
+/// state that straddles the start, per global thread (`task << 32 | thread`).
+struct CutState {
+    /// Window length (trace times run from 0 to `end`).
+    end: i64,
+    closed: FxHashSet<u32>,
+    is_point: fn(u32) -> bool,
+    carry_of: FxHashMap<u32, Carry>,
+    open: FxHashMap<(u64, u32), Vec<i64>>,
+    straddling: BTreeMap<u64, (i64, u32)>,
+    started: bool,
+}
+
+impl CutState {
+    fn new(end: i64, closed: FxHashSet<u32>, is_point: fn(u32) -> bool) -> Self {
+        CutState {
+            end,
+            closed,
+            is_point,
+            carry_of: FxHashMap::default(),
+            open: FxHashMap::default(),
+            straddling: BTreeMap::new(),
+            started: false,
+        }
+    }
+
+    fn phase(&self, time: i64, rank: u8) -> Phase {
+        if time < 0 || (time == 0 && rank == CLOSING_RANK) {
+            Phase::Before
+        } else if time == 0 && rank < CLOSING_RANK && !self.started {
+            Phase::Edge
+        } else if time < self.end || (time == self.end && rank <= CLOSING_RANK) {
+            Phase::Inside
+        } else {
+            Phase::After
+        }
+    }
+
+    fn carry(&mut self, ty: u32) -> Carry {
+        let (closed, is_point) = (&self.closed, self.is_point);
+        *self.carry_of.entry(ty).or_insert_with(|| {
+            if closed.contains(&ty) {
+                Carry::Interval
+            } else if is_point(ty) {
+                Carry::Point
+            } else {
+                Carry::Level
+            }
+        })
+    }
+
+    /// Tracks one type:value of `thread`: what stays open, to re-open it at the
+    /// window's start and close it at its end (a 0 closes the innermost value).
+    fn track(&mut self, thread: u64, ty: u32, value: i64) {
+        match self.carry(ty) {
+            Carry::Point => {}
+            Carry::Level if value == 0 => {
+                self.open.remove(&(thread, ty));
+            }
+            Carry::Level => {
+                self.open.insert((thread, ty), vec![value]);
+            }
+            Carry::Interval if value == 0 => {
+                if let Some(stack) = self.open.get_mut(&(thread, ty)) {
+                    stack.pop();
+                    if stack.is_empty() {
+                        self.open.remove(&(thread, ty));
+                    }
+                }
+            }
+            Carry::Interval => {
+                let stack = self.open.entry((thread, ty)).or_default();
+                stack.push(value);
+                if stack.len() > MAX_CARRIED_DEPTH {
+                    stack.remove(0);
+                }
+            }
+        }
+    }
+
+    /// Open values per thread and type, in thread then type order.
+    fn open_by_thread(&self) -> BTreeMap<u64, Vec<(u32, Vec<i64>)>> {
+        let mut by_thread: BTreeMap<u64, Vec<(u32, Vec<i64>)>> = BTreeMap::new();
+        for (&(thread, ty), values) in &self.open {
+            by_thread
+                .entry(thread)
+                .or_default()
+                .push((ty, values.clone()));
+        }
+        for types in by_thread.values_mut() {
+            types.sort_unstable_by_key(|(ty, _)| *ty);
+        }
+        by_thread
+    }
+}
+
+/// Rank of interval ends among records at one time (see [`Record::rank`]).
+const CLOSING_RANK: u8 = 1;
+
+/// The types that have end events (closing records) in any run: interval types.
+fn closed_types(inputs: &[MergeInput]) -> std::io::Result<FxHashSet<u32>> {
+    let mut closed = FxHashSet::default();
+    for input in inputs {
+        let run = &input.run;
+        for r in &run.records {
+            if let Body::Events {
+                first,
+                count,
+                closing: true,
+            } = r.body
+            {
+                closed.extend(run.pairs_of(first, count).iter().map(|p| p.ty));
+            }
+        }
+        for chunk in &run.chunks {
+            let mut reader = ChunkReader::open(chunk)?;
+            while reader.advance()? {
+                if reader.body == (DecodedBody::Events { closing: true }) {
+                    closed.extend(reader.pairs.iter().map(|p| p.ty));
+                }
+            }
+        }
+    }
+    Ok(closed)
+}
+
+/// `0:1:TASK:THREAD` of a global thread key (`task << 32 | thread`).
+fn prefix_of(thread: u64) -> Vec<u8> {
+    format!("0:1:{}:{}", (thread >> 32) + 1, (thread & 0xffff_ffff) + 1).into_bytes()
+}
+
+/// What [`for_each_event`] is given for each event record: time, run thread,
+/// whether it ends intervals, and its pairs.
+pub type EventVisitor<'v> = dyn FnMut(i64, LocalThread, bool, &[EventPair]) + 'v;
+
+/// Visits the event records of one run in time order (spilled chunks and the
+/// records in memory merged; ties by rank, then thread), with the run's thread
+/// numbers and the pairs' raw values (name handles unresolved).
+pub fn for_each_event(run: &Run, visit: &mut EventVisitor) -> std::io::Result<()> {
+    let threads = run.old_of_new.len().max(run.new_of_old.len()) as u64;
+    let cursors = [RunCursor {
+        run,
+        shift: 0,
+        prefixes: Vec::new(),
+        order: (0..threads.max(1)).collect(),
+        values: RunValues::default(),
+    }];
+    let mut streams = Stream::all(&cursors)?;
+    let mut heap: BinaryHeap<MergeKey> = streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.key(&cursors, i))
+        .collect();
+    while let Some(Reverse((_, _, _, index))) = heap.pop() {
+        let current = streams[index].current(&cursors[0]);
+        if let View::Events { closing, pairs } = current.body {
+            visit(current.time, current.thread, closing, pairs);
+        }
+        if streams[index].advance()? {
+            heap.push(streams[index].key(&cursors, index));
+        }
+    }
+    Ok(())
 }
 
 /// A run being merged, with its threads preformatted as `0:1:TASK:THREAD`.
@@ -133,6 +390,16 @@ impl<'a> RunCursor<'a> {
             prefixes,
             order,
             values,
+        }
+    }
+}
+
+impl RunCursor<'_> {
+    /// The value a pair is written with (names resolved to their global value).
+    fn values_of(&self, pair: &EventPair) -> i64 {
+        match pair.value {
+            Value::Raw(v) => v,
+            Value::Name(id) => self.values.value(pair.ty, id),
         }
     }
 }
@@ -276,6 +543,7 @@ struct BodyWriter<'a> {
     types: FxHashSet<u32>,
     recent_types: [(u32, u16); RECENT_TYPES],
     fixed: Vec<(u32, FxHashSet<i64>)>,
+    cut: Option<CutState>,
 }
 
 const RECENT_TYPES: usize = 64;
@@ -295,6 +563,7 @@ impl<'a> BodyWriter<'a> {
                 .fixed_types()
                 .map(|t| (t, FxHashSet::default()))
                 .collect(),
+            cut: None,
         }
     }
 
@@ -310,11 +579,20 @@ impl<'a> BodyWriter<'a> {
             .map(|(i, s)| s.key(cursors, i))
             .collect();
         let mut written: u64 = 0;
-        while let Some(Reverse((time, _, _, index))) = heap.pop() {
+        while let Some(Reverse((time, rank, thread, index))) = heap.pop() {
             let stream = &streams[index];
             let cursor = &cursors[stream.run];
             let current = stream.current(cursor);
-            self.record(cursor, stream.run, &current, time)?;
+            match self.cut.as_ref().map(|c| c.phase(time, rank)) {
+                None => self.record(cursor, stream.run, &current, time)?,
+                Some(Phase::Before) => self.before_window(cursor, &current, thread),
+                Some(Phase::Edge) => self.record_cut(cursor, stream.run, &current, time, thread)?,
+                Some(Phase::Inside) => {
+                    self.open_window()?;
+                    self.record_cut(cursor, stream.run, &current, time, thread)?;
+                }
+                Some(Phase::After) => break,
+            }
             if streams[index].advance()? {
                 heap.push(streams[index].key(cursors, index));
             }
@@ -323,9 +601,159 @@ impl<'a> BodyWriter<'a> {
                 progress(written);
             }
         }
+        if self.cut.is_some() {
+            self.open_window()?;
+            self.close_window()?;
+        }
         self.end_event_line()?;
         progress(written);
         Ok(())
+    }
+
+    /// A record before the window: only what it leaves open at the start is kept.
+    fn before_window(&mut self, c: &RunCursor, r: &Current, thread: u64) {
+        let cut = self.cut.as_mut().expect("a cut");
+        match r.body {
+            View::Events { closing, pairs } => {
+                for pair in pairs {
+                    let value = if closing { 0 } else { c.values_of(pair) };
+                    cut.track(thread, pair.ty, value);
+                }
+            }
+            View::State { end, state } => {
+                let end = (end + c.shift).min(cut.end);
+                if end > 0 {
+                    cut.straddling.insert(thread, (end, state));
+                }
+            }
+            View::Comm(_) => {}
+        }
+    }
+
+    /// Writes, at time 0, what is open when the window starts: the values of each
+    /// thread (one line per nesting level), then the states that straddle the start.
+    fn open_window(&mut self) -> std::io::Result<()> {
+        let cut = self.cut.as_mut().expect("a cut");
+        if cut.started {
+            return Ok(());
+        }
+        cut.started = true;
+        let open = cut.open_by_thread();
+        let straddling = std::mem::take(&mut cut.straddling);
+        self.end_event_line()?;
+        for (thread, types) in open {
+            let depth = types.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+            for level in 0..depth {
+                self.line.extend_from_slice(b"2:");
+                self.line.extend_from_slice(&prefix_of(thread));
+                push_int(&mut self.line, 0);
+                for (ty, values) in types.iter().filter(|(_, v)| v.len() > level) {
+                    self.note_type(*ty, values[level]);
+                    push_int(&mut self.line, *ty as i64);
+                    push_int(&mut self.line, values[level]);
+                    self.summary.events += 1;
+                }
+                self.end_line()?;
+            }
+        }
+        for (thread, (end, state)) in straddling {
+            self.line.extend_from_slice(b"1:");
+            self.line.extend_from_slice(&prefix_of(thread));
+            push_int(&mut self.line, 0);
+            push_int(&mut self.line, end);
+            push_int(&mut self.line, state as i64);
+            self.states.insert(state);
+            self.summary.states += 1;
+            self.end_line()?;
+        }
+        Ok(())
+    }
+
+    /// Ends, at the window's end, every interval still open (one line per level).
+    fn close_window(&mut self) -> std::io::Result<()> {
+        let cut = self.cut.as_mut().expect("a cut");
+        let end = cut.end;
+        let open = cut.open_by_thread();
+        let intervals: Vec<(u64, Vec<(u32, usize)>)> = open
+            .into_iter()
+            .map(|(thread, types)| {
+                let types = types
+                    .into_iter()
+                    .filter(|(ty, _)| cut.carry(*ty) == Carry::Interval)
+                    .map(|(ty, values)| (ty, values.len()))
+                    .collect();
+                (thread, types)
+            })
+            .collect();
+        cut.open.clear();
+        self.end_event_line()?;
+        for (thread, types) in intervals {
+            let depth = types.iter().map(|(_, n)| *n).max().unwrap_or(0);
+            for level in 0..depth {
+                self.line.extend_from_slice(b"2:");
+                self.line.extend_from_slice(&prefix_of(thread));
+                push_int(&mut self.line, end);
+                for (ty, _) in types.iter().filter(|(_, n)| *n > level) {
+                    self.note_type(*ty, 0);
+                    push_int(&mut self.line, *ty as i64);
+                    push_int(&mut self.line, 0);
+                    self.summary.events += 1;
+                }
+                self.end_line()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A record inside the window: events as they are (tracked), states clipped to
+    /// the window's end, communications only when wholly inside.
+    fn record_cut(
+        &mut self,
+        c: &RunCursor,
+        run_index: usize,
+        r: &Current,
+        time: i64,
+        thread: u64,
+    ) -> std::io::Result<()> {
+        let end = self.cut.as_ref().expect("a cut").end;
+        match r.body {
+            View::Events { closing, pairs } => {
+                let cut = self.cut.as_mut().expect("a cut");
+                for pair in pairs {
+                    let value = if closing { 0 } else { c.values_of(pair) };
+                    cut.track(thread, pair.ty, value);
+                }
+                self.record(c, run_index, r, time)
+            }
+            View::State {
+                end: state_end,
+                state,
+            } => {
+                let clipped = (state_end + c.shift).min(end);
+                if clipped < time || (clipped == time && state_end + c.shift > time) {
+                    return Ok(());
+                }
+                let body = View::State {
+                    end: clipped - c.shift,
+                    state,
+                };
+                let clipped_record = Current {
+                    time: r.time,
+                    thread: r.thread,
+                    rank: r.rank,
+                    body,
+                };
+                self.record(c, run_index, &clipped_record, time)
+            }
+            View::Comm(comm) => {
+                let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
+                if times.iter().all(|t| (0..=end).contains(&(t + c.shift))) {
+                    self.record(c, run_index, r, time)
+                } else {
+                    Ok(())
+                }
+            }
+        }
     }
 
     fn record(
@@ -390,10 +818,7 @@ impl<'a> BodyWriter<'a> {
     }
 
     fn value_of(&self, c: &RunCursor, pair: &EventPair) -> i64 {
-        match pair.value {
-            Value::Raw(v) => v,
-            Value::Name(id) => c.values.value(pair.ty, id),
-        }
+        c.values_of(pair)
     }
 
     fn note_type(&mut self, ty: u32, value: i64) {
@@ -445,4 +870,255 @@ fn push_int(line: &mut Vec<u8>, v: i64) {
     let mut buf = itoa::Buffer::new();
     line.push(b':');
     line.extend_from_slice(buf.format(v).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{NodeInfo, TaskInfo};
+    use crate::pcf::{EventTypeInfo, StateInfo, ValueLabels};
+    use crate::run::RunBuilder;
+    use crate::spill::{MemoryBudget, SpillPolicy};
+    use crate::validate::validate_trace;
+
+    const RANGE: u32 = 100;
+    const MARK: u32 = 200;
+    const SAMPLE: u32 = 300;
+
+    fn layout() -> TraceLayout {
+        TraceLayout {
+            application: "app".into(),
+            date: "01/01/2026 at 00:00".into(),
+            nodes: vec![NodeInfo {
+                name: "n".into(),
+                cpus: 1,
+            }],
+            tasks: vec![TaskInfo {
+                name: "t".into(),
+                node: 0,
+                threads: vec!["a".into(), "b".into()],
+            }],
+        }
+    }
+
+    fn catalog() -> PcfCatalog {
+        PcfCatalog {
+            states: (0..2)
+                .map(|id| StateInfo {
+                    id,
+                    label: format!("S{id}"),
+                    color: (1, 2, 3),
+                })
+                .collect(),
+            types: [RANGE, MARK, SAMPLE]
+                .into_iter()
+                .map(|ty| EventTypeInfo {
+                    ty,
+                    label: format!("type {ty}"),
+                    values: ValueLabels::Numeric,
+                    precision: None,
+                    gradient: 0,
+                })
+                .collect(),
+        }
+    }
+
+    /// Thread 0: ranges 5 over [0,100) and 6 over [20,60) nested in it, state 1
+    /// over [0,100), a mark at 30, samples 7 at 10 and 9 at 50; thread 1: state 1
+    /// over [40,45); messages 0→1 at 40→45 (inside) and 10→70 (straddling).
+    fn run(spill: Option<&std::path::Path>) -> Run {
+        let mut b = match spill {
+            Some(dir) => RunBuilder::with_spill(SpillPolicy {
+                dir: dir.to_path_buf(),
+                chunk_bytes: 64,
+                budget: MemoryBudget::new(0),
+            }),
+            None => RunBuilder::new(),
+        };
+        b.add_thread(0);
+        b.add_thread(1);
+        b.interval(0, 0, 100, &[EventPair::raw(RANGE, 5)]);
+        b.interval(0, 20, 60, &[EventPair::raw(RANGE, 6)]);
+        b.state(0, 0, 100, 1);
+        b.state(1, 40, 45, 1);
+        b.events(0, 30, &[EventPair::raw(MARK, 3)]);
+        b.events(0, 10, &[EventPair::raw(SAMPLE, 7)]);
+        b.events(0, 50, &[EventPair::raw(SAMPLE, 9)]);
+        for (send, recv) in [(40, 45), (10, 70)] {
+            let comm = Comm {
+                send_physical: send,
+                receiver: 1,
+                recv_logical: recv,
+                recv_physical: recv,
+                size: 8,
+                tag: 1,
+            };
+            b.comm(0, send, comm);
+        }
+        b.finish().unwrap()
+    }
+
+    fn write_cut(dir: &std::path::Path, name: &str, run: Run, window: TimeWindow) -> String {
+        let paths = OutputPaths::for_trace(&dir.join(format!("{name}.prv"))).unwrap();
+        let inputs = [MergeInput {
+            run,
+            time_offset: 1000,
+            threads: (0..2)
+                .map(|t| GlobalThread { task: 0, thread: t })
+                .collect(),
+        }];
+        let cut = Cut {
+            window,
+            is_point: |ty| ty == MARK,
+        };
+        let summary = write_trace_cut(
+            &paths,
+            &layout(),
+            &inputs,
+            &catalog(),
+            Some(&cut),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(summary.origin, window.start.max(1000));
+        let report = validate_trace(&paths.prv).unwrap();
+        let errors: Vec<String> = report.errors().map(|f| f.to_string()).collect();
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+        std::fs::read_to_string(&paths.prv).unwrap()
+    }
+
+    fn body(text: &str) -> Vec<&str> {
+        text.lines().skip(1).collect()
+    }
+
+    #[test]
+    fn a_cut_clips_every_record_to_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let window = TimeWindow {
+            start: 1030,
+            end: 1080,
+        };
+        let text = write_cut(dir.path(), "cut", run(None), window);
+        assert!(text.starts_with("#Paraver ("), "{text}");
+        assert!(text.lines().next().unwrap().contains("):50_ns:"), "{text}");
+        assert_eq!(
+            body(&text),
+            [
+                // Re-opened at the start: outer range and last sample, then the inner range.
+                "2:0:1:1:1:0:100:5:300:7",
+                "2:0:1:1:1:0:100:6",
+                "1:0:1:1:1:0:50:1",
+                // The mark at the start is inside; the 10→70 message is not.
+                "2:0:1:1:1:0:200:3",
+                "3:0:1:1:1:10:10:0:1:1:2:15:15:8:1",
+                "1:0:1:1:2:10:15:1",
+                "2:0:1:1:1:20:300:9",
+                "2:0:1:1:1:30:100:0",
+                // The outer range ends at the window's end.
+                "2:0:1:1:1:50:100:0",
+            ]
+        );
+        // Spilled runs cut the same.
+        let spilled = write_cut(dir.path(), "spilled", run(Some(dir.path())), window);
+        assert_eq!(body(&spilled), body(&text));
+    }
+
+    #[test]
+    fn ends_at_the_start_are_not_written_and_begins_at_the_end_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        // [60, 100): the inner range ended at 60; the outer one is still open.
+        let text = write_cut(
+            dir.path(),
+            "late",
+            run(None),
+            TimeWindow {
+                start: 1060,
+                end: 1100,
+            },
+        );
+        assert_eq!(
+            body(&text),
+            [
+                "2:0:1:1:1:0:100:5:300:9",
+                "1:0:1:1:1:0:40:1",
+                "2:0:1:1:1:40:100:0",
+            ]
+        );
+        // [0, 20): the inner range begins exactly at the end and is left out.
+        let text = write_cut(
+            dir.path(),
+            "early",
+            run(None),
+            TimeWindow {
+                start: 900,
+                end: 1020,
+            },
+        );
+        assert!(text.lines().next().unwrap().contains("):20_ns:"), "{text}");
+        assert_eq!(
+            body(&text),
+            [
+                "2:0:1:1:1:0:100:5",
+                "1:0:1:1:1:0:20:1",
+                "2:0:1:1:1:10:300:7",
+                "2:0:1:1:1:20:100:0",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_window_outside_the_trace_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = OutputPaths::for_trace(&dir.path().join("x.prv")).unwrap();
+        let inputs = [MergeInput {
+            run: run(None),
+            time_offset: 0,
+            threads: (0..2)
+                .map(|t| GlobalThread { task: 0, thread: t })
+                .collect(),
+        }];
+        let cut = Cut {
+            window: TimeWindow {
+                start: 500,
+                end: 600,
+            },
+            is_point: |_| false,
+        };
+        let err = write_trace_cut(
+            &paths,
+            &layout(),
+            &inputs,
+            &catalog(),
+            Some(&cut),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(matches!(err, WriteError::EmptyWindow { .. }), "{err}");
+        assert!(!paths.prv.exists());
+    }
+
+    #[test]
+    fn events_of_a_run_are_visited_in_time_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for spill in [None, Some(dir.path())] {
+            let run = run(spill);
+            let mut seen = Vec::new();
+            for_each_event(&run, &mut |time, thread, closing, pairs| {
+                seen.push((time, thread, closing, pairs[0].ty));
+            })
+            .unwrap();
+            assert_eq!(
+                seen,
+                [
+                    (0, 0, false, RANGE),
+                    (10, 0, false, SAMPLE),
+                    (20, 0, false, RANGE),
+                    (30, 0, false, MARK),
+                    (50, 0, false, SAMPLE),
+                    (60, 0, true, RANGE),
+                    (100, 0, true, RANGE),
+                ]
+            );
+        }
+    }
 }
