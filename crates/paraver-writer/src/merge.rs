@@ -39,6 +39,9 @@ pub struct TraceSummary {
     pub comms: u64,
 }
 
+/// Paraver keeps times as doubles: beyond 2^53 ns (104 days) they lose precision.
+pub const MAX_SPAN: i64 = 1 << 53;
+
 /// How often (in records) the progress callback is told.
 pub const PROGRESS_STEP: u64 = 1 << 20;
 
@@ -65,6 +68,9 @@ pub fn write_trace_cut(
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceSummary, WriteError> {
     let (mut origin, mut end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
+    if end.saturating_sub(origin) >= MAX_SPAN {
+        return Err(WriteError::SpanTooLong(end.saturating_sub(origin)));
+    }
     let empty_window = |cut: &Cut| WriteError::EmptyWindow {
         start: cut.window.start - origin,
         end: cut.window.end - origin,
@@ -136,9 +142,14 @@ pub fn time_span(inputs: &[MergeInput]) -> Option<(i64, i64)> {
     let non_empty = inputs.iter().filter(|i| !i.run.is_empty());
     let origin = non_empty
         .clone()
-        .map(|i| i.time_offset.min(i.run.min_time + i.time_offset))
+        .map(|i| {
+            i.time_offset
+                .min(i.run.min_time.saturating_add(i.time_offset))
+        })
         .min()?;
-    let end = non_empty.map(|i| i.run.max_time + i.time_offset).max()?;
+    let end = non_empty
+        .map(|i| i.run.max_time.saturating_add(i.time_offset))
+        .max()?;
     Some((origin, end))
 }
 
