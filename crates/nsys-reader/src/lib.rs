@@ -5,12 +5,17 @@
 //! table is optional.
 
 pub mod cuda;
+pub mod cuda_events;
 pub mod enums;
 mod error;
 mod export;
+pub mod gpu_metrics;
+pub mod graphs;
 pub mod ids;
+pub mod memory;
 pub mod meta;
 pub mod mpi;
+pub mod network;
 pub mod nvtx;
 pub mod openacc;
 pub mod openmp;

@@ -1,14 +1,259 @@
-//! Placeholder being written: see the module's final documentation.
+//! CUDA events (`CUPTI_ACTIVITY_KIND_CUDA_EVENT`) and the synchronizations that
+//! wait for them, so a view shows who waited on whom:
+//!
+//! * each `cudaEventRecord` is a point on the GPU stream it was recorded on
+//!   (9301 = 1, 9302 = event id, 9303 = sync id where recorded), at the device's
+//!   completion time when nsys collected it (2025.5+), else at the end of the
+//!   `cudaEventRecord` call (nsys records no device time before);
+//! * a host wait (`cudaEventSynchronize`: SYNCHRONIZATION rows with an event and
+//!   no stream) is a point on the CPU thread of the call, at its end (9301 = 2);
+//! * a stream wait (`cudaStreamWaitEvent`: with an event and a stream) is a point
+//!   on the waiting stream's row, at the end of the call (9301 = 3);
+//! * a communication (tag 55003) goes from the record to each wait on it. The
+//!   record a wait waits for is the one with the same `eventSyncId` (nsys 2025.1+
+//!   syncs, 2025.5+ records), else the latest record of the same event issued
+//!   before the wait (the largest smaller correlation id of the process: CUDA
+//!   waits for the most recent record).
+//!
+//! The host-side interval of every sync stays 9350 on the CPU thread (`sync`).
+//! Pairing needs the records of the report in memory (about 48 bytes each; one
+//! per cudaEventRecord call), and so do the waits until their records are known.
 
+use nsys_reader::cuda::SYNCHRONIZATION;
+use nsys_reader::cuda_events::{CallSite, EventRecord, EventWait, CUDA_EVENT};
+use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::EventTypeInfo;
+use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
+use rustc_hash::FxHashMap;
 
-use crate::context::ReportContext;
+use crate::catalog::numeric;
+use crate::context::{ReportContext, ThreadKey};
 
-pub(crate) fn translate(_ctx: &mut ReportContext) -> Result<(), ReadError> {
+pub const CUDA_EVENT_OP: u32 = 9301;
+pub const CUDA_EVENT_ID: u32 = 9302;
+pub const CUDA_EVENT_SYNC_ID: u32 = 9303;
+/// Communication from an event record to a wait on it.
+pub const TAG_EVENT_WAIT: i64 = 55_003;
+
+const RECORD: i64 = 1;
+const HOST_WAIT: i64 = 2;
+const STREAM_WAIT: i64 = 3;
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    vec![
+        EventTypeInfo {
+            ty: CUDA_EVENT_OP,
+            label: "CUDA event".into(),
+            values: ValueLabels::Fixed(vec![
+                (RECORD, "Record (cudaEventRecord)".into()),
+                (HOST_WAIT, "Host waits (cudaEventSynchronize)".into()),
+                (STREAM_WAIT, "Stream waits (cudaStreamWaitEvent)".into()),
+            ]),
+            precision: None,
+            gradient: 0,
+        },
+        numeric(CUDA_EVENT_ID, "CUDA event id"),
+        numeric(CUDA_EVENT_SYNC_ID, "CUDA event sync id"),
+    ]
+}
+
+/// A record placed on the trace.
+#[derive(Clone, Copy, Debug)]
+struct Placed {
+    pid: u32,
+    event_id: i64,
+    correlation: i64,
+    time: i64,
+    thread: LocalThread,
+}
+
+#[derive(Default)]
+struct Tally {
+    records: u64,
+    untimed_records: u64,
+    waits: u64,
+    threadless_waits: u64,
+    arrows: u64,
+}
+
+pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let mut records: Vec<EventRecord> = Vec::new();
+    let record_scan = export.event_records(|r| records.push(*r))?;
+    let mut waits: Vec<EventWait> = Vec::new();
+    let wait_scan = export.event_waits(|w| waits.push(*w))?;
+    ctx.note_skipped(CUDA_EVENT, record_scan.skipped);
+    ctx.note_skipped(SYNCHRONIZATION, wait_scan.skipped);
+    if records.is_empty() && waits.is_empty() {
+        return Ok(());
+    }
+    let mut calls: FxHashMap<(u32, i64), CallSite> = FxHashMap::default();
+    export.event_call_sites(|c| {
+        calls.insert((pid_of(c.global_tid), c.correlation_id), *c);
+    })?;
+    let mut tally = Tally::default();
+    let placed = place_records(ctx, &records, &calls, &mut tally);
+    drop(records);
+    let by_sync_id: FxHashMap<(u32, i64), usize> = placed
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some(((p.placed.pid, p.sync_id?), i)))
+        .collect();
+    let placed: Vec<Placed> = placed.into_iter().map(|p| p.placed).collect();
+    for wait in &waits {
+        place_wait(ctx, wait, &placed, &by_sync_id, &calls, &mut tally);
+    }
+    record_counts(ctx, &tally);
     Ok(())
 }
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
-    Vec::new()
+struct PlacedRecord {
+    placed: Placed,
+    sync_id: Option<i64>,
+}
+
+/// Writes the records and returns them sorted by (pid, event, correlation).
+fn place_records(
+    ctx: &mut ReportContext,
+    records: &[EventRecord],
+    calls: &FxHashMap<(u32, i64), CallSite>,
+    tally: &mut Tally,
+) -> Vec<PlacedRecord> {
+    let mut placed = Vec::with_capacity(records.len());
+    for r in records {
+        let pid = pid_of(r.global_pid);
+        let call = r.correlation_id.and_then(|c| calls.get(&(pid, c)));
+        let Some(time) = r.timestamp.or(call.map(|c| c.end)) else {
+            tally.untimed_records += 1;
+            continue;
+        };
+        let thread = ctx.thread(ThreadKey::stream(
+            pid,
+            r.device_id as u32,
+            r.stream_id as u32,
+        ));
+        let mut pairs = vec![EventPair::raw(CUDA_EVENT_OP, RECORD)];
+        if r.event_id != 0 {
+            pairs.push(EventPair::raw(CUDA_EVENT_ID, r.event_id));
+        }
+        if let Some(s) = r.event_sync_id.filter(|&s| s != 0) {
+            pairs.push(EventPair::raw(CUDA_EVENT_SYNC_ID, s));
+        }
+        ctx.run.events(thread, time, &pairs);
+        tally.records += 1;
+        placed.push(PlacedRecord {
+            placed: Placed {
+                pid,
+                event_id: r.event_id,
+                correlation: r.correlation_id.unwrap_or(0),
+                time,
+                thread,
+            },
+            sync_id: r.event_sync_id,
+        });
+    }
+    placed.sort_by_key(|p| (p.placed.pid, p.placed.event_id, p.placed.correlation));
+    placed
+}
+
+/// The record a wait waits for.
+fn record_of<'p>(
+    wait: &EventWait,
+    pid: u32,
+    placed: &'p [Placed],
+    by_sync_id: &FxHashMap<(u32, i64), usize>,
+) -> Option<&'p Placed> {
+    if let Some(&i) = wait.event_sync_id.and_then(|s| by_sync_id.get(&(pid, s))) {
+        return placed.get(i);
+    }
+    // Records of (pid, event) in correlation order; the wait's correlation id (or,
+    // without one, its start time) says which came before it.
+    let lo = placed.partition_point(|p| (p.pid, p.event_id) < (pid, wait.event_id));
+    let hi = placed.partition_point(|p| (p.pid, p.event_id) <= (pid, wait.event_id));
+    let same = &placed[lo..hi];
+    match wait.correlation_id {
+        Some(c) => same.iter().rev().find(|p| p.correlation < c),
+        None => same
+            .iter()
+            .filter(|p| p.time <= wait.start)
+            .max_by_key(|p| p.time),
+    }
+}
+
+fn place_wait(
+    ctx: &mut ReportContext,
+    wait: &EventWait,
+    placed: &[Placed],
+    by_sync_id: &FxHashMap<(u32, i64), usize>,
+    calls: &FxHashMap<(u32, i64), CallSite>,
+    tally: &mut Tally,
+) {
+    let pid = pid_of(wait.global_pid);
+    let (thread, op) = match wait.stream_id {
+        Some(stream) => (
+            ctx.thread(ThreadKey::stream(pid, wait.device_id as u32, stream as u32)),
+            STREAM_WAIT,
+        ),
+        None => {
+            let call = wait.correlation_id.and_then(|c| calls.get(&(pid, c)));
+            let Some(call) = call else {
+                tally.threadless_waits += 1;
+                return;
+            };
+            (ctx.cpu_thread(call.global_tid), HOST_WAIT)
+        }
+    };
+    let mut pairs = vec![EventPair::raw(CUDA_EVENT_OP, op)];
+    if wait.event_id != 0 {
+        pairs.push(EventPair::raw(CUDA_EVENT_ID, wait.event_id));
+    }
+    if let Some(s) = wait.event_sync_id.filter(|&s| s != 0) {
+        pairs.push(EventPair::raw(CUDA_EVENT_SYNC_ID, s));
+    }
+    ctx.run.events(thread, wait.end, &pairs);
+    tally.waits += 1;
+    if let Some(record) = record_of(wait, pid, placed, by_sync_id) {
+        // The wait cannot be over before the record completed.
+        ctx.run.comm(
+            record.thread,
+            record.time,
+            Comm {
+                send_physical: record.time,
+                receiver: thread,
+                recv_logical: wait.start.max(record.time),
+                recv_physical: wait.end.max(record.time),
+                size: 0,
+                tag: TAG_EVENT_WAIT,
+            },
+        );
+        tally.arrows += 1;
+    }
+}
+
+fn record_counts(ctx: &mut ReportContext, tally: &Tally) {
+    let counts = [
+        (CUDA_EVENT, tally.records),
+        ("CUDA event waits", tally.waits),
+        ("CUDA event arrows", tally.arrows),
+    ];
+    for (what, n) in counts {
+        if n > 0 {
+            ctx.count(what, n);
+        }
+    }
+    let path = ctx.export.path().display().to_string();
+    if tally.untimed_records > 0 {
+        ctx.warnings.push(format!(
+            "{path}: {} CUDA event records left out: no device time and no cudaEventRecord call with their correlation id",
+            tally.untimed_records
+        ));
+        ctx.count("CUDA event records without a time", tally.untimed_records);
+    }
+    if tally.threadless_waits > 0 {
+        ctx.warnings.push(format!(
+            "{path}: {} CUDA event synchronizations left out: no API call with their correlation id",
+            tally.threadless_waits
+        ));
+        ctx.count("CUDA event waits without a thread", tally.threadless_waits);
+    }
 }

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::catalog::*;
 use crate::context::{NameCache, ReportContext, ThreadKey};
+use crate::cuda_graphs::GRAPH_NODE_ID;
 use crate::nccl;
 use crate::options::{Category, KernelNames};
 
@@ -31,7 +32,14 @@ pub(crate) struct GpuLink {
 pub(crate) struct GpuLinks(Vec<GpuLink>);
 
 impl GpuLinks {
-    fn add(&mut self, place: &GpuPlace, thread: LocalThread, bytes: i64, tag: i64, nccl: bool) {
+    pub(crate) fn add(
+        &mut self,
+        place: &GpuPlace,
+        thread: LocalThread,
+        bytes: i64,
+        tag: i64,
+        nccl: bool,
+    ) {
         if let Some(correlation) = place.correlation_id {
             self.0.push(GpuLink {
                 pid: pid_of(place.global_pid),
@@ -79,6 +87,7 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
     let mut names = NameCache::default();
     let mut nccl_names = NameCache::default();
     let with_nccl_fields = ctx.options.wants(Category::Nccl);
+    let with_graph_nodes = ctx.options.wants(Category::Graphs);
     let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
     let mut pairs: Vec<EventPair> = Vec::with_capacity(24);
     let mut failure = None;
@@ -115,6 +124,9 @@ pub(crate) fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(
         ]);
         if let Some(c) = p.correlation_id {
             pairs.push(EventPair::raw(CORRELATION_ID, c));
+        }
+        if let Some(node) = k.graph_node_id.filter(|_| with_graph_nodes) {
+            pairs.push(EventPair::raw(GRAPH_NODE_ID, node));
         }
         if is_nccl {
             let first = &mut ctx.sync_points.first_nccl_end;

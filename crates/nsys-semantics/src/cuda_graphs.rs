@@ -1,15 +1,173 @@
-//! Placeholder being written: see the module's final documentation.
+//! CUDA graphs, in whichever mode nsys traced them (told apart by tables and
+//! columns, not by the capture option):
+//!
+//! * graph mode (`CUPTI_ACTIVITY_KIND_GRAPH_TRACE`): each graph launch is an
+//!   interval on its GPU stream, 63000008 "CUDA graph" = `Graph Exec <id>` (as BSC
+//!   nsys2prv names it), with 63000100 graph id, 63000101 graph exec id and 9200
+//!   the correlation id; the stream is Running meanwhile, and the
+//!   `cudaGraphLaunch` call gets a launch arrow (tag 55001);
+//! * node mode (activity rows with `graphNodeId`): kernels, copies and sets keep
+//!   their own types and also carry 63000102 graph node id; their correlation id
+//!   is the `cudaGraphLaunch` call's, so that call has an arrow to every node;
+//! * construction, on the CPU thread that made it: 63000103 "CUDA graph API
+//!   event" named by its event class (graph creation, exec creation, clone, node
+//!   creation, exec node parameters) with the ids it names (63000100–63000102,
+//!   and 63000104/63000105 the node or graph it was cloned from), from
+//!   `CUDA_GRAPH_NODE_EVENTS` and from `CUDA_GRAPH_EVENTS` in both of its forms
+//!   (node events in nsys 2022, graph events later).
 
+use nsys_reader::cuda::GpuPlace;
+use nsys_reader::enums;
+use nsys_reader::graphs::{GraphEvent, GRAPH_EVENTS, GRAPH_NODE_EVENTS, GRAPH_TRACE};
+use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::EventTypeInfo;
+use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
+use rustc_hash::FxHashMap;
 
-use crate::context::ReportContext;
+use crate::catalog::{named, numeric, state, CORRELATION_ID, TAG_LAUNCH};
+use crate::context::{ReportContext, ThreadKey};
 use crate::cuda_gpu::GpuLinks;
+use crate::options::Category;
 
-pub(crate) fn translate(_ctx: &mut ReportContext, _links: &mut GpuLinks) -> Result<(), ReadError> {
+pub const CUDA_GRAPH: u32 = 63_000_008;
+pub const GRAPH_ID: u32 = 63_000_100;
+pub const GRAPH_EXEC_ID: u32 = 63_000_101;
+pub const GRAPH_NODE_ID: u32 = 63_000_102;
+pub const GRAPH_API_EVENT: u32 = 63_000_103;
+pub const ORIGINAL_GRAPH_NODE_ID: u32 = 63_000_104;
+pub const ORIGINAL_GRAPH_ID: u32 = 63_000_105;
+
+/// `ENUM_NSYS_EVENT_CLASS` labels of graph events (stable since 2022).
+const EVENT_CLASSES: &[(i64, &str)] = &[
+    (77, "CUDA graph node creation"),
+    (94, "CUDA graph exec creation"),
+    (95, "CUDA graph creation"),
+    (96, "CUDA graph clone"),
+    (111, "CUDA graph exec-node set params"),
+];
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    vec![
+        named(CUDA_GRAPH, "CUDA graph"),
+        numeric(GRAPH_ID, "CUDA graph id"),
+        numeric(GRAPH_EXEC_ID, "CUDA graph exec id"),
+        numeric(GRAPH_NODE_ID, "CUDA graph node id"),
+        named(GRAPH_API_EVENT, "CUDA graph API event"),
+        numeric(ORIGINAL_GRAPH_NODE_ID, "CUDA graph node cloned from"),
+        numeric(ORIGINAL_GRAPH_ID, "CUDA graph cloned from"),
+    ]
+}
+
+fn stream_thread(ctx: &mut ReportContext, place: &GpuPlace) -> LocalThread {
+    ctx.thread(ThreadKey::stream(
+        pid_of(place.global_pid),
+        place.device_id as u32,
+        place.stream_id as u32,
+    ))
+}
+
+pub(crate) fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+    executions(ctx, links)?;
+    if ctx.options.wants(Category::Memory) {
+        node_operations(ctx)?;
+    }
+    construction(ctx)
+}
+
+/// Graph mode: one interval per graph launch.
+fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let mut names: FxHashMap<(Option<i64>, Option<i64>), u32> = FxHashMap::default();
+    let scan = export.graph_executions(|g| {
+        let name = *names
+            .entry((g.graph_id, g.graph_exec_id))
+            .or_insert_with(|| {
+                let label = match (g.graph_exec_id, g.graph_id) {
+                    (Some(exec), _) => format!("Graph Exec {exec}"),
+                    (None, Some(graph)) => format!("Graph {graph}"),
+                    (None, None) => "Graph".to_string(),
+                };
+                ctx.run.names.intern(CUDA_GRAPH, &label)
+            });
+        let thread = stream_thread(ctx, &g.place);
+        let mut pairs = vec![EventPair::name(CUDA_GRAPH, name)];
+        let ids = [
+            (GRAPH_ID, g.graph_id),
+            (GRAPH_EXEC_ID, g.graph_exec_id),
+            (CORRELATION_ID, g.place.correlation_id),
+        ];
+        for (ty, id) in ids {
+            if let Some(id) = id.filter(|&v| v != 0) {
+                pairs.push(EventPair::raw(ty, id));
+            }
+        }
+        let p = &g.place;
+        ctx.run.interval(thread, p.start, p.end, &pairs);
+        ctx.states.add(thread, p.start, p.end, state::RUNNING);
+        links.add(p, thread, 0, TAG_LAUNCH, false);
+    })?;
+    if scan.rows > scan.skipped {
+        ctx.count(GRAPH_TRACE, scan.rows - scan.skipped);
+    }
+    ctx.note_skipped(GRAPH_TRACE, scan.skipped);
     Ok(())
 }
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
-    Vec::new()
+/// Node mode: the node id of copies and sets (kernels get it in `cuda_gpu`).
+fn node_operations(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let scan = export.graph_node_operations(|op| {
+        let thread = stream_thread(ctx, &op.place);
+        let pair = EventPair::raw(GRAPH_NODE_ID, op.graph_node_id);
+        ctx.run
+            .interval(thread, op.place.start, op.place.end, &[pair]);
+    })?;
+    if scan.rows > scan.skipped {
+        ctx.count("graph node copies and sets", scan.rows - scan.skipped);
+    }
+    Ok(())
+}
+
+/// CPU-side graph construction events.
+fn construction(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let export = ctx.export;
+    if !export.has_table(GRAPH_NODE_EVENTS) && !export.has_table(GRAPH_EVENTS) {
+        return Ok(());
+    }
+    let classes = enums::labels(export, "ENUM_NSYS_EVENT_CLASS", EVENT_CLASSES)?;
+    let mut handles: FxHashMap<i64, u32> = FxHashMap::default();
+    for table in [GRAPH_NODE_EVENTS, GRAPH_EVENTS] {
+        let scan = export.graph_events(table, |e| {
+            let name = *handles.entry(e.event_class).or_insert_with(|| {
+                let label = classes
+                    .get(&e.event_class)
+                    .cloned()
+                    .unwrap_or_else(|| format!("CUDA graph event class {}", e.event_class));
+                ctx.run.names.intern(GRAPH_API_EVENT, &label)
+            });
+            emit_construction(ctx, e, name);
+        })?;
+        if scan.rows > scan.skipped {
+            ctx.count(table, scan.rows - scan.skipped);
+        }
+        ctx.note_skipped(table, scan.skipped);
+    }
+    Ok(())
+}
+
+fn emit_construction(ctx: &mut ReportContext, e: &GraphEvent, name: u32) {
+    let thread = ctx.cpu_thread(e.global_tid);
+    let mut pairs = vec![EventPair::name(GRAPH_API_EVENT, name)];
+    let ids = [
+        (GRAPH_ID, e.graph_id),
+        (GRAPH_EXEC_ID, e.graph_exec_id),
+        (GRAPH_NODE_ID, e.graph_node_id),
+        (ORIGINAL_GRAPH_NODE_ID, e.original_graph_node_id),
+        (ORIGINAL_GRAPH_ID, e.original_graph_id),
+    ];
+    pairs.extend(
+        ids.iter()
+            .filter_map(|&(ty, id)| Some(EventPair::raw(ty, id?))),
+    );
+    ctx.run.interval(thread, e.start, e.end, &pairs);
 }

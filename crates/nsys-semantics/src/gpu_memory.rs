@@ -1,14 +1,264 @@
-//! Placeholder being written: see the module's final documentation.
+//! GPU memory (`--cuda-memory-usage=true`) as counters on the process's
+//! "GPU<n> metrics" row (the GPU of the allocation's CUDA ordinal, see
+//! [`crate::gpu_metrics::DeviceMap`]), and unified-memory page faults.
+//!
+//! * 66500001 "GPU memory allocated (bytes)": running sum of the process's
+//!   allocations minus its frees on that GPU (`CUDA_GPU_MEMORY_USAGE_EVENTS`),
+//!   written at each allocation and free. A free of memory allocated before the
+//!   capture would make it negative: it stops at 0 and is counted.
+//! * 66500002 / 66500003: size of the allocation / of the free (bytes).
+//! * 66500004 "GPU memory pools size (bytes)": the sizes of the process's pools on
+//!   the GPU added up (`CUDA_GPU_MEMORY_POOL_EVENTS`, and the pool size that
+//!   `cudaMallocAsync` allocations record), with 66500005 the pool operation.
+//! * 66500006 / 66500007: unified-memory page faults on the GPU (number of faults
+//!   of one record, access type); 66500008: a unified-memory page fault on the CPU,
+//!   on the process's main thread (nsys records no thread for them).
+//!
+//! Running sums need the rows in time order, which exports do not guarantee: the
+//! allocation and pool rows are held in memory (40 bytes each) and sorted. They
+//! are far fewer than kernels (one per cudaMalloc/cudaFree call).
 
+use nsys_reader::ids::pid_of;
+use nsys_reader::memory::{
+    MEMORY_POOL, MEMORY_USAGE, OPERATION_ALLOCATION, OPERATION_DEALLOCATION, UM_CPU_PAGE_FAULTS,
+    UM_GPU_PAGE_FAULTS,
+};
 use nsys_reader::ReadError;
-use paraver_writer::EventTypeInfo;
+use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
+use rustc_hash::FxHashMap;
 
-use crate::context::ReportContext;
+use crate::catalog::numeric;
+use crate::context::{ReportContext, ThreadKey, ThreadKind};
+use crate::gpu_metrics::DeviceMap;
 
-pub(crate) fn translate(_ctx: &mut ReportContext) -> Result<(), ReadError> {
-    Ok(())
+pub const MEMORY_ALLOCATED: u32 = 66_500_001;
+pub const ALLOCATION_SIZE: u32 = 66_500_002;
+pub const FREE_SIZE: u32 = 66_500_003;
+pub const POOLS_SIZE: u32 = 66_500_004;
+pub const POOL_OPERATION: u32 = 66_500_005;
+pub const GPU_PAGE_FAULTS: u32 = 66_500_006;
+pub const GPU_FAULT_ACCESS: u32 = 66_500_007;
+pub const CPU_PAGE_FAULT: u32 = 66_500_008;
+
+const POOL_OPERATIONS: [(i64, &str); 3] = [(1, "Created"), (2, "Destroyed"), (3, "Trimmed")];
+const ACCESS_TYPES: [(i64, &str); 4] = [(1, "Read"), (2, "Write"), (3, "Atomic"), (4, "Prefetch")];
+
+fn fixed(ty: u32, label: &str, values: &[(i64, &str)]) -> EventTypeInfo {
+    EventTypeInfo {
+        ty,
+        label: label.into(),
+        values: ValueLabels::Fixed(values.iter().map(|&(v, l)| (v, l.to_string())).collect()),
+        precision: None,
+        gradient: 0,
+    }
 }
 
 pub(crate) fn event_types() -> Vec<EventTypeInfo> {
-    Vec::new()
+    vec![
+        numeric(MEMORY_ALLOCATED, "GPU memory allocated (bytes)"),
+        numeric(ALLOCATION_SIZE, "GPU memory allocation size (bytes)"),
+        numeric(FREE_SIZE, "GPU memory free size (bytes)"),
+        numeric(POOLS_SIZE, "GPU memory pools size (bytes)"),
+        fixed(
+            POOL_OPERATION,
+            "GPU memory pool operation",
+            &POOL_OPERATIONS,
+        ),
+        numeric(GPU_PAGE_FAULTS, "Unified memory GPU page faults"),
+        fixed(
+            GPU_FAULT_ACCESS,
+            "Unified memory GPU page fault access type",
+            &ACCESS_TYPES,
+        ),
+        numeric(CPU_PAGE_FAULT, "Unified memory CPU page faults"),
+    ]
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Change {
+    /// Allocation (+) or free (−) of `bytes`; the pool it came from, if any.
+    Usage { bytes: i64, freed: bool },
+    /// A pool's size set (created, trimmed, or seen on an allocation) or removed.
+    Pool { size: i64, operation: i64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Row {
+    pid: u32,
+    gpu: u32,
+    time: i64,
+    /// Input order, so that equal times keep the export's order.
+    seq: u32,
+    pool: i64,
+    change: Change,
+}
+
+pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let wanted = [
+        MEMORY_USAGE,
+        MEMORY_POOL,
+        UM_GPU_PAGE_FAULTS,
+        UM_CPU_PAGE_FAULTS,
+    ];
+    if !wanted.iter().any(|t| export.has_table(t)) {
+        return Ok(());
+    }
+    let map = DeviceMap::read(export)?;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut unknown_operations = 0u64;
+    let usage = export.memory_usage(|u| {
+        let pid = pid_of(u.global_pid);
+        let freed = match u.operation {
+            OPERATION_ALLOCATION => false,
+            OPERATION_DEALLOCATION => true,
+            _ => {
+                unknown_operations += 1;
+                return;
+            }
+        };
+        let (time, gpu, seq) = (
+            u.start,
+            map.gpu_of(pid, u.device_id as u32),
+            rows.len() as u32,
+        );
+        rows.push(Row {
+            pid,
+            gpu,
+            time,
+            seq,
+            pool: 0,
+            change: Change::Usage {
+                bytes: u.bytes.max(0),
+                freed,
+            },
+        });
+        if let (Some(pool), Some(size), false) = (u.pool_address, u.pool_size, freed) {
+            rows.push(Row {
+                pid,
+                gpu,
+                time,
+                seq: seq + 1,
+                pool,
+                change: Change::Pool {
+                    size: size.max(0),
+                    operation: 0,
+                },
+            });
+        }
+    })?;
+    let pools = export.memory_pool_events(|p| {
+        let pid = pid_of(p.global_pid);
+        rows.push(Row {
+            pid,
+            gpu: map.gpu_of(pid, p.device_id as u32),
+            time: p.start,
+            seq: rows.len() as u32,
+            pool: p.address,
+            change: Change::Pool {
+                size: p.pool_size.unwrap_or(0).max(0),
+                operation: p.operation,
+            },
+        });
+    })?;
+    rows.sort_unstable();
+    let tally = running_sums(ctx, &rows);
+    let usage_rows = usage.rows - usage.skipped - unknown_operations;
+    if usage_rows > 0 {
+        ctx.count(MEMORY_USAGE, usage_rows);
+    }
+    if pools.rows > pools.skipped {
+        ctx.count(MEMORY_POOL, pools.rows - pools.skipped);
+    }
+    if tally > 0 {
+        ctx.count("GPU memory frees beyond the allocated total", tally);
+    }
+    ctx.note_skipped(MEMORY_USAGE, usage.skipped + unknown_operations);
+    ctx.note_skipped(MEMORY_POOL, pools.skipped);
+    page_faults(ctx, &map)
+}
+
+/// Writes the counters of every (process, GPU) in time order; returns the frees
+/// that found less allocated than they released.
+fn running_sums(ctx: &mut ReportContext, rows: &[Row]) -> u64 {
+    let mut overdrawn = 0;
+    for group in rows.chunk_by(|a, b| (a.pid, a.gpu) == (b.pid, b.gpu)) {
+        let thread = ctx.thread(ThreadKey {
+            pid: group[0].pid,
+            kind: ThreadKind::Metrics {
+                device: group[0].gpu,
+            },
+        });
+        let mut allocated: i64 = 0;
+        let mut pools: FxHashMap<i64, i64> = FxHashMap::default();
+        for row in group {
+            let pairs: Vec<EventPair> = match row.change {
+                Change::Usage { bytes, freed } => {
+                    let size_type = if freed {
+                        allocated -= bytes;
+                        FREE_SIZE
+                    } else {
+                        allocated = allocated.saturating_add(bytes);
+                        ALLOCATION_SIZE
+                    };
+                    if allocated < 0 {
+                        overdrawn += 1;
+                        allocated = 0;
+                    }
+                    vec![
+                        EventPair::raw(MEMORY_ALLOCATED, allocated),
+                        EventPair::raw(size_type, bytes),
+                    ]
+                }
+                Change::Pool { size, operation } => {
+                    if operation == 2 {
+                        pools.remove(&row.pool);
+                    } else {
+                        pools.insert(row.pool, size);
+                    }
+                    let total = pools.values().fold(0i64, |a, &b| a.saturating_add(b));
+                    let mut pairs = vec![EventPair::raw(POOLS_SIZE, total)];
+                    if (1..=3).contains(&operation) {
+                        pairs.push(EventPair::raw(POOL_OPERATION, operation));
+                    }
+                    pairs
+                }
+            };
+            ctx.run.events(thread, row.time, &pairs);
+        }
+    }
+    overdrawn
+}
+
+fn page_faults(ctx: &mut ReportContext, map: &DeviceMap) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let gpu = export.gpu_page_faults(|f| {
+        let pid = pid_of(f.global_pid);
+        let thread = ctx.thread(ThreadKey {
+            pid,
+            kind: ThreadKind::Metrics {
+                device: map.gpu_of(pid, f.device_id as u32),
+            },
+        });
+        let faults = EventPair::raw(GPU_PAGE_FAULTS, f.faults.max(1));
+        if (1..=4).contains(&f.access_type) {
+            let access = EventPair::raw(GPU_FAULT_ACCESS, f.access_type);
+            ctx.run.events(thread, f.start, &[faults, access]);
+        } else {
+            ctx.run.events(thread, f.start, &[faults]);
+        }
+    })?;
+    let cpu = export.cpu_page_faults(|f| {
+        let pid = pid_of(f.global_pid);
+        let thread = ctx.thread(ThreadKey::cpu(pid, pid));
+        ctx.run
+            .events(thread, f.start, &[EventPair::raw(CPU_PAGE_FAULT, 1)]);
+    })?;
+    for (table, scan) in [(UM_GPU_PAGE_FAULTS, gpu), (UM_CPU_PAGE_FAULTS, cpu)] {
+        if scan.rows > scan.skipped {
+            ctx.count(table, scan.rows - scan.skipped);
+        }
+        ctx.note_skipped(table, scan.skipped);
+    }
+    Ok(())
 }

@@ -76,6 +76,15 @@ pub(crate) struct KernelRow {
     pub def: &'static KernelDef,
     pub names: KernelNameIds,
     pub grid_id: i64,
+    /// Set on kernels that ran as a graph node (node-mode graph tracing).
+    pub graph: Option<GraphNode>,
+}
+
+/// The graph node an activity row ran as.
+#[derive(Clone, Copy)]
+pub(crate) struct GraphNode {
+    pub node_id: i64,
+    pub graph_id: i64,
 }
 
 impl Placed for KernelRow {
@@ -107,12 +116,12 @@ const KERNEL_COLUMNS: &[(&str, Getter<KernelRow>)] = &[
     ("localMemoryTotal", |_| Some(LOCAL_MEMORY_TOTAL)),
     ("gridId", |r| Some(r.grid_id)),
     ("sharedMemoryExecuted", |r| Some(r.def.shared_executed)),
-    ("graphNodeId", |_| None),
+    ("graphNodeId", |r| r.graph.map(|g| g.node_id)),
     ("sharedMemoryLimitConfig", |_| Some(0)),
     ("qmdBulkReleaseDone", |_| None),
     ("qmdPreexitDone", |_| None),
     ("qmdLastCtaDone", |_| None),
-    ("graphId", |_| None),
+    ("graphId", |r| r.graph.map(|g| g.graph_id)),
     ("clusterX", |_| Some(0)),
     ("clusterY", |_| Some(0)),
     ("clusterZ", |_| Some(0)),
@@ -147,6 +156,7 @@ pub(crate) struct MemcpyRow {
     pub dst_kind: i64,
     pub peer: Option<PeerEnds>,
     pub migration: Option<Migration>,
+    pub graph_node_id: Option<i64>,
 }
 
 impl Placed for MemcpyRow {
@@ -169,7 +179,7 @@ const MEMCPY_COLUMNS: &[(&str, Getter<MemcpyRow>)] = &[
     ("dstDeviceId", |r| r.peer.map(|p| p.dst_device)),
     ("dstContextId", |r| r.peer.map(|p| p.dst_context)),
     ("migrationCause", |r| r.migration.map(|m| m.cause)),
-    ("graphNodeId", |_| None),
+    ("graphNodeId", |r| r.graph_node_id),
     ("virtualAddress", |r| r.migration.map(|m| m.virtual_address)),
     ("copyCount", |r| r.migration.is_none().then_some(1)),
 ];
@@ -243,6 +253,128 @@ const CUDA_EVENT_COLUMNS: &[(&str, Getter<CudaEventRow>)] = &[
     ("eventSyncId", |r| Some(r.event_sync_id)),
 ];
 
+/// One launch of a whole graph (graph-mode tracing).
+pub(crate) struct GraphTraceRow {
+    pub start: i64,
+    pub end: i64,
+    pub place: GpuPlace,
+    pub graph_id: i64,
+    pub graph_exec_id: i64,
+}
+
+impl Placed for GraphTraceRow {
+    fn place(&self) -> &GpuPlace {
+        &self.place
+    }
+}
+
+const GRAPH_TRACE_COLUMNS: &[(&str, Getter<GraphTraceRow>)] = &[
+    ("start", |r| Some(r.start)),
+    ("end", |r| Some(r.end)),
+    ("graphId", |r| Some(r.graph_id)),
+    ("graphExecId", |r| Some(r.graph_exec_id)),
+];
+
+/// A CPU-side graph construction event, for either form of the tables: each takes the columns
+/// its version defines.
+pub(crate) struct GraphEventRow {
+    pub start: i64,
+    pub end: i64,
+    pub event_class: i64,
+    pub global_tid: i64,
+    pub name_id: i64,
+    pub graph_node_id: Option<i64>,
+    pub graph_id: Option<i64>,
+    pub graph_exec_id: Option<i64>,
+}
+
+const GRAPH_EVENT_COLUMNS: &[(&str, Getter<GraphEventRow>)] = &[
+    ("start", |r| Some(r.start)),
+    ("end", |r| Some(r.end)),
+    ("eventClass", |r| Some(r.event_class)),
+    ("globalTid", |r| Some(r.global_tid)),
+    ("nameId", |r| Some(r.name_id)),
+    ("graphNodeId", |r| r.graph_node_id),
+    ("originalGraphNodeId", |_| None),
+    ("graphId", |r| r.graph_id),
+    ("originalGraphId", |_| None),
+    ("graphExecId", |r| r.graph_exec_id),
+];
+
+/// The state of the memory pool an allocation came from.
+#[derive(Clone, Copy)]
+pub(crate) struct PoolState {
+    pub address: i64,
+    pub release_threshold: i64,
+    pub size: i64,
+    pub utilized: i64,
+}
+
+/// An allocation (operation 0) or a free (1) of device memory.
+pub(crate) struct MemoryUsageRow {
+    pub start: i64,
+    pub global_pid: i64,
+    pub device_id: i64,
+    pub context_id: i64,
+    pub address: i64,
+    pub bytes: i64,
+    pub operation: i64,
+    pub correlation_id: i64,
+    pub pool: Option<PoolState>,
+}
+
+const MEMORY_USAGE_COLUMNS: &[(&str, Getter<MemoryUsageRow>)] = &[
+    ("start", |r| Some(r.start)),
+    ("globalPid", |r| Some(r.global_pid)),
+    ("deviceId", |r| Some(r.device_id)),
+    ("contextId", |r| Some(r.context_id)),
+    ("address", |r| Some(r.address)),
+    ("pc", |_| Some(0x7f3a_1c2e_4d10)),
+    ("bytes", |r| Some(r.bytes)),
+    ("memKind", |_| Some(crate::catalog::mem_kind::DEVICE)),
+    ("memoryOperationType", |r| Some(r.operation)),
+    ("name", |_| None),
+    ("correlationId", |r| Some(r.correlation_id)),
+    ("streamId", |_| None),
+    ("localMemoryPoolAddress", |r| r.pool.map(|p| p.address)),
+    ("localMemoryPoolReleaseThreshold", |r| {
+        r.pool.map(|p| p.release_threshold)
+    }),
+    ("localMemoryPoolSize", |r| r.pool.map(|p| p.size)),
+    ("localMemoryPoolUtilizedSize", |r| {
+        r.pool.map(|p| p.utilized)
+    }),
+    ("importedMemoryPoolAddress", |_| None),
+    ("importedMemoryPoolProcessId", |_| None),
+];
+
+/// A memory pool created (operation 1), destroyed (2) or trimmed (3).
+pub(crate) struct MemoryPoolRow {
+    pub start: i64,
+    pub global_pid: i64,
+    pub device_id: i64,
+    pub operation: i64,
+    pub correlation_id: i64,
+    pub pool: PoolState,
+}
+
+/// Pool type 1: a local pool.
+const MEMORY_POOL_COLUMNS: &[(&str, Getter<MemoryPoolRow>)] = &[
+    ("start", |r| Some(r.start)),
+    ("globalPid", |r| Some(r.global_pid)),
+    ("deviceId", |r| Some(r.device_id)),
+    ("address", |r| Some(r.pool.address)),
+    ("operationType", |r| Some(r.operation)),
+    ("poolType", |_| Some(1)),
+    ("correlationId", |r| Some(r.correlation_id)),
+    ("minBytesToKeep", |_| None),
+    ("localMemoryPoolReleaseThreshold", |r| {
+        Some(r.pool.release_threshold)
+    }),
+    ("localMemoryPoolSize", |r| Some(r.pool.size)),
+    ("localMemoryPoolUtilizedSize", |r| Some(r.pool.utilized)),
+];
+
 /// A table writer created on the first row.
 struct LazyTable<'c, R: 'static> {
     name: &'static str,
@@ -293,6 +425,14 @@ pub(crate) struct ActivityTables<'c> {
     memsets: LazyTable<'c, MemsetRow>,
     syncs: LazyTable<'c, SyncRow>,
     cuda_events: LazyTable<'c, CudaEventRow>,
+    graph_traces: LazyTable<'c, GraphTraceRow>,
+    graph_events: LazyTable<'c, GraphEventRow>,
+    graph_node_events: LazyTable<'c, GraphEventRow>,
+    memory_usage: LazyTable<'c, MemoryUsageRow>,
+    memory_pools: LazyTable<'c, MemoryPoolRow>,
+    graph_launches: u64,
+    graph_node_kernels: u64,
+    graph_node_memcpys: u64,
     /// Latest end time written, for ANALYSIS_DETAILS.
     last_end: i64,
 }
@@ -314,6 +454,26 @@ impl<'c> ActivityTables<'c> {
                 "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
                 with_place(CUDA_EVENT_COLUMNS),
             ),
+            graph_traces: LazyTable::new(
+                "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+                with_place(GRAPH_TRACE_COLUMNS),
+            ),
+            graph_events: LazyTable::new("CUDA_GRAPH_EVENTS", GRAPH_EVENT_COLUMNS.to_vec()),
+            graph_node_events: LazyTable::new(
+                "CUDA_GRAPH_NODE_EVENTS",
+                GRAPH_EVENT_COLUMNS.to_vec(),
+            ),
+            memory_usage: LazyTable::new(
+                "CUDA_GPU_MEMORY_USAGE_EVENTS",
+                MEMORY_USAGE_COLUMNS.to_vec(),
+            ),
+            memory_pools: LazyTable::new(
+                "CUDA_GPU_MEMORY_POOL_EVENTS",
+                MEMORY_POOL_COLUMNS.to_vec(),
+            ),
+            graph_launches: 0,
+            graph_node_kernels: 0,
+            graph_node_memcpys: 0,
             last_end: 0,
         }
     }
@@ -333,11 +493,13 @@ impl<'c> ActivityTables<'c> {
 
     pub(crate) fn kernel(&mut self, row: &KernelRow) -> Result<()> {
         self.saw_end(row.end);
+        self.graph_node_kernels += u64::from(row.graph.is_some());
         self.kernels.insert(self.conn, self.version, row)
     }
 
     pub(crate) fn memcpy(&mut self, row: &MemcpyRow) -> Result<()> {
         self.saw_end(row.end);
+        self.graph_node_memcpys += u64::from(row.graph_node_id.is_some());
         self.memcpys.insert(self.conn, self.version, row)
     }
 
@@ -355,6 +517,34 @@ impl<'c> ActivityTables<'c> {
         self.cuda_events.insert(self.conn, self.version, row)
     }
 
+    pub(crate) fn graph_launch(&mut self) {
+        self.graph_launches += 1;
+    }
+
+    pub(crate) fn graph_trace(&mut self, row: &GraphTraceRow) -> Result<()> {
+        self.saw_end(row.end);
+        self.graph_traces.insert(self.conn, self.version, row)
+    }
+
+    /// A construction event in `CUDA_GRAPH_EVENTS`, or in `CUDA_GRAPH_NODE_EVENTS` (`node_table`).
+    pub(crate) fn graph_event(&mut self, row: &GraphEventRow, node_table: bool) -> Result<()> {
+        self.saw_end(row.end);
+        let table = if node_table {
+            &mut self.graph_node_events
+        } else {
+            &mut self.graph_events
+        };
+        table.insert(self.conn, self.version, row)
+    }
+
+    pub(crate) fn memory_usage(&mut self, row: &MemoryUsageRow) -> Result<()> {
+        self.memory_usage.insert(self.conn, self.version, row)
+    }
+
+    pub(crate) fn memory_pool(&mut self, row: &MemoryPoolRow) -> Result<()> {
+        self.memory_pools.insert(self.conn, self.version, row)
+    }
+
     pub(crate) fn last_end(&self) -> i64 {
         self.last_end
     }
@@ -367,6 +557,13 @@ impl<'c> ActivityTables<'c> {
             syncs: self.syncs.rows(),
             runtime_rows: self.runtime.rows(),
             cuda_events: self.cuda_events.rows(),
+            graph_launches: self.graph_launches,
+            graph_traces: self.graph_traces.rows(),
+            graph_node_kernels: self.graph_node_kernels,
+            graph_node_memcpys: self.graph_node_memcpys,
+            graph_events: self.graph_events.rows() + self.graph_node_events.rows(),
+            memory_usage: self.memory_usage.rows(),
+            memory_pool_events: self.memory_pools.rows(),
             ..SynthCounts::default()
         }
     }

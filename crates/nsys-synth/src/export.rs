@@ -8,6 +8,7 @@ use rusqlite::Connection;
 
 use crate::activity::ActivityTables;
 use crate::catalog::HELPER_THREADS;
+use crate::device::{write_gpu_metrics, write_nic_metrics};
 use crate::ids::MAX_OS_ID;
 use crate::layout::contexts;
 use crate::meta::{write_enums, write_metadata};
@@ -17,7 +18,7 @@ use crate::rng::SplitMix64;
 use crate::sim::{NameIds, ProcessSim};
 use crate::strings::StringIds;
 use crate::target_info::{self, ProcessPlan};
-use crate::{SynthCounts, SynthProcess, SynthSpec};
+use crate::{SynthCounts, SynthGraphMode, SynthProcess, SynthSpec};
 
 /// Profiled processes start 150-250 ms into the session (nsys and CUDA start-up).
 const FIRST_PROCESS_START: i64 = 150_000_000;
@@ -67,6 +68,38 @@ fn validate(spec: &SynthSpec) -> Result<()> {
     if let Some(mpi) = &spec.mpi {
         mpi::validate(spec, mpi)?;
     }
+    validate_device(spec)
+}
+
+fn validate_device(spec: &SynthSpec) -> Result<()> {
+    let (device, version) = (&spec.device, spec.schema);
+    ensure!(
+        device.graph_launches == 0
+            || device.graph_mode == SynthGraphMode::Node
+            || version.has_graph_trace(),
+        "graph-mode graph tracing (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) needs schema 3.16 or later"
+    );
+    ensure!(
+        device.memory_allocations == 0 || version.has_memory_usage(),
+        "memory usage rows need schema 3.0 or later"
+    );
+    ensure!(
+        device.nic_samples == 0 || version.has_nic_metrics(),
+        "NIC counters need schema 3.16 or later"
+    );
+    let uses_gpus = spec.processes.iter().any(|p| !p.devices.is_empty());
+    ensure!(
+        device.graph_launches + device.memory_allocations == 0
+            || spec
+                .processes
+                .iter()
+                .all(|p| p.cpu_threads > 0 && !p.devices.is_empty()),
+        "graphs and allocations need every process to have a CPU thread and a device"
+    );
+    ensure!(
+        device.gpu_metric_samples == 0 || uses_gpus || !device.metric_gpus.is_empty(),
+        "GPU metrics need a GPU to sample"
+    );
     Ok(())
 }
 
@@ -125,6 +158,7 @@ fn run_processes<'s>(
             &mut activity,
             seed,
             cuda_start,
+            &spec.device,
         )
         .run()?;
     }
@@ -162,7 +196,10 @@ fn write_mpi(
 
 fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<SynthCounts> {
     let mut strings = StringIds::new();
-    let names = NameIds::intern(&mut strings);
+    let mut names = NameIds::intern(&mut strings);
+    if spec.device.graph_launches + spec.device.memory_allocations > 0 {
+        names.intern_device(&mut strings);
+    }
     let plans: Vec<ProcessPlan<'_>> = spec
         .processes
         .iter()
@@ -176,6 +213,15 @@ fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<Synt
         (counts, last_end) = write_mpi(conn, spec, timeline, (counts, last_end), &mut strings)?;
     }
     let duration = last_end + SESSION_TAIL;
+    let (gpu_metric_rows, gpu_metric_values) =
+        write_gpu_metrics(conn, spec, &mut strings, duration)?;
+    let nic_samples = write_nic_metrics(conn, spec, duration)?;
+    counts = SynthCounts {
+        gpu_metric_rows,
+        gpu_metric_values,
+        nic_samples,
+        ..counts
+    };
 
     target_info::write_processes(conn, spec)?;
     target_info::write_thread_names(conn, spec, &mut strings)?;

@@ -7,12 +7,16 @@
 //! 0xFFFFFFFF for "not applicable" stream and event ids, the per-version `syncType` encoding...).
 //! Output is deterministic for a given spec and path.
 //!
+//! With [`SynthSpec::device`], GPU metrics, CUDA graphs, memory usage and NIC counters are
+//! recorded too (see [`SynthDeviceSide`]).
+//!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
 //! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
 
 mod activity;
 mod catalog;
 mod ddl;
+mod device;
 mod export;
 mod ids;
 mod layout;
@@ -26,6 +30,8 @@ mod target_info;
 mod timefmt;
 mod version;
 
+#[cfg(test)]
+mod device_tests;
 #[cfg(test)]
 mod mpi_tests;
 #[cfg(test)]
@@ -54,6 +60,42 @@ pub struct SynthSpec {
     pub env: Vec<(String, String)>,
     /// MPI calls of the first process, as one rank of a job (`None`: no MPI tracing).
     pub mpi: Option<SynthMpi>,
+    /// GPU metrics, CUDA graphs, memory usage and NIC counters (all off by default).
+    pub device: SynthDeviceSide,
+}
+
+/// Device-side recordings beyond the CUDA activity of [`SynthProcess`]. The default records none
+/// of them, so older specs keep writing the same files.
+#[derive(Clone, Debug, Default)]
+pub struct SynthDeviceSide {
+    /// GPU metric samples per sampled GPU, 10 kHz apart (closer when the run is short), the first
+    /// ones before the session starts (negative timestamps), as nsys samples. Schema 3.16+ writes
+    /// `GPU_METRICS` + `TARGET_INFO_GPU_METRICS` (metric names with units; metric ids differ per
+    /// GPU), older ones the JSON samples of `GENERIC_EVENTS` (names without units). Each set has
+    /// one metric outside nsys2prv-rs's built-in table.
+    pub gpu_metric_samples: u64,
+    /// GPUs sampled (`TARGET_INFO_GPU.id`); empty: every GPU a process of the file uses.
+    pub metric_gpus: Vec<u32>,
+    /// `cudaGraphLaunch` calls per process, of one graph (three kernels and a copy) built before
+    /// the first launch; `graph_mode` says how they are traced.
+    pub graph_launches: u64,
+    pub graph_mode: SynthGraphMode,
+    /// Device allocations per process, each freed later (`cudaMalloc`/`cudaFree`, and every
+    /// other one `cudaMallocAsync`/`cudaFreeAsync` from a memory pool), recorded in
+    /// `CUDA_GPU_MEMORY_USAGE_EVENTS` (schema 3.0+).
+    pub memory_allocations: u64,
+    /// Samples of each NIC counter (one NIC, `mlx5_0`, three counters; schema 3.16+).
+    pub nic_samples: u64,
+}
+
+/// How CUDA graphs are traced (`--cuda-graph-trace`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SynthGraphMode {
+    /// One `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` row per launch (schema 3.16+).
+    #[default]
+    Graph,
+    /// Each node is a kernel or copy row with `graphNodeId`, correlated with the launch.
+    Node,
 }
 
 /// One profiled CUDA process.
@@ -108,6 +150,24 @@ pub struct SynthCounts {
     pub mpi_messages: u64,
     /// MPI calls recorded as NVTX push/pop ranges in domain "MPI" (schema 3.7 and older).
     pub nvtx_mpi_ranges: u64,
+    /// Rows in GPU_METRICS (one per metric and sample) or GENERIC_EVENTS (one per sample).
+    pub gpu_metric_rows: u64,
+    /// Metric values in those rows (GENERIC_EVENTS holds several per row).
+    pub gpu_metric_values: u64,
+    /// `cudaGraphLaunch` calls (included in `runtime_rows`).
+    pub graph_launches: u64,
+    /// Rows in CUPTI_ACTIVITY_KIND_GRAPH_TRACE.
+    pub graph_traces: u64,
+    /// Kernel and copy rows that ran as graph nodes (included in `kernels` and `memcpys`).
+    pub graph_node_kernels: u64,
+    pub graph_node_memcpys: u64,
+    /// CPU-side graph construction rows (CUDA_GRAPH_EVENTS and CUDA_GRAPH_NODE_EVENTS).
+    pub graph_events: u64,
+    /// Rows in CUDA_GPU_MEMORY_USAGE_EVENTS and CUDA_GPU_MEMORY_POOL_EVENTS.
+    pub memory_usage: u64,
+    pub memory_pool_events: u64,
+    /// Rows in NET_NIC_METRIC.
+    pub nic_samples: u64,
 }
 
 impl SynthCounts {
@@ -120,6 +180,17 @@ impl SynthCounts {
             + self.runtime_rows
             + self.cuda_events
             + self.mpi_rows()
+            + self.device_rows()
+    }
+
+    /// Rows of the device-side tables of [`SynthDeviceSide`].
+    pub fn device_rows(&self) -> u64 {
+        self.gpu_metric_rows
+            + self.graph_traces
+            + self.graph_events
+            + self.memory_usage
+            + self.memory_pool_events
+            + self.nic_samples
     }
 
     /// Rows that record MPI calls, in whichever form the version has.
@@ -156,6 +227,7 @@ impl SynthSpec {
             }],
             env: vec![("SLURM_PROCID".to_owned(), "0".to_owned())],
             mpi: None,
+            device: SynthDeviceSide::default(),
         }
     }
 

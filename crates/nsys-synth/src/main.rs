@@ -7,7 +7,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Parser;
 use nsys_synth::{
-    write_export, MpiPattern, SchemaVersion, SynthCounts, SynthMpi, SynthProcess, SynthSpec,
+    write_export, MpiPattern, SchemaVersion, SynthCounts, SynthDeviceSide, SynthMpi, SynthProcess,
+    SynthSpec,
 };
 
 /// Writes synthetic Nsight Systems SQLite exports (CUDA API calls, kernels, copies, memsets and
@@ -70,6 +71,9 @@ struct Cli {
         allow_hyphen_values = true
     )]
     skew_ns: i64,
+    /// GPU metric samples per GPU (10 kHz), in GPU_METRICS (schema 3.16+) or GENERIC_EVENTS.
+    #[arg(long, default_value_t = 0)]
+    gpu_metric_samples: u64,
 }
 
 /// Session start of rank 0 and launch of the MPI job: 2025-03-01T09:00:00Z.
@@ -162,6 +166,10 @@ fn rank_spec(cli: &Cli, at: &Placement) -> SynthSpec {
         processes: vec![rank_process(cli, at)],
         env: rank_env(cli, at),
         mpi: rank_mpi(cli, at.rank),
+        device: SynthDeviceSide {
+            gpu_metric_samples: cli.gpu_metric_samples,
+            ..SynthDeviceSide::default()
+        },
     }
 }
 
@@ -228,9 +236,16 @@ fn mpi_summary(c: &SynthCounts) -> String {
     )
 }
 
+fn device_summary(c: &SynthCounts) -> String {
+    if c.device_rows() == 0 {
+        return String::new();
+    }
+    format!(" gpu_metric_rows={}", c.gpu_metric_rows)
+}
+
 fn print_counts(path: &Path, c: &SynthCounts) {
     println!(
-        "{}: kernels={} memcpys={} memsets={} syncs={} runtime={} cuda_events={}{} total={}",
+        "{}: kernels={} memcpys={} memsets={} syncs={} runtime={} cuda_events={}{}{} total={}",
         path.display(),
         c.kernels,
         c.memcpys,
@@ -239,6 +254,7 @@ fn print_counts(path: &Path, c: &SynthCounts) {
         c.runtime_rows,
         c.cuda_events,
         mpi_summary(c),
+        device_summary(c),
         c.total()
     );
 }

@@ -145,10 +145,14 @@ fn capture_entries(spec: &SynthSpec, duration: i64) -> Vec<(String, String)> {
         )
     }));
     let run_ms = (duration / 1_000_000).to_string();
+    let graph_mode = match (spec.device.graph_launches, spec.device.graph_mode) {
+        (1.., crate::SynthGraphMode::Node) => "Node",
+        _ => "Graph",
+    };
     let uuid = session_uuid(spec.seed);
     entries.extend(
         [
-            ("PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE", "Graph"),
+            ("PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE", graph_mode),
             ("PROFILING_SESSION_ID", ""),
             ("PROFILING_SESSION_UUID", &uuid),
             ("RUN_DURATION_MS", &run_ms),

@@ -7,8 +7,9 @@
 use anyhow::Result;
 
 use crate::activity::{
-    ActivityTables, ApiRow, CudaEventRow, GpuPlace, KernelNameIds, KernelRow, MemcpyRow, MemsetRow,
-    Migration, PeerEnds, SyncRow, NOT_APPLICABLE,
+    ActivityTables, ApiRow, CudaEventRow, GpuPlace, GraphEventRow, GraphNode, GraphTraceRow,
+    KernelNameIds, KernelRow, MemcpyRow, MemoryPoolRow, MemoryUsageRow, MemsetRow, Migration,
+    PeerEnds, PoolState, SyncRow, NOT_APPLICABLE,
 };
 use crate::catalog::{
     self, kernel_weight_total, mem_kind, COPY_KINDS, DRIVER_CLASS, EXTRA_CALLS, KERNELS,
@@ -18,8 +19,8 @@ use crate::ids::{global_pid, global_tid};
 use crate::layout::ContextLayout;
 use crate::rng::SplitMix64;
 use crate::strings::StringIds;
-use crate::version::SyncKind;
-use crate::SynthProcess;
+use crate::version::{GraphEventTables, SyncKind};
+use crate::{SynthDeviceSide, SynthGraphMode, SynthProcess};
 
 /// Idle time on a CPU thread between two API calls (ns).
 const CALL_GAP: (i64, i64) = (1_000, 15_000);
@@ -80,6 +81,23 @@ pub(crate) struct NameIds {
     copy_kinds: Vec<Variants>,
     extra_calls: Vec<i64>,
     kernels: Vec<KernelNameIds>,
+    /// Interned only when the spec records graphs or memory usage, so that other exports keep
+    /// their string table.
+    device: Option<DeviceNameIds>,
+}
+
+/// StringIds of the graph and allocation calls.
+#[derive(Clone, Copy)]
+struct DeviceNameIds {
+    graph_create: i64,
+    graph_add_kernel_node: i64,
+    graph_add_memcpy_node: i64,
+    graph_instantiate: i64,
+    graph_launch: i64,
+    malloc: i64,
+    free: i64,
+    malloc_async: i64,
+    free_async: i64,
 }
 
 impl NameIds {
@@ -107,8 +125,56 @@ impl NameIds {
                     mangled: strings.intern(k.mangled),
                 })
                 .collect(),
+            device: None,
         }
     }
+
+    /// Adds the names of graph and allocation calls (after every other name).
+    pub(crate) fn intern_device(&mut self, strings: &mut StringIds) {
+        self.device = Some(DeviceNameIds {
+            graph_create: strings.intern("cudaGraphCreate_v10000"),
+            graph_add_kernel_node: strings.intern("cudaGraphAddKernelNode_v10000"),
+            graph_add_memcpy_node: strings.intern("cudaGraphAddMemcpyNode_v10000"),
+            graph_instantiate: strings.intern("cudaGraphInstantiate_v10000"),
+            graph_launch: strings.intern("cudaGraphLaunch_v10000"),
+            malloc: strings.intern("cudaMalloc_v3020"),
+            free: strings.intern("cudaFree_v3020"),
+            malloc_async: strings.intern("cudaMallocAsync_v11020"),
+            free_async: strings.intern("cudaFreeAsync_v11020"),
+        });
+    }
+}
+
+/// The kernels of the synthetic graph (indices in `KERNELS`), then one device-to-device copy.
+const GRAPH_KERNELS: [usize; 3] = [2, 3, 4];
+const GRAPH_COPY_BYTES: i64 = 1 << 20;
+const DEVICE_TO_DEVICE: usize = 8;
+/// Graph ids are per process; each process builds one graph and instantiates it once.
+const GRAPH_ID: i64 = 1;
+const GRAPH_EXEC_ID: i64 = 1;
+/// `ENUM_NSYS_EVENT_CLASS` ids of graph construction events.
+const CLASS_NODE_CREATION: i64 = 77;
+const CLASS_EXEC_CREATION: i64 = 94;
+const CLASS_GRAPH_CREATION: i64 = 95;
+/// Device allocations sit in a high, 2 MiB-aligned range; pools reserve 32 MiB at a time.
+const DEVICE_HEAP_BASE: i64 = 0x7F00_0000_0000;
+const ALLOCATION_ALIGN: i64 = 2 << 20;
+const POOL_GRANULE: i64 = 32 << 20;
+/// A live allocation: context index, address, size, and whether it came from the pool.
+#[derive(Clone, Copy)]
+struct Allocation {
+    context: usize,
+    address: i64,
+    bytes: i64,
+    pooled: bool,
+}
+
+/// A context's memory pool (created on its first `cudaMallocAsync`).
+#[derive(Clone, Copy, Default)]
+struct Pool {
+    created: bool,
+    size: i64,
+    utilized: i64,
 }
 
 /// A stream the process issues work to.
@@ -153,6 +219,8 @@ enum Operation {
     Memset,
     Sync,
     ExtraCall,
+    GraphLaunch,
+    Memory,
 }
 
 const SYNC_ROTATION: [SyncKind; 3] = [SyncKind::Stream, SyncKind::Context, SyncKind::Event];
@@ -173,6 +241,12 @@ pub(crate) struct ProcessSim<'a, 'c> {
     memcpys_issued: usize,
     syncs_issued: usize,
     event_records: i64,
+    device: &'a SynthDeviceSide,
+    graph_built: bool,
+    allocations_made: u64,
+    live_allocations: std::collections::VecDeque<Allocation>,
+    next_address: i64,
+    pools: Vec<Pool>,
 }
 
 impl<'a, 'c> ProcessSim<'a, 'c> {
@@ -183,6 +257,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
         out: &'a mut ActivityTables<'c>,
         seed: u64,
         start_time: i64,
+        device: &'a SynthDeviceSide,
     ) -> Self {
         let threads = (0..process.cpu_threads)
             .map(|i| CpuThread {
@@ -218,6 +293,12 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             memcpys_issued: 0,
             syncs_issued: 0,
             event_records: 0,
+            device,
+            graph_built: false,
+            allocations_made: 0,
+            live_allocations: std::collections::VecDeque::new(),
+            next_address: DEVICE_HEAP_BASE,
+            pools: vec![Pool::default(); contexts.len()],
         }
     }
 
@@ -230,6 +311,9 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             (Operation::Memset, p.memsets),
             (Operation::Sync, p.syncs),
             (Operation::ExtraCall, p.extra_api_calls),
+            (Operation::GraphLaunch, self.device.graph_launches),
+            // An allocation and its free.
+            (Operation::Memory, 2 * self.device.memory_allocations),
         ];
         let mut total: u64 = remaining.iter().map(|&(_, n)| n).sum();
         while total > 0 {
@@ -250,6 +334,8 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
                 Operation::Memset => self.memset()?,
                 Operation::Sync => self.sync()?,
                 Operation::ExtraCall => self.extra_call()?,
+                Operation::GraphLaunch => self.graph_launch()?,
+                Operation::Memory => self.memory()?,
             }
         }
         Ok(())
@@ -385,6 +471,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             def,
             names: names.kernels[index],
             grid_id: self.last_grid_id,
+            graph: None,
         })
     }
 
@@ -415,6 +502,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             dst_kind: def.dst_kind,
             peer,
             migration: None,
+            graph_node_id: None,
         })
     }
 
@@ -465,6 +553,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
                 cause,
                 virtual_address,
             }),
+            graph_node_id: None,
         })
     }
 
@@ -607,5 +696,273 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             self.names.extra_calls[index],
         )?;
         Ok(())
+    }
+
+    fn device_names(&self) -> DeviceNameIds {
+        self.names
+            .device
+            .expect("device names are interned when graphs or allocations are asked for")
+    }
+
+    /// A call made only for its CPU-side effect, at the thread's next free time.
+    fn plain_call(
+        &mut self,
+        thread: usize,
+        duration: (i64, i64),
+        name_id: i64,
+    ) -> Result<(i64, i64, i64)> {
+        let start = self.next_call_start(thread, None);
+        let end = start + self.between(duration);
+        let correlation_id = self.api(thread, (start, end), RUNTIME_CLASS, name_id)?;
+        Ok((start, end, correlation_id))
+    }
+
+    /// Writes a construction event with the interval of the call that made it.
+    fn graph_event(
+        &mut self,
+        thread: usize,
+        (start, end): (i64, i64),
+        name_id: i64,
+        event_class: i64,
+        ids: (Option<i64>, Option<i64>, Option<i64>),
+    ) -> Result<()> {
+        let tables = self.out.version().graph_event_tables();
+        let node_table = event_class == CLASS_NODE_CREATION;
+        let written = match tables {
+            GraphEventTables::None => false,
+            GraphEventTables::NodeForm => node_table,
+            GraphEventTables::Split => true,
+        };
+        if !written {
+            return Ok(());
+        }
+        let (graph_node_id, graph_id, graph_exec_id) = ids;
+        let row = GraphEventRow {
+            start,
+            end,
+            event_class,
+            global_tid: self.threads[thread].global_tid,
+            name_id,
+            graph_node_id,
+            graph_id,
+            graph_exec_id,
+        };
+        self.out
+            .graph_event(&row, node_table && tables == GraphEventTables::Split)
+    }
+
+    /// cudaGraphCreate, one node per kernel and the copy, cudaGraphInstantiate.
+    fn build_graph(&mut self, thread: usize) -> Result<()> {
+        let names = self.device_names();
+        let call = self.plain_call(thread, (5_000, 20_000), names.graph_create)?;
+        let graph = (None, Some(GRAPH_ID), None);
+        self.graph_event(
+            thread,
+            (call.0, call.1),
+            names.graph_create,
+            CLASS_GRAPH_CREATION,
+            graph,
+        )?;
+        for node in 1..=GRAPH_KERNELS.len() as i64 + 1 {
+            let name_id = if node as usize > GRAPH_KERNELS.len() {
+                names.graph_add_memcpy_node
+            } else {
+                names.graph_add_kernel_node
+            };
+            let call = self.plain_call(thread, (2_000, 8_000), name_id)?;
+            let ids = (Some(node), Some(GRAPH_ID), None);
+            self.graph_event(thread, (call.0, call.1), name_id, CLASS_NODE_CREATION, ids)?;
+        }
+        let call = self.plain_call(thread, (50_000, 200_000), names.graph_instantiate)?;
+        let exec = (None, Some(GRAPH_ID), Some(GRAPH_EXEC_ID));
+        self.graph_event(
+            thread,
+            (call.0, call.1),
+            names.graph_instantiate,
+            CLASS_EXEC_CREATION,
+            exec,
+        )?;
+        self.graph_built = true;
+        Ok(())
+    }
+
+    /// A cudaGraphLaunch: one GRAPH_TRACE row, or (node mode) a row per node, all correlated
+    /// with the launch.
+    fn graph_launch(&mut self) -> Result<()> {
+        let thread = self.pick_thread();
+        if !self.graph_built {
+            self.build_graph(thread)?;
+        }
+        let lane = self.pick_lane();
+        let durations: Vec<i64> = GRAPH_KERNELS
+            .iter()
+            .map(|&k| self.rng.jitter(KERNELS[k].duration))
+            .collect();
+        let copy = 1_000 + GRAPH_COPY_BYTES / COPY_KINDS[DEVICE_TO_DEVICE].bytes_per_ns;
+        let node_gap = 400;
+        let total = durations.iter().sum::<i64>() + copy + node_gap * durations.len() as i64;
+        let window = self.enqueue(thread, lane, total, false);
+        let names = self.device_names();
+        let call = (window.api_start, window.api_end);
+        let correlation_id = self.api(thread, call, RUNTIME_CLASS, names.graph_launch)?;
+        self.out.graph_launch();
+        let place = self.place(lane, correlation_id, Some(0));
+        if self.device.graph_mode == SynthGraphMode::Graph {
+            return self.out.graph_trace(&GraphTraceRow {
+                start: window.gpu_start,
+                end: window.gpu_end,
+                place,
+                graph_id: GRAPH_ID,
+                graph_exec_id: GRAPH_EXEC_ID,
+            });
+        }
+        let mut at = window.gpu_start;
+        for (node, (&kernel, &duration)) in GRAPH_KERNELS.iter().zip(&durations).enumerate() {
+            self.last_grid_id += 1;
+            self.out.kernel(&KernelRow {
+                start: at,
+                end: at + duration,
+                place,
+                def: &KERNELS[kernel],
+                names: self.names.kernels[kernel],
+                grid_id: self.last_grid_id,
+                graph: Some(GraphNode {
+                    node_id: node as i64 + 1,
+                    graph_id: GRAPH_ID,
+                }),
+            })?;
+            at += duration + node_gap;
+        }
+        let def = &COPY_KINDS[DEVICE_TO_DEVICE];
+        self.out.memcpy(&MemcpyRow {
+            start: at,
+            end: (at + copy).min(window.gpu_end),
+            place,
+            bytes: GRAPH_COPY_BYTES,
+            copy_kind: DEVICE_TO_DEVICE as i64,
+            src_kind: def.src_kind,
+            dst_kind: def.dst_kind,
+            peer: None,
+            migration: None,
+            graph_node_id: Some(GRAPH_KERNELS.len() as i64 + 1),
+        })
+    }
+
+    /// Allocates while allocations remain and a coin says so (or nothing is live), else frees the
+    /// oldest live allocation: every allocation is freed by the end.
+    fn memory(&mut self) -> Result<()> {
+        let allocations_left = self.allocations_made < self.device.memory_allocations;
+        let free = !self.live_allocations.is_empty() && (!allocations_left || self.rng.chance(2));
+        let thread = self.pick_thread();
+        if free {
+            let allocation = self
+                .live_allocations
+                .pop_front()
+                .expect("a free follows a live allocation");
+            return self.free(thread, allocation);
+        }
+        self.allocate(thread)
+    }
+
+    fn allocate(&mut self, thread: usize) -> Result<()> {
+        let context = self.rng.below(self.contexts.len() as u64) as usize;
+        let pooled = self.allocations_made % 2 == 1;
+        self.allocations_made += 1;
+        let bytes = self.rng.log_range(1 << 20, 256 << 20) / 256 * 256;
+        let address = self.next_address;
+        self.next_address += (bytes + ALLOCATION_ALIGN - 1) / ALLOCATION_ALIGN * ALLOCATION_ALIGN;
+        let names = self.device_names();
+        let name_id = if pooled {
+            names.malloc_async
+        } else {
+            names.malloc
+        };
+        let (start, end, correlation_id) = self.plain_call(thread, (20_000, 300_000), name_id)?;
+        let at = start + (end - start) / 2;
+        let (device_id, context_id) = (
+            i64::from(self.contexts[context].device_id),
+            self.contexts[context].context_id,
+        );
+        let pool = if pooled {
+            let pool = &mut self.pools[context];
+            let created = !pool.created;
+            pool.created = true;
+            pool.utilized += bytes;
+            pool.size = pool
+                .size
+                .max((pool.utilized + POOL_GRANULE - 1) / POOL_GRANULE * POOL_GRANULE);
+            let state = pool_state(context, *pool);
+            if created {
+                self.out.memory_pool(&MemoryPoolRow {
+                    start: at - 1,
+                    global_pid: self.global_pid,
+                    device_id,
+                    operation: 1,
+                    correlation_id,
+                    pool: PoolState {
+                        size: 0,
+                        utilized: 0,
+                        ..state
+                    },
+                })?;
+            }
+            Some(state)
+        } else {
+            None
+        };
+        self.live_allocations.push_back(Allocation {
+            context,
+            address,
+            bytes,
+            pooled,
+        });
+        self.out.memory_usage(&MemoryUsageRow {
+            start: at,
+            global_pid: self.global_pid,
+            device_id,
+            context_id,
+            address,
+            bytes,
+            operation: 0,
+            correlation_id,
+            pool,
+        })
+    }
+
+    fn free(&mut self, thread: usize, allocation: Allocation) -> Result<()> {
+        let names = self.device_names();
+        let name_id = if allocation.pooled {
+            names.free_async
+        } else {
+            names.free
+        };
+        let (start, end, correlation_id) = self.plain_call(thread, (10_000, 150_000), name_id)?;
+        let context = allocation.context;
+        let pool = allocation.pooled.then(|| {
+            let pool = &mut self.pools[context];
+            pool.utilized -= allocation.bytes;
+            pool_state(context, *pool)
+        });
+        self.out.memory_usage(&MemoryUsageRow {
+            start: start + (end - start) / 2,
+            global_pid: self.global_pid,
+            device_id: i64::from(self.contexts[context].device_id),
+            context_id: self.contexts[context].context_id,
+            address: allocation.address,
+            bytes: allocation.bytes,
+            operation: 1,
+            correlation_id,
+            pool,
+        })
+    }
+}
+
+/// The pool of context `context`, at its own address range.
+fn pool_state(context: usize, pool: Pool) -> PoolState {
+    PoolState {
+        address: 0x7E00_0000_0000 + (context as i64) * (1 << 36),
+        release_threshold: 0,
+        size: pool.size,
+        utilized: pool.utilized,
     }
 }

@@ -20,6 +20,16 @@ pub enum SchemaVersion {
     V3_24,
 }
 
+/// Where CPU-side graph construction events go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GraphEventTables {
+    /// `CUDA_GRAPH_EVENTS` with `graphNodeId` (node creation only).
+    NodeForm,
+    /// `CUDA_GRAPH_NODE_EVENTS` for nodes, `CUDA_GRAPH_EVENTS` with `graphId` for graphs.
+    Split,
+    None,
+}
+
 /// The kinds of `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION` rows we generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SyncKind {
@@ -105,7 +115,7 @@ impl SchemaVersion {
     /// nearest evidence (each file says which); looked up after [`Self::ddl`].
     pub(crate) fn supplementary_ddl(&self) -> &'static str {
         match self {
-            Self::V2_9 | Self::V3_0 => "",
+            Self::V2_9 | Self::V3_0 => include_str!("../schema/supplement-v3_0.sql"),
             Self::V3_7 => include_str!("../schema/supplement-v3_7.sql"),
             Self::V3_16 => include_str!("../schema/supplement-v3_16.sql"),
             Self::V3_24 => include_str!("../schema/supplement-v3_24.sql"),
@@ -117,6 +127,38 @@ impl SchemaVersion {
     /// in the unknown window between, and we give it the NVTX form: it is then the one version
     /// where a rank can be found both from "MPI Rank N" and from the launch environment.
     pub(crate) fn has_mpi_tables(&self) -> bool {
+        *self >= Self::V3_16
+    }
+
+    /// GPU metrics land in `GPU_METRICS` + `TARGET_INFO_GPU_METRICS` rather than in the JSON of
+    /// `GENERIC_EVENTS`. 2022.4 (3.0.0) has only the latter; nsys2prv reads the former from 3.11.
+    /// 3.7.2 is in the unknown window between, and gets the legacy form.
+    pub(crate) fn has_gpu_metrics_table(&self) -> bool {
+        *self >= Self::V3_16
+    }
+
+    /// How `CUDA_GRAPH_EVENTS` looks: node events up to 3.0, graph events (with
+    /// `CUDA_GRAPH_NODE_EVENTS` beside it) from 3.16; unknown (not written) in 3.7.
+    pub(crate) fn graph_event_tables(&self) -> GraphEventTables {
+        match self {
+            Self::V2_9 | Self::V3_0 => GraphEventTables::NodeForm,
+            Self::V3_7 => GraphEventTables::None,
+            Self::V3_16 | Self::V3_24 => GraphEventTables::Split,
+        }
+    }
+
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_TRACE` (graph-mode tracing) is written from 3.16.
+    pub(crate) fn has_graph_trace(&self) -> bool {
+        *self >= Self::V3_16
+    }
+
+    /// Memory-usage rows need the memory-pool columns of 3.0.
+    pub(crate) fn has_memory_usage(&self) -> bool {
+        *self >= Self::V3_0
+    }
+
+    /// NIC counters are written from 3.16 (the versions with network metric tables here).
+    pub(crate) fn has_nic_metrics(&self) -> bool {
         *self >= Self::V3_16
     }
 

@@ -1,0 +1,543 @@
+//! GPU hardware metrics (`--gpu-metrics-devices`) in both of their representations,
+//! and the CUDA device tables that tell which process used which GPU.
+//!
+//! * Current (by nsys 2024): `GPU_METRICS(timestamp, typeId, metricId, value)`, one
+//!   row per sample per metric, named through `TARGET_INFO_GPU_METRICS` by
+//!   (typeId, metricId). Metric ids are not stable across GPUs: use the names.
+//! * Legacy (nsys 2021–2023): `GENERIC_EVENTS(timestamp, typeId, data)`, one row
+//!   per sample per GPU with the values as a JSON object `{"SM Active": 12, …}`,
+//!   for the types whose source is `GpuMetrics` in `GENERIC_EVENT_SOURCES`.
+//!
+//! In both, the GPU is `typeId & 0xFF` (= `TARGET_INFO_GPU.id`).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use crate::{Export, ReadError, TableScan};
+
+pub const GPU_METRICS: &str = "GPU_METRICS";
+pub const TARGET_INFO_GPU_METRICS: &str = "TARGET_INFO_GPU_METRICS";
+pub const GENERIC_EVENTS: &str = "GENERIC_EVENTS";
+pub const GENERIC_EVENT_SOURCES: &str = "GENERIC_EVENT_SOURCES";
+pub const GENERIC_EVENT_TYPES: &str = "GENERIC_EVENT_TYPES";
+pub const TARGET_INFO_CUDA_DEVICE: &str = "TARGET_INFO_CUDA_DEVICE";
+pub const TARGET_INFO_CUDA_CONTEXT_INFO: &str = "TARGET_INFO_CUDA_CONTEXT_INFO";
+pub const TARGET_INFO_CUDA_NULL_STREAM: &str = "TARGET_INFO_CUDA_NULL_STREAM";
+
+/// The GPU (`TARGET_INFO_GPU.id`) of a metrics `typeId`.
+pub fn gpu_of_type(type_id: i64) -> u32 {
+    (type_id & 0xFF) as u32
+}
+
+/// The generic-event source of a `typeId` (`<HW:8><VM:8><Source:16><Type:32>`).
+pub fn source_of_type(type_id: i64) -> i64 {
+    (type_id >> 32) & 0xFFFF
+}
+
+/// One row of `GPU_METRICS`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetricRow {
+    pub timestamp: i64,
+    pub type_id: i64,
+    pub metric_id: i64,
+    pub value: i64,
+}
+
+/// Which `GENERIC_EVENTS` types hold GPU metrics.
+#[derive(Debug, Clone, Default)]
+pub struct GenericMetricTypes {
+    /// Sources whose description names `GpuMetrics`.
+    pub sources: HashSet<i64>,
+    /// Types of those sources listed in `GENERIC_EVENT_TYPES`.
+    pub types: HashSet<i64>,
+    /// Whether `GENERIC_EVENT_SOURCES` exists, so that sources can be told apart.
+    pub known: bool,
+}
+
+impl GenericMetricTypes {
+    pub fn is_metric(&self, type_id: i64) -> bool {
+        self.types.contains(&type_id) || self.sources.contains(&source_of_type(type_id))
+    }
+}
+
+/// One legacy sample: the metrics of one GPU at one time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenericSample<'a> {
+    pub timestamp: i64,
+    pub type_id: i64,
+    pub values: Vec<(Cow<'a, str>, f64)>,
+}
+
+/// Rows of a `GENERIC_EVENTS` scan: GPU-metric rows read or skipped, and rows of
+/// other sources (ftrace, ETW, …) left alone.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct GenericScan {
+    pub scan: TableScan,
+    pub other_sources: u64,
+}
+
+/// A process's use of a CUDA device: its CUDA ordinal (the `deviceId` of its
+/// kernels) and, where the export says, the physical GPU (`TARGET_INFO_GPU.id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceUse {
+    pub pid: u32,
+    pub cuda_id: u32,
+    pub gpu_id: Option<u32>,
+}
+
+impl Export {
+    /// (typeId, metricId) → metric name, from `TARGET_INFO_GPU_METRICS` (small).
+    pub fn gpu_metric_names(&self) -> Result<HashMap<(i64, i64), String>, ReadError> {
+        let mut names = HashMap::new();
+        self.scan(
+            TARGET_INFO_GPU_METRICS,
+            &["typeId", "metricId", "metricName"],
+            |row| {
+                if let (Some(t), Some(m), Some(name)) = (row.int(0), row.int(1), row.text(2)) {
+                    names.entry((t, m)).or_insert(name);
+                }
+                Ok(())
+            },
+        )?;
+        Ok(names)
+    }
+
+    /// Streams `GPU_METRICS`; rows with NULL timestamp, typeId, metricId or value
+    /// are skipped.
+    pub fn gpu_metrics(&self, mut f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+        let cols = ["timestamp", "typeId", "metricId", "value"];
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(GPU_METRICS, &cols, |row| {
+            let sample = (|| {
+                Some(MetricRow {
+                    timestamp: row.int(0)?,
+                    type_id: row.int(1)?,
+                    metric_id: row.int(2)?,
+                    value: row.int(3)?,
+                })
+            })();
+            match sample {
+                Some(s) => f(&s),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    /// The `GENERIC_EVENTS` types that hold GPU metrics.
+    pub fn generic_metric_types(&self) -> Result<GenericMetricTypes, ReadError> {
+        let mut found = GenericMetricTypes {
+            known: self.has_table(GENERIC_EVENT_SOURCES),
+            ..Default::default()
+        };
+        let mut named = Vec::new();
+        self.scan(
+            GENERIC_EVENT_SOURCES,
+            &["sourceId", "data", "nameId"],
+            |row| {
+                let Some(source) = row.int(0) else {
+                    return Ok(());
+                };
+                if row.text(1).is_some_and(|d| names_gpu_metrics(&d)) {
+                    found.sources.insert(source);
+                } else if let Some(name_id) = row.int(2) {
+                    named.push((source, name_id));
+                }
+                Ok(())
+            },
+        )?;
+        for (source, name_id) in named {
+            if self.string(name_id)?.is_some_and(|n| names_gpu_metrics(&n)) {
+                found.sources.insert(source);
+            }
+        }
+        let sources = found.sources.clone();
+        self.scan(GENERIC_EVENT_TYPES, &["typeId", "sourceId"], |row| {
+            if let (Some(t), Some(s)) = (row.int(0), row.int(1)) {
+                if sources.contains(&s) {
+                    found.types.insert(t);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(found)
+    }
+
+    /// Streams the GPU-metric rows of `GENERIC_EVENTS` with their JSON parsed.
+    /// Rows with a NULL timestamp or typeId, or data that is not a JSON object of
+    /// numbers, are skipped.
+    pub fn generic_gpu_metrics(
+        &self,
+        types: &GenericMetricTypes,
+        mut f: impl FnMut(&GenericSample),
+    ) -> Result<GenericScan, ReadError> {
+        let mut out = GenericScan::default();
+        out.scan.rows = self.scan(GENERIC_EVENTS, &["timestamp", "typeId", "data"], |row| {
+            let Some(type_id) = row.int(1) else {
+                out.scan.skipped += 1;
+                return Ok(());
+            };
+            if !types.is_metric(type_id) {
+                out.other_sources += 1;
+                return Ok(());
+            }
+            let (Some(timestamp), Some(data)) = (row.int(0), row.text(2)) else {
+                out.scan.skipped += 1;
+                return Ok(());
+            };
+            match json_numbers(&data) {
+                Some(values) => f(&GenericSample {
+                    timestamp,
+                    type_id,
+                    values,
+                }),
+                None => out.scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        out.scan.rows -= out.other_sources;
+        Ok(out)
+    }
+
+    /// Which process used which CUDA device: `TARGET_INFO_CUDA_DEVICE` (3.17+,
+    /// with the physical GPU), then the contexts of `TARGET_INFO_CUDA_CONTEXT_INFO`
+    /// (3.7+) or `TARGET_INFO_CUDA_NULL_STREAM` (up to 3.4), which give only the
+    /// CUDA ordinal. Sorted, without repeats.
+    pub fn cuda_device_uses(&self) -> Result<Vec<DeviceUse>, ReadError> {
+        let mut uses = Vec::new();
+        self.scan(
+            TARGET_INFO_CUDA_DEVICE,
+            &["pid", "cudaId", "gpuId"],
+            |row| {
+                if let (Some(pid), Some(cuda)) = (row.int(0), row.int(1)) {
+                    uses.push(DeviceUse {
+                        pid: pid as u32,
+                        cuda_id: cuda as u32,
+                        gpu_id: row.int(2).map(|g| g as u32),
+                    });
+                }
+                Ok(())
+            },
+        )?;
+        for table in [TARGET_INFO_CUDA_CONTEXT_INFO, TARGET_INFO_CUDA_NULL_STREAM] {
+            self.scan(table, &["processId", "deviceId"], |row| {
+                if let (Some(pid), Some(cuda)) = (row.int(0), row.int(1)) {
+                    uses.push(DeviceUse {
+                        pid: pid as u32,
+                        cuda_id: cuda as u32,
+                        gpu_id: None,
+                    });
+                }
+                Ok(())
+            })?;
+        }
+        uses.sort_unstable();
+        uses.dedup();
+        Ok(uses)
+    }
+}
+
+/// Whether a source description (JSON or a name) is the GPU-metrics source.
+fn names_gpu_metrics(text: &str) -> bool {
+    let squeezed: String = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    squeezed.contains("gpumetrics")
+}
+
+/// The numbers of a JSON sample: members `"name": number` (or a numeric string)
+/// of the object and of nested objects, and `{"name": …, "value": …}` elements.
+/// `None` when the text is not a JSON object.
+pub fn json_numbers(text: &str) -> Option<Vec<(Cow<'_, str>, f64)>> {
+    let mut parser = Json {
+        text: text.as_bytes(),
+        src: text,
+        at: 0,
+    };
+    let value = parser.value(0)?;
+    parser.skip_space();
+    if parser.at != parser.text.len() || !matches!(value, JsonValue::Object(_)) {
+        return None;
+    }
+    let mut out = Vec::new();
+    collect_numbers(value, &mut out);
+    Some(out)
+}
+
+fn collect_numbers<'a>(value: JsonValue<'a>, out: &mut Vec<(Cow<'a, str>, f64)>) {
+    match value {
+        JsonValue::Object(members) => {
+            if let Some(pair) = name_value_pair(&members) {
+                out.push(pair);
+                return;
+            }
+            for (key, v) in members {
+                match v {
+                    JsonValue::Number(n) => out.push((key, n)),
+                    JsonValue::String(s) => {
+                        if let Ok(n) = s.trim().parse::<f64>() {
+                            if n.is_finite() {
+                                out.push((key, n));
+                            }
+                        }
+                    }
+                    nested @ (JsonValue::Object(_) | JsonValue::Array(_)) => {
+                        collect_numbers(nested, out)
+                    }
+                    JsonValue::Other => {}
+                }
+            }
+        }
+        JsonValue::Array(items) => {
+            for item in items {
+                collect_numbers(item, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `{"name": "SM Active", "value": 12}` (any capitalisation) → ("SM Active", 12).
+fn name_value_pair<'a>(members: &[(Cow<'a, str>, JsonValue<'a>)]) -> Option<(Cow<'a, str>, f64)> {
+    let find = |keys: &[&str]| {
+        members
+            .iter()
+            .find(|(k, _)| keys.iter().any(|key| k.eq_ignore_ascii_case(key)))
+            .map(|(_, v)| v)
+    };
+    let name = match find(&["name", "metricName", "metric"])? {
+        JsonValue::String(s) => s.clone(),
+        _ => return None,
+    };
+    match find(&["value"])? {
+        JsonValue::Number(n) => Some((name, *n)),
+        _ => None,
+    }
+}
+
+enum JsonValue<'a> {
+    Object(Vec<(Cow<'a, str>, JsonValue<'a>)>),
+    Array(Vec<JsonValue<'a>>),
+    String(Cow<'a, str>),
+    Number(f64),
+    /// true, false, null.
+    Other,
+}
+
+/// A small JSON parser for metric samples: no panics, bounded nesting.
+struct Json<'a> {
+    text: &'a [u8],
+    src: &'a str,
+    at: usize,
+}
+
+const MAX_DEPTH: u32 = 32;
+
+impl<'a> Json<'a> {
+    fn skip_space(&mut self) {
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_whitespace())
+        {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        self.skip_space();
+        if self.text.get(self.at) == Some(&byte) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Option<JsonValue<'a>> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.skip_space();
+        match *self.text.get(self.at)? {
+            b'{' => {
+                self.at += 1;
+                let mut members = Vec::new();
+                if self.eat(b'}') {
+                    return Some(JsonValue::Object(members));
+                }
+                loop {
+                    self.skip_space();
+                    let key = self.string()?;
+                    if !self.eat(b':') {
+                        return None;
+                    }
+                    let value = self.value(depth + 1)?;
+                    members.push((key, value));
+                    if self.eat(b',') {
+                        continue;
+                    }
+                    return self.eat(b'}').then_some(JsonValue::Object(members));
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if self.eat(b']') {
+                    return Some(JsonValue::Array(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    if self.eat(b',') {
+                        continue;
+                    }
+                    return self.eat(b']').then_some(JsonValue::Array(items));
+                }
+            }
+            b'"' => self.string().map(JsonValue::String),
+            b't' => self.word("true"),
+            b'f' => self.word("false"),
+            b'n' => self.word("null"),
+            _ => self.number(),
+        }
+    }
+
+    fn word(&mut self, word: &str) -> Option<JsonValue<'a>> {
+        let end = self.at + word.len();
+        (self.text.get(self.at..end)? == word.as_bytes()).then(|| {
+            self.at = end;
+            JsonValue::Other
+        })
+    }
+
+    fn number(&mut self) -> Option<JsonValue<'a>> {
+        let start = self.at;
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+        {
+            self.at += 1;
+        }
+        let n: f64 = self.src.get(start..self.at)?.parse().ok()?;
+        n.is_finite().then_some(JsonValue::Number(n))
+    }
+
+    /// A string at the cursor (which is on its opening quote).
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        if self.text.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        self.at += 1;
+        let start = self.at;
+        loop {
+            match *self.text.get(self.at)? {
+                b'"' => {
+                    let s = self.src.get(start..self.at)?;
+                    self.at += 1;
+                    return Some(Cow::Borrowed(s));
+                }
+                b'\\' => return self.escaped_string(start),
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// The rest of a string that has escapes, from its first character at `start`.
+    fn escaped_string(&mut self, start: usize) -> Option<Cow<'a, str>> {
+        let mut out = String::from(self.src.get(start..self.at)?);
+        loop {
+            let b = *self.text.get(self.at)?;
+            match b {
+                b'"' => {
+                    self.at += 1;
+                    return Some(Cow::Owned(out));
+                }
+                b'\\' => {
+                    let escape = *self.text.get(self.at + 1)?;
+                    self.at += 2;
+                    match escape {
+                        b'n' => out.push('\n'),
+                        b't' => out.push('\t'),
+                        b'r' => out.push('\r'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'u' => {
+                            let hex = self.src.get(self.at..self.at + 4)?;
+                            let code = u32::from_str_radix(hex, 16).ok()?;
+                            out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                            self.at += 4;
+                        }
+                        other => out.push(other as char),
+                    }
+                }
+                _ => {
+                    // Copy one whole UTF-8 character.
+                    let rest = self.src.get(self.at..)?;
+                    let c = rest.chars().next()?;
+                    out.push(c);
+                    self.at += c.len_utf8();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(text: &str) -> Option<Vec<(String, f64)>> {
+        json_numbers(text).map(|v| v.into_iter().map(|(k, n)| (k.into_owned(), n)).collect())
+    }
+
+    #[test]
+    fn flat_objects_give_their_numbers() {
+        assert_eq!(
+            owned(r#"{"GR Active": 12, "SM Active": 8.5, "Name": "x", "ok": true}"#),
+            Some(vec![("GR Active".into(), 12.0), ("SM Active".into(), 8.5)])
+        );
+    }
+
+    #[test]
+    fn nested_and_name_value_forms_are_read() {
+        assert_eq!(
+            owned(r#"{"metrics": [{"name": "DRAM \"Read\"", "value": 3}], "v": {"A\u0041": "4"}}"#),
+            Some(vec![("DRAM \"Read\"".into(), 3.0), ("AA".into(), 4.0)])
+        );
+    }
+
+    #[test]
+    fn bad_json_is_refused_without_panicking() {
+        for text in [
+            "",
+            "[1]",
+            "{",
+            r#"{"a":}"#,
+            r#"{"a":1} x"#,
+            r#"{"a":"\u12"}"#,
+            "{\"é\\",
+        ] {
+            assert_eq!(owned(text), None, "{text}");
+        }
+        let deep = "{\"a\":".repeat(100) + "1" + &"}".repeat(100);
+        assert_eq!(owned(&deep), None);
+    }
+
+    #[test]
+    fn type_ids_carry_gpu_and_source() {
+        let type_id = (1i64 << 48) | (7 << 32) | (3 << 8) | 2;
+        assert_eq!(gpu_of_type(type_id), 2);
+        assert_eq!(source_of_type(type_id), 7);
+    }
+
+    #[test]
+    fn sources_are_recognised_by_name() {
+        assert!(names_gpu_metrics(r#"{"Name":"GpuMetrics","Version":1}"#));
+        assert!(names_gpu_metrics("GPU Metrics"));
+        assert!(!names_gpu_metrics(r#"{"Name":"FTrace"}"#));
+    }
+}

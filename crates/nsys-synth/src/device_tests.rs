@@ -1,0 +1,219 @@
+//! The device-side tables of [`crate::SynthDeviceSide`]: which tables each version gets, and
+//! that the returned counts match the rows.
+
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+use crate::{write_export, SchemaVersion, SynthCounts, SynthDeviceSide, SynthGraphMode, SynthSpec};
+
+fn count(conn: &Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |row| row.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+fn has_table(conn: &Connection, table: &str) -> bool {
+    count(
+        conn,
+        &format!("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"),
+    ) == 1
+}
+
+fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
+    count(
+        conn,
+        &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = '{column}'"),
+    ) == 1
+}
+
+fn rows(conn: &Connection, table: &str) -> u64 {
+    if !has_table(conn, table) {
+        return 0;
+    }
+    count(conn, &format!("SELECT count(*) FROM {table}")) as u64
+}
+
+/// Two processes, one on GPUs 0 and 1, one sharing GPU 1, with every device-side feature the
+/// version supports.
+fn device_spec(version: SchemaVersion, mode: SynthGraphMode) -> SynthSpec {
+    let mut spec = SynthSpec::small(version);
+    let mut second = spec.processes[0].clone();
+    second.pid += 1000;
+    second.devices = vec![1];
+    spec.processes[0].devices = vec![0, 1];
+    spec.processes.push(second);
+    let graphs = mode == SynthGraphMode::Node || version >= SchemaVersion::V3_16;
+    spec.device = SynthDeviceSide {
+        gpu_metric_samples: 40,
+        metric_gpus: Vec::new(),
+        graph_launches: if graphs { 5 } else { 0 },
+        graph_mode: mode,
+        memory_allocations: if version >= SchemaVersion::V3_0 { 6 } else { 0 },
+        nic_samples: if version >= SchemaVersion::V3_16 {
+            7
+        } else {
+            0
+        },
+    };
+    spec
+}
+
+fn write(spec: &SynthSpec, dir: &TempDir, name: &str) -> (Connection, SynthCounts) {
+    let path = dir.path().join(name);
+    let counts = write_export(spec, &path).expect("export is written");
+    (Connection::open(path).unwrap(), counts)
+}
+
+#[test]
+fn gpu_metrics_take_the_form_of_their_version() {
+    let dir = TempDir::new().unwrap();
+    for version in SchemaVersion::all() {
+        let spec = device_spec(version, SynthGraphMode::Node);
+        let (conn, counts) = write(&spec, &dir, &format!("m{version}.sqlite"));
+        let gpus = 2;
+        if version >= SchemaVersion::V3_16 {
+            assert_eq!(rows(&conn, "GPU_METRICS"), counts.gpu_metric_rows);
+            assert_eq!(counts.gpu_metric_rows, 40 * gpus * 16, "{version}");
+            assert!(!has_table(&conn, "GENERIC_EVENTS"));
+            // Metric ids differ between the GPUs.
+            let differing = count(
+                &conn,
+                "SELECT count(*) FROM TARGET_INFO_GPU_METRICS a JOIN TARGET_INFO_GPU_METRICS b
+                 ON a.metricName = b.metricName AND a.typeId < b.typeId AND a.metricId != b.metricId",
+            );
+            assert_eq!(differing, 16, "{version}");
+        } else {
+            assert_eq!(rows(&conn, "GENERIC_EVENTS"), counts.gpu_metric_rows);
+            assert_eq!(counts.gpu_metric_rows, 40 * gpus, "{version}");
+            assert_eq!(counts.gpu_metric_values, 40 * gpus * 12, "{version}");
+            assert!(!has_table(&conn, "GPU_METRICS"));
+            let table = "GENERIC_EVENTS";
+            let first: i64 = count(&conn, &format!("SELECT min(timestamp) FROM {table}"));
+            assert!(first < 0, "sampling starts before the session");
+            let json: String = conn
+                .query_row(&format!("SELECT data FROM {table} LIMIT 1"), [], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            assert!(json.starts_with("{\"GPC Clock Frequency\":"), "{json}");
+        }
+    }
+}
+
+#[test]
+fn graphs_in_node_mode_correlate_every_node_with_its_launch() {
+    let dir = TempDir::new().unwrap();
+    for version in SchemaVersion::all() {
+        let spec = device_spec(version, SynthGraphMode::Node);
+        let (conn, counts) = write(&spec, &dir, &format!("n{version}.sqlite"));
+        let launches = 5 * spec.processes.len() as u64;
+        assert_eq!(counts.graph_launches, launches);
+        assert_eq!(counts.graph_node_kernels, 3 * launches);
+        assert_eq!(counts.graph_node_memcpys, launches);
+        assert_eq!(counts.graph_traces, 0);
+        let nodes = count(
+            &conn,
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+             ON r.correlationId = k.correlationId AND (r.globalTid & -16777216) = k.globalPid
+             JOIN StringIds s ON s.id = r.nameId
+             WHERE k.graphNodeId IS NOT NULL AND s.value LIKE 'cudaGraphLaunch%'",
+        );
+        assert_eq!(nodes as u64, 3 * launches, "{version}");
+        let graph_rows = rows(&conn, "CUDA_GRAPH_EVENTS") + rows(&conn, "CUDA_GRAPH_NODE_EVENTS");
+        assert_eq!(graph_rows, counts.graph_events, "{version}");
+        match version {
+            // Node form: one row per node of each process's graph.
+            SchemaVersion::V2_9 | SchemaVersion::V3_0 => {
+                assert_eq!(counts.graph_events, 4 * 2);
+                assert!(has_column(&conn, "CUDA_GRAPH_EVENTS", "graphNodeId"));
+            }
+            SchemaVersion::V3_7 => assert_eq!(counts.graph_events, 0),
+            _ => {
+                assert_eq!(rows(&conn, "CUDA_GRAPH_NODE_EVENTS"), 4 * 2);
+                assert_eq!(rows(&conn, "CUDA_GRAPH_EVENTS"), 2 * 2);
+                assert!(has_column(&conn, "CUDA_GRAPH_EVENTS", "graphExecId"));
+            }
+        }
+    }
+}
+
+#[test]
+fn graphs_in_graph_mode_have_one_trace_row_per_launch() {
+    let dir = TempDir::new().unwrap();
+    for version in [SchemaVersion::V3_16, SchemaVersion::V3_24] {
+        let spec = device_spec(version, SynthGraphMode::Graph);
+        let (conn, counts) = write(&spec, &dir, &format!("g{version}.sqlite"));
+        assert_eq!(counts.graph_traces, 10);
+        assert_eq!(rows(&conn, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"), 10);
+        assert_eq!(counts.graph_node_kernels, 0);
+        let mode: String = conn
+            .query_row(
+                "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%GRAPH_TRACE_OPTIONS:MODE'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(mode, "Graph");
+    }
+    let mut spec = device_spec(SchemaVersion::V3_7, SynthGraphMode::Graph);
+    spec.device.graph_launches = 1;
+    assert!(write_export(&spec, &dir.path().join("bad.sqlite")).is_err());
+}
+
+#[test]
+fn every_allocation_is_freed_and_pools_are_recorded() {
+    let dir = TempDir::new().unwrap();
+    for version in [SchemaVersion::V3_0, SchemaVersion::V3_24] {
+        let spec = device_spec(version, SynthGraphMode::Node);
+        let (conn, counts) = write(&spec, &dir, &format!("a{version}.sqlite"));
+        assert_eq!(counts.memory_usage, 2 * 6 * 2);
+        assert_eq!(
+            rows(&conn, "CUDA_GPU_MEMORY_USAGE_EVENTS"),
+            counts.memory_usage
+        );
+        let balance = count(
+            &conn,
+            "SELECT sum(CASE memoryOperationType WHEN 0 THEN bytes ELSE -bytes END)
+             FROM CUDA_GPU_MEMORY_USAGE_EVENTS",
+        );
+        assert_eq!(balance, 0);
+        assert!(counts.memory_pool_events > 0);
+        assert_eq!(
+            rows(&conn, "CUDA_GPU_MEMORY_POOL_EVENTS"),
+            counts.memory_pool_events
+        );
+    }
+}
+
+#[test]
+fn nic_counters_and_totals() {
+    let dir = TempDir::new().unwrap();
+    let spec = device_spec(SchemaVersion::V3_24, SynthGraphMode::Graph);
+    let (conn, counts) = write(&spec, &dir, "nic.sqlite");
+    assert_eq!(counts.nic_samples, 7 * 3);
+    assert_eq!(rows(&conn, "NET_NIC_METRIC"), 21);
+    assert!(has_column(&conn, "TARGET_INFO_NIC_INFO", "GUID"));
+    assert_eq!(
+        counts.device_rows(),
+        counts.gpu_metric_rows
+            + counts.graph_traces
+            + counts.graph_events
+            + counts.memory_usage
+            + counts.memory_pool_events
+            + 21
+    );
+}
+
+#[test]
+fn small_specs_write_no_device_tables() {
+    let dir = TempDir::new().unwrap();
+    let (conn, counts) = write(&SynthSpec::small(SchemaVersion::V3_24), &dir, "s.sqlite");
+    assert_eq!(counts.device_rows(), 0);
+    for table in [
+        "GPU_METRICS",
+        "CUDA_GRAPH_EVENTS",
+        "CUDA_GPU_MEMORY_USAGE_EVENTS",
+        "NET_NIC_METRIC",
+    ] {
+        assert!(!has_table(&conn, table), "{table}");
+    }
+}
