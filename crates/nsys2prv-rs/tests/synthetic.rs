@@ -245,39 +245,48 @@ fn a_report_given_twice_under_two_names_is_used_once() {
 #[test]
 fn spilling_gives_the_same_bytes_as_memory() {
     let dir = tempfile::tempdir().unwrap();
-    let mut inputs = ranks(dir.path(), 3);
-    let (small, _) = small_export(dir.path(), SchemaVersion::V2_9);
-    inputs.push(small);
+    let mut synthetic = ranks(dir.path(), 3);
+    synthetic.push(small_export(dir.path(), SchemaVersion::V2_9).0);
+    let mut sets = vec![synthetic];
     if let Some(corpus) = corpus_dir() {
-        inputs.push(corpus.join("local/nvtx_pthreads/nvtx_pthreads.sqlite"));
+        // Recorded on another day than the synthetic job: a set of its own.
+        sets.push(vec![corpus.join("local/nvtx_pthreads/nvtx_pthreads.sqlite")]);
     }
-    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    let (memory, spilled) = (dir.path().join("m/t.prv"), dir.path().join("s/t.prv"));
-    for out in [&memory, &spilled] {
-        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    for (i, inputs) in sets.iter().enumerate() {
+        let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        let memory = dir.path().join(format!("m{i}/t.prv"));
+        let spilled = dir.path().join(format!("s{i}/t.prv"));
+        for out in [&memory, &spilled] {
+            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        }
+        let plain = convert(&refs, &memory, &[]);
+        assert!(
+            plain.status.success(),
+            "{}",
+            String::from_utf8_lossy(&plain.stderr)
+        );
+        let result = binary()
+            .args(["-v", "--memory-limit", "64K", "-j", "2"])
+            .args(&refs)
+            .arg(&spilled)
+            .output()
+            .unwrap();
+        assert!(result.status.success());
+        assert!(
+            String::from_utf8_lossy(&result.stderr).contains("spilled chunks="),
+            "the small limit made runs spill"
+        );
+        assert!(
+            read_all(&memory) == read_all(&spilled),
+            "spilled output differs"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(spilled.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains("tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
-    assert!(convert(&refs, &memory, &[]).status.success());
-    let result = binary()
-        .args(["-v", "--memory-limit", "64K", "-j", "2"])
-        .args(&refs)
-        .arg(&spilled)
-        .output()
-        .unwrap();
-    assert!(result.status.success());
-    assert!(
-        String::from_utf8_lossy(&result.stderr).contains("spilled chunks="),
-        "the small limit made runs spill"
-    );
-    assert!(
-        read_all(&memory) == read_all(&spilled),
-        "spilled output differs"
-    );
-    let leftovers: Vec<_> = std::fs::read_dir(spilled.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n.to_string_lossy().contains("tmp"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
