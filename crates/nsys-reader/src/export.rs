@@ -1,5 +1,7 @@
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, Row};
@@ -96,6 +98,7 @@ impl Export {
             meta: Metadata::default(),
         };
         export.meta = Metadata::read(&export)?;
+        warn_about_newer_schema(path, &export.meta);
         Ok(export)
     }
 
@@ -153,7 +156,7 @@ impl Export {
                 path: self.path.clone(),
                 table: Some(table.to_string()),
                 row: Some(n + 1),
-                source: Box::new(e),
+                cause: Box::new(e),
             })?;
             let Some(row) = row else { break };
             n += 1;
@@ -214,12 +217,35 @@ impl Export {
     }
 }
 
-pub(crate) fn sqlite_error(path: &Path, table: Option<&str>, source: rusqlite::Error) -> ReadError {
+/// Warns (once per file and process) that the export is newer than the reader.
+fn warn_about_newer_schema(path: &Path, meta: &Metadata) {
+    static WARNED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let Some(version) = meta.newer_schema() else {
+        return;
+    };
+    let first = WARNED
+        .lock()
+        .map_or(true, |mut w| w.insert(path.to_path_buf()));
+    if first {
+        let (major, minor) = crate::meta::NEWEST_KNOWN_SCHEMA;
+        let product = meta
+            .product_version
+            .as_deref()
+            .map(|p| format!(" (nsys {p})"))
+            .unwrap_or_default();
+        tracing::warn!(
+            "{}: export schema {version}{product} is newer than the newest known ({major}.{minor}, nsys 2026.2): translating the tables and columns recognised; update nsys2prv-rs if events are missing",
+            path.display()
+        );
+    }
+}
+
+pub(crate) fn sqlite_error(path: &Path, table: Option<&str>, cause: rusqlite::Error) -> ReadError {
     ReadError::Sqlite {
         path: path.to_path_buf(),
         table: table.map(str::to_string),
         row: None,
-        source: Box::new(source),
+        cause: Box::new(cause),
     }
 }
 
@@ -228,17 +254,19 @@ fn check_sqlite_header(path: &Path) -> Result<(), ReadError> {
         std::io::ErrorKind::NotFound => ReadError::Missing(path.to_path_buf()),
         _ => ReadError::Io {
             path: path.to_path_buf(),
-            source: e,
+            cause: e,
         },
     })?;
     let mut head = [0u8; 100];
-    let n = read_up_to(&mut file, &mut head).map_err(|e| ReadError::Io {
+    let io_error = |e| ReadError::Io {
         path: path.to_path_buf(),
-        source: e,
-    })?;
+        cause: e,
+    };
+    let n = read_up_to(&mut file, &mut head).map_err(io_error)?;
     let head = &head[..n];
     if head.starts_with(SQLITE_MAGIC) {
-        return Ok(());
+        let size = file.metadata().map_err(io_error)?.len();
+        return check_complete(path, head, size);
     }
     if n >= 16 && head[..16].iter().all(|&b| b == 0) {
         return Err(ReadError::ZeroedHeader(path.to_path_buf()));
@@ -256,6 +284,37 @@ fn check_sqlite_header(path: &Path) -> Result<(), ReadError> {
         path: path.to_path_buf(),
         what,
     })
+}
+
+/// A file shorter than its header says was cut short (an export or a copy that was
+/// interrupted). SQLite itself reads the missing pages as zeros and reports either a
+/// malformed database or, worse, nothing, depending on which pages are gone.
+fn check_complete(path: &Path, head: &[u8], size: u64) -> Result<(), ReadError> {
+    const HEADER: usize = 100;
+    let truncated = |expected: u64| ReadError::Truncated {
+        path: path.to_path_buf(),
+        size,
+        expected,
+    };
+    if head.len() < HEADER {
+        return Err(truncated(HEADER as u64));
+    }
+    let be32 = |at: usize| u32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+    let page_size = match u16::from_be_bytes([head[16], head[17]]) {
+        1 => 65_536,
+        p => u64::from(p),
+    };
+    let pages = u64::from(be32(28));
+    // The page count is valid only when written by the same change as the file
+    // change counter (SQLite 3.7.0+); a WAL file may hold pages not yet in the file.
+    let count_valid = pages > 0 && be32(24) == be32(92);
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let expected = pages * page_size;
+    if count_valid && size < expected && !Path::new(&wal).exists() {
+        return Err(truncated(expected));
+    }
+    Ok(())
 }
 
 fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {

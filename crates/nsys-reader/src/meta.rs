@@ -5,8 +5,18 @@ use crate::{Export, ReadError};
 /// `TARGET_INFO_SYSTEM_ENV.nameEnum` of the host name, stable across versions.
 const HOSTNAME_ENUM: i64 = 619;
 const CPU_CORES_ENUM: i64 = 1;
+/// More CPUs than any machine has: a damaged value (each CPU is a line of the `.row`).
+const MAX_CPU_CORES: u32 = 1 << 16;
+/// Session starts and time shifts beyond ±2^62 ns (year 2116) are damaged values;
+/// within it, their difference cannot overflow.
+const MAX_CLOCK_NS: u64 = 1 << 62;
 /// The environment nsys itself ran in, `;`-separated `NAME=value` pairs.
 const DEVICE_ENVIRONMENT_ENUM: i64 = 610;
+
+/// The newest export schema (major, minor) this reader was checked against: 3.25,
+/// written by nsys 2026.2. Newer exports are read as far as their tables and columns
+/// are recognisable, with a warning.
+pub const NEWEST_KNOWN_SCHEMA: (u32, u32) = (3, 25);
 
 #[derive(Debug, Default, Clone)]
 pub struct Metadata {
@@ -48,7 +58,9 @@ impl Metadata {
                 if is("Hostname", HOSTNAME_ENUM) && meta.hostname.is_none() {
                     meta.hostname = value.filter(|v| !v.trim().is_empty());
                 } else if is("CpuCores", CPU_CORES_ENUM) && meta.cpu_cores.is_none() {
-                    meta.cpu_cores = value.and_then(|v| v.trim().parse().ok());
+                    meta.cpu_cores = value
+                        .and_then(|v| v.trim().parse().ok())
+                        .filter(|n| (1..=MAX_CPU_CORES).contains(n));
                 } else if is("DeviceEnvironment", DEVICE_ENVIRONMENT_ENUM) {
                     launcher_env.extend(
                         value
@@ -61,7 +73,8 @@ impl Metadata {
             },
         )?;
         export.scan("TARGET_INFO_SESSION_START_TIME", &["utcEpochNs"], |row| {
-            meta.session_start_utc_ns = meta.session_start_utc_ns.or(row.int(0));
+            let plausible = row.int(0).filter(|t| t.unsigned_abs() <= MAX_CLOCK_NS);
+            meta.session_start_utc_ns = meta.session_start_utc_ns.or(plausible);
             Ok(())
         })?;
         export.scan("META_DATA_CAPTURE", &["name", "value"], |row| {
@@ -87,7 +100,7 @@ impl Metadata {
             }
             "EXPORT_PARAM_TIME_SHIFT" | "EXPORT_CONFIG_TIME_SHIFT" => {
                 if let Some(shift) = value.and_then(|v| v.trim().parse::<i64>().ok()) {
-                    if shift != 0 {
+                    if shift != 0 && shift.unsigned_abs() <= MAX_CLOCK_NS {
                         self.time_shift = shift;
                     }
                 }
@@ -100,10 +113,20 @@ impl Metadata {
     /// (`None` when the report does not say when its session started).
     pub fn utc_offset(&self) -> Option<i64> {
         if self.time_normalized {
-            Some(-self.time_shift)
+            self.time_shift.checked_neg()
         } else {
-            self.session_start_utc_ns.map(|s| s - self.time_shift)
+            self.session_start_utc_ns
+                .and_then(|s| s.checked_sub(self.time_shift))
         }
+    }
+
+    /// `EXPORT_SCHEMA_VERSION` when it is newer than [`NEWEST_KNOWN_SCHEMA`].
+    pub fn newer_schema(&self) -> Option<&str> {
+        let version = self.schema_version.as_deref()?.trim();
+        let mut parts = version.split('.').map(str::parse::<u32>);
+        let major = parts.next()?.ok()?;
+        let minor = parts.next().and_then(Result::ok).unwrap_or(0);
+        ((major, minor) > NEWEST_KNOWN_SCHEMA).then_some(version)
     }
 
     /// Value of an environment variable recorded for the process.
@@ -140,6 +163,21 @@ mod tests {
     }
 
     #[test]
+    fn newer_schemas_are_told_apart() {
+        let meta = |v: &str| Metadata {
+            schema_version: Some(v.to_string()),
+            ..Default::default()
+        };
+        assert_eq!(meta("3.24.18").newer_schema(), None);
+        assert_eq!(meta("3.25.0").newer_schema(), None);
+        assert_eq!(meta("2.9.1").newer_schema(), None);
+        assert_eq!(meta("3.26.1").newer_schema(), Some("3.26.1"));
+        assert_eq!(meta("4.0").newer_schema(), Some("4.0"));
+        assert_eq!(meta("garbage").newer_schema(), None);
+        assert_eq!(Metadata::default().newer_schema(), None);
+    }
+
+    #[test]
     fn normalized_exports_are_already_utc() {
         let meta = Metadata {
             time_normalized: true,
@@ -153,5 +191,11 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(shifted.utc_offset(), Some(90));
+        let damaged = Metadata {
+            session_start_utc_ns: Some(i64::MIN + 1),
+            time_shift: 10,
+            ..Default::default()
+        };
+        assert_eq!(damaged.utc_offset(), None);
     }
 }

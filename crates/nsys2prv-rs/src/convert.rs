@@ -66,6 +66,14 @@ pub fn run(args: &Args) -> Result<()> {
         })
         .collect();
     merge_inputs.extend(messages);
+    // Views are written first and renamed into place after the trace: a full disk
+    // fails before anything is committed, and an interrupted run leaves neither.
+    let cfgs_dir = args
+        .cfgs_dir
+        .clone()
+        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
+    let views = views::prepare(&cfgs_dir)
+        .with_context(|| format!("{}: cannot write the views", paths.prv.display()))?;
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
     let summary = write_trace_cut(
         &paths,
@@ -78,11 +86,7 @@ pub fn run(args: &Args) -> Result<()> {
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
-    let cfgs_dir = args
-        .cfgs_dir
-        .clone()
-        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
-    views::install(&cfgs_dir)?;
+    views.commit()?;
 
     if !args.quiet {
         eprintln!(

@@ -48,6 +48,13 @@ fn expand_one(input: &Path) -> Result<Vec<PathBuf>> {
     if !input.exists() {
         bail!("{}: no such file", input.display());
     }
+    // A FIFO or a device would block or stream forever.
+    if !input.is_file() {
+        bail!(
+            "{}: not a regular file; give an Nsight Systems report or its .sqlite export",
+            input.display()
+        );
+    }
     Ok(vec![input.to_path_buf()])
 }
 
@@ -67,6 +74,9 @@ fn reports_in_dir(dir: &Path) -> Result<Vec<PathBuf>> {
         let path = entry
             .with_context(|| format!("{}: cannot list directory", dir.display()))?
             .path();
+        if !path.is_file() {
+            continue;
+        }
         if has_ext(&path, &[EXPORT_EXT]) {
             exports.insert(path);
         } else if has_ext(&path, REPORT_EXTS) {

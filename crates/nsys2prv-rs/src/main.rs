@@ -29,10 +29,23 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // One line: the cause chain joined, never a backtrace.
-            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("error: {}", chain.join(": ").replace('\n', " "));
+            eprintln!("error: {}", one_line(&e));
             ExitCode::from(if cli::is_usage_error(&e) { 2 } else { 1 })
         }
     }
+}
+
+/// The cause chain on one line, never a backtrace; a cause already quoted by the
+/// message before it is not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if !line.contains(&cause) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&cause);
+        }
+    }
+    line.replace('\n', " ")
 }

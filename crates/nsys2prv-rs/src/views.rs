@@ -411,7 +411,7 @@ pub const VIEWS: &[(&str, &str)] = &[
 ];
 
 /// Writes every view under `dir` (replacing older copies).
-pub fn install(dir: &Path) -> Result<()> {
+fn write_all(dir: &Path) -> Result<()> {
     for (rel, text) in VIEWS {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
@@ -422,4 +422,51 @@ pub fn install(dir: &Path) -> Result<()> {
             .with_context(|| format!("{}: cannot write view", path.display()))?;
     }
     Ok(())
+}
+
+/// The views written into a temporary directory beside `target`, to be renamed
+/// into place once the trace is complete (so a failed or interrupted run leaves
+/// neither).
+pub struct PendingViews {
+    temp: tempfile::TempDir,
+    target: std::path::PathBuf,
+    _guard: paraver_writer::output::PendingGuard,
+}
+
+pub fn prepare(target: &Path) -> Result<PendingViews> {
+    let parent = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+    let name = target
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("cfgs");
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .tempdir_in(parent)
+        .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+    let _guard = paraver_writer::output::track_pending(temp.path());
+    write_all(temp.path())?;
+    Ok(PendingViews {
+        temp,
+        target: target.to_path_buf(),
+        _guard,
+    })
+}
+
+impl PendingViews {
+    /// Replaces any older views at the target with these.
+    pub fn commit(self) -> Result<()> {
+        if self.target.is_dir() {
+            std::fs::remove_dir_all(&self.target)
+                .with_context(|| format!("{}: cannot replace the views", self.target.display()))?;
+        }
+        let temp = self.temp.keep();
+        std::fs::rename(&temp, &self.target)
+            .with_context(|| format!("{}: cannot install the views", self.target.display()))?;
+        Ok(())
+    }
 }

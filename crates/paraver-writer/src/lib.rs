@@ -37,8 +37,13 @@ pub enum WriteError {
     EmptyTrace,
     #[error("the trace would span {} days: Paraver's times lose precision beyond 104 days (2^53 ns); the reports' clocks are far apart or a timestamp is corrupt", .0 / 86_400_000_000_000)]
     SpanTooLong(i64),
-    #[error("cannot spill records to the temporary directory: {0}")]
-    Spill(std::io::Error),
+    #[error("cannot spill records to {}: {source}", dir.display())]
+    Spill {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read back spilled records: {0}")]
+    SpillRead(std::io::Error),
     #[error("nothing happens in the cut {start}..{end} ns of the trace (which runs from 0 to {trace_end} ns)")]
     EmptyWindow {
         start: i64,

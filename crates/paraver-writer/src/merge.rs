@@ -83,7 +83,7 @@ pub fn write_trace_cut(
         if stop <= start {
             return Err(empty_window(cut));
         }
-        let closed = closed_types(inputs).map_err(WriteError::Spill)?;
+        let closed = closed_types(inputs).map_err(WriteError::SpillRead)?;
         window = Some(CutState::new(stop - start, closed, cut.is_point));
         (origin, end) = (start, stop);
     }

@@ -58,10 +58,18 @@ impl OutputPaths {
 /// do not run when a signal ends the process.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// Set once the pending files were removed: files created afterwards (while the
+/// process is exiting) are removed at once.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Registers `path` until the returned guard is dropped.
 pub fn track_pending(path: &Path) -> PendingGuard {
     if let Ok(mut p) = PENDING.lock() {
-        p.push(path.to_path_buf());
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            remove_path(path);
+        } else {
+            p.push(path.to_path_buf());
+        }
     }
     PendingGuard(path.to_path_buf())
 }
@@ -71,11 +79,20 @@ pub fn remove_pending_files() -> usize {
     let Ok(mut pending) = PENDING.lock() else {
         return 0;
     };
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
     let n = pending.len();
     for path in pending.drain(..) {
-        let _ = std::fs::remove_file(path);
+        remove_path(&path);
     }
     n
+}
+
+fn remove_path(path: &Path) {
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Unregisters its path when dropped.

@@ -109,7 +109,7 @@ impl PcfCatalog {
             .collect();
         writeln!(out, "\n\nSTATES")?;
         for s in &shown {
-            writeln!(out, "{:<4} {}", s.id, s.label)?;
+            writeln!(out, "{:<4} {}", s.id, one_line(&s.label))?;
         }
         for id in used
             .states
@@ -144,7 +144,9 @@ impl PcfCatalog {
         writeln!(
             out,
             "\n\nEVENT_TYPE\n{:<4} {:<10} {}",
-            info.gradient, ty, info.label
+            info.gradient,
+            ty,
+            one_line(&info.label)
         )?;
         if let Some(p) = info.precision {
             writeln!(out, "PRECISION {p}")?;
@@ -186,9 +188,13 @@ impl PcfCatalog {
 }
 
 /// A label as the `.pcf` can hold it: one line, no tabs, ASCII only (BSC's pertalde
-/// rejects other bytes), with other characters written as `\u{XXXX}`.
+/// rejects other bytes), with other characters written as `\u{XXXX}`, and never
+/// empty (a value line without a label is not a label).
 fn one_line(label: &str) -> std::borrow::Cow<'_, str> {
     let plain = |c: char| c.is_ascii() && !c.is_ascii_control();
+    if label.trim().is_empty() {
+        return "(empty name)".into();
+    }
     if label.chars().all(plain) {
         return label.into();
     }
@@ -210,6 +216,7 @@ mod tests {
     #[test]
     fn labels_become_one_ascii_line() {
         assert_eq!(one_line("gemm"), "gemm");
+        assert_eq!(one_line(" "), "(empty name)");
         assert_eq!(one_line("a\tb\nc"), "a b c");
         assert_eq!(one_line("déjà"), "d\\u{00E9}j\\u{00E0}");
     }

@@ -203,13 +203,22 @@ impl RunBuilder {
     /// one thread at one time keep the order they were pushed in. A spilling run
     /// keeps its last chunk in memory only while the shared budget allows.
     pub fn finish(mut self) -> Result<Run, WriteError> {
+        let dir = self
+            .spill
+            .as_ref()
+            .map(|p| p.dir.clone())
+            .unwrap_or_default();
+        let spill_failed = |source| WriteError::Spill {
+            dir: dir.clone(),
+            source,
+        };
         if let Some(policy) = &self.spill {
             if !self.chunks.is_empty() && !policy.may_retain(self.bytes()) {
-                self.spill_chunk().map_err(WriteError::Spill)?;
+                self.spill_chunk().map_err(spill_failed)?;
             }
         }
         if let Some(e) = self.spill_error.take() {
-            return Err(WriteError::Spill(e));
+            return Err(spill_failed(e));
         }
         let threads = self.threads_seen.max(self.order_keys.len());
         let mut old_of_new: Vec<LocalThread> = (0..threads as LocalThread).collect();
