@@ -66,7 +66,7 @@ fn bench_reader(c: &mut Criterion) {
     let api_rows = export.count(RUNTIME).expect("counting API calls");
 
     let mut group = c.benchmark_group("nsys-reader");
-    group.sample_size(20);
+    group.sample_size(10);
 
     group.throughput(Throughput::Elements(kernel_rows));
     group.bench_function(format!("Export::kernels ({kernel_rows} rows)"), |b| {
@@ -92,29 +92,67 @@ fn bench_reader(c: &mut Criterion) {
         })
     });
 
-    // The floor: SQLite's own scan of the same columns, through the generic scanner.
-    group.throughput(Throughput::Elements(api_rows));
-    group.bench_function(format!("Export::scan RUNTIME, 7 columns ({api_rows} rows)"), |b| {
-        let cols = [
-            "start",
-            "end",
-            "globalTid",
-            "correlationId",
-            "nameId",
-            "eventClass",
-            "returnValue",
-        ];
-        b.iter(|| {
-            let mut sum = 0i64;
-            export
-                .scan(RUNTIME, &cols, |row| {
-                    sum = sum.wrapping_add(row.int(0).unwrap_or(0));
-                    Ok(())
-                })
-                .expect("scanning");
-            std::hint::black_box(sum)
-        })
-    });
+    // The floors: SQLite's own scan of the same columns through the generic scanner,
+    // every column read as an integer, without building the typed rows.
+    let floors: [(&str, u64, &[&str]); 2] = [
+        (
+            KERNEL,
+            kernel_rows,
+            &[
+                "start",
+                "end",
+                "deviceId",
+                "contextId",
+                "streamId",
+                "correlationId",
+                "globalPid",
+                "shortName",
+                "demangledName",
+                "gridX",
+                "gridY",
+                "gridZ",
+                "blockX",
+                "blockY",
+                "blockZ",
+                "staticSharedMemory",
+                "dynamicSharedMemory",
+                "localMemoryTotal",
+                "registersPerThread",
+                "graphNodeId",
+            ],
+        ),
+        (
+            RUNTIME,
+            api_rows,
+            &[
+                "start",
+                "end",
+                "globalTid",
+                "correlationId",
+                "nameId",
+                "eventClass",
+                "returnValue",
+            ],
+        ),
+    ];
+    for (table, rows, cols) in floors {
+        group.throughput(Throughput::Elements(rows));
+        let name = format!("Export::scan {table}, {} columns ({rows} rows)", cols.len());
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut sum = 0i64;
+                export
+                    .scan(table, cols, |row| {
+                        for i in 0..cols.len() {
+                            sum = sum.wrapping_add(row.int(i).unwrap_or(0));
+                        }
+                        Ok(())
+                    })
+                    .expect("scanning");
+                std::hint::black_box(sum)
+            })
+        });
+    }
     group.finish();
 }
 

@@ -306,7 +306,15 @@ fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
         },
     };
     if !dir.is_dir() {
-        bail!("{}: the temporary directory does not exist", dir.display());
+        let what = if args.tmp_dir.is_some() {
+            "the temporary directory"
+        } else {
+            "the output directory"
+        };
+        bail!(
+            "{}: {what} does not exist or is not a directory",
+            dir.display()
+        );
     }
     let limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
     let jobs = args

@@ -20,6 +20,7 @@ pub fn init_logging(quiet: bool, verbose: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .without_time()
         .compact()
         .init();
@@ -117,9 +118,10 @@ impl Progress {
 /// unlinked at creation and vanish with the process.)
 pub fn remove_partial_output_on_interrupt() {
     let installed = ctrlc::set_handler(|| {
-        paraver_writer::output::remove_pending_files();
-        eprintln!("error: interrupted; partial output removed");
-        std::process::exit(130);
+        paraver_writer::output::remove_pending_files_and_exit(
+            130,
+            "error: interrupted; partial output removed",
+        )
     });
     if let Err(e) = installed {
         tracing::debug!("no interrupt handler: {e}");

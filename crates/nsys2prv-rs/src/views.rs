@@ -444,11 +444,15 @@ pub fn prepare(target: &Path) -> Result<PendingViews> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("cfgs");
-    let temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .tempdir_in(parent)
-        .with_context(|| format!("{}: cannot create directory", parent.display()))?;
-    let _guard = paraver_writer::output::track_pending(temp.path());
+    let (temp, _guard) = paraver_writer::output::create_tracked(
+        || {
+            tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .tempdir_in(parent)
+        },
+        |t| t.path(),
+    )
+    .with_context(|| format!("{}: cannot create directory", parent.display()))?;
     write_all(temp.path())?;
     Ok(PendingViews {
         temp,
@@ -464,9 +468,11 @@ impl PendingViews {
             std::fs::remove_dir_all(&self.target)
                 .with_context(|| format!("{}: cannot replace the views", self.target.display()))?;
         }
-        let temp = self.temp.keep();
-        std::fs::rename(&temp, &self.target)
-            .with_context(|| format!("{}: cannot install the views", self.target.display()))?;
+        let target = self.target.clone();
+        let temp = self.temp;
+        paraver_writer::output::commit_unless_interrupted(|| std::fs::rename(temp.path(), &target))
+            .with_context(|| format!("{}: cannot install the views", target.display()))?;
+        let _ = temp.keep();
         Ok(())
     }
 }

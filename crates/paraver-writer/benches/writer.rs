@@ -42,81 +42,112 @@ impl Rng {
     }
 }
 
-/// Pushes `launches` launches of one rank into a new builder.
-fn build(launches: u64, seed: u64) -> RunBuilder {
+/// One kernel launch: the API call on a CPU thread and the kernel on a stream.
+#[derive(Clone, Copy)]
+struct Launch {
+    cpu: usize,
+    start: i64,
+    end: i64,
+    stream: usize,
+    k_start: i64,
+    k_end: i64,
+    api: u32,
+    kernel: u32,
+}
+
+/// The launches of one rank, and the order the translation meets them in: API calls
+/// by start, then kernels by start (each table is read in time order).
+struct Rank {
+    launches: Vec<Launch>,
+    by_start: Vec<usize>,
+    by_kernel: Vec<usize>,
+}
+
+const API_NAMES: u32 = 20;
+const KERNEL_NAMES: u32 = 60;
+
+fn rank(launches: u64, seed: u64) -> Rank {
     let mut rng = Rng(seed | 1);
+    let mut cpu_clock = [0i64; CPU_THREADS as usize];
+    let mut gpu_clock = [0i64; STREAMS as usize];
+    let launches: Vec<Launch> = (0..launches)
+        .map(|i| {
+            let r = rng.next();
+            let cpu = (i % u64::from(CPU_THREADS)) as usize;
+            let start = cpu_clock[cpu] + 500 + (r % 3000) as i64;
+            let end = start + 2000 + (r >> 20) as i64 % 8000;
+            cpu_clock[cpu] = end;
+            let stream = ((r >> 8) % u64::from(STREAMS)) as usize;
+            let k_start = gpu_clock[stream].max(end + 1000);
+            let k_end = k_start + 1000 + (r >> 32) as i64 % 50_000;
+            gpu_clock[stream] = k_end;
+            Launch {
+                cpu,
+                start,
+                end,
+                stream,
+                k_start,
+                k_end,
+                api: (r % u64::from(API_NAMES)) as u32,
+                kernel: ((r >> 40) % u64::from(KERNEL_NAMES)) as u32,
+            }
+        })
+        .collect();
+    let mut by_start: Vec<usize> = (0..launches.len()).collect();
+    by_start.sort_by_key(|&i| launches[i].start);
+    let mut by_kernel: Vec<usize> = (0..launches.len()).collect();
+    by_kernel.sort_by_key(|&i| launches[i].k_start);
+    Rank {
+        launches,
+        by_start,
+        by_kernel,
+    }
+}
+
+/// Pushes a rank's records into a new builder, as the translation would.
+fn push(rank: &Rank) -> RunBuilder {
     let mut run = RunBuilder::new();
     let threads: Vec<LocalThread> = (0..THREADS).map(|t| run.add_thread(t as u128)).collect();
-    let api_names: Vec<u32> = (0..20)
+    let api_names: Vec<u32> = (0..API_NAMES)
         .map(|i| run.names.intern(TY_API, &format!("cudaApiCall{i}_v3020")))
         .collect();
-    let kernel_names: Vec<u32> = (0..60)
+    let kernel_names: Vec<u32> = (0..KERNEL_NAMES)
         .map(|i| {
             run.names
                 .intern(TY_KERNEL, &format!("kernel_{i}<float, 128>"))
         })
         .collect();
-
-    // (cpu thread, call start, call end, stream, kernel start, kernel end, names)
-    let mut launches_v = Vec::with_capacity(launches as usize);
-    let mut cpu_clock = [0i64; CPU_THREADS as usize];
-    let mut gpu_clock = [0i64; STREAMS as usize];
-    for i in 0..launches {
-        let r = rng.next();
-        let cpu = (i % u64::from(CPU_THREADS)) as usize;
-        let start = cpu_clock[cpu] + 500 + (r % 3000) as i64;
-        let end = start + 2000 + (r >> 20) as i64 % 8000;
-        cpu_clock[cpu] = end;
-        let stream = ((r >> 8) % u64::from(STREAMS)) as usize;
-        let k_start = gpu_clock[stream].max(end + 1000);
-        let k_end = k_start + 1000 + (r >> 32) as i64 % 50_000;
-        gpu_clock[stream] = k_end;
-        launches_v.push((
-            cpu,
-            start,
-            end,
-            stream,
-            k_start,
-            k_end,
-            api_names[(r % 20) as usize],
-            kernel_names[((r >> 40) % 60) as usize],
-        ));
-    }
-    // API calls first, in start order (already per thread; interleave by start).
-    let mut by_start: Vec<usize> = (0..launches_v.len()).collect();
-    by_start.sort_by_key(|&i| launches_v[i].1);
-    for &i in &by_start {
-        let (cpu, start, end, _, _, _, api, _) = launches_v[i];
-        let t = threads[cpu];
-        let corr = i as i64 + 1;
+    for &i in &rank.by_start {
+        let l = rank.launches[i];
+        let t = threads[l.cpu];
         run.interval(
             t,
-            start,
-            end,
-            &[EventPair::name(TY_API, api), EventPair::raw(TY_CORR, corr)],
+            l.start,
+            l.end,
+            &[
+                EventPair::name(TY_API, api_names[l.api as usize]),
+                EventPair::raw(TY_CORR, i as i64 + 1),
+            ],
         );
-        run.state(t, start, end, STATE_LAUNCH);
+        run.state(t, l.start, l.end, STATE_LAUNCH);
     }
-    // Then kernels, in kernel start order, each with its launch arrow.
-    let mut by_kernel: Vec<usize> = (0..launches_v.len()).collect();
-    by_kernel.sort_by_key(|&i| launches_v[i].4);
     let mut pairs = Vec::with_capacity(12);
-    for &i in &by_kernel {
-        let (cpu, start, _, stream, k_start, k_end, _, kernel) = launches_v[i];
-        let t = threads[CPU_THREADS as usize + stream];
+    for &i in &rank.by_kernel {
+        let l = rank.launches[i];
+        let t = threads[CPU_THREADS as usize + l.stream];
         pairs.clear();
-        pairs.push(EventPair::name(TY_KERNEL, kernel));
+        pairs.push(EventPair::name(TY_KERNEL, kernel_names[l.kernel as usize]));
         pairs.extend(KERNEL_ATTRS.map(|ty| EventPair::raw(ty, i64::from(ty % 97) * 8)));
         pairs.push(EventPair::raw(TY_CORR, i as i64 + 1));
-        run.interval(t, k_start, k_end, &pairs);
+        run.interval(t, l.k_start, l.k_end, &pairs);
         run.comm(
-            threads[cpu],
-            start,
+            threads[l.cpu],
+            l.start,
             Comm {
-                send_physical: start,
+                send_physical: l.start,
                 receiver: t,
-                recv_logical: k_start,
-                recv_physical: k_start,
+                recv_logical: l.k_start,
+                recv_physical: l.k_start,
                 size: 0,
                 tag: TAG_LAUNCH,
             },
@@ -192,13 +223,14 @@ fn bench_build(c: &mut Criterion) {
     group.sample_size(10);
     let records = BUILD_LAUNCHES * RECORDS_PER_LAUNCH;
     group.throughput(Throughput::Elements(records));
-    // Generation of the launch list is outside the timing; the pushes are what the
+    // The launch list is generated outside the timing; the pushes are what the
     // translation does, so they are timed with the sort.
+    let input = rank(BUILD_LAUNCHES, 7);
     group.bench_function(
         format!("RunBuilder push + finish ({records} records)"),
         |b| {
             b.iter(|| {
-                let run = build(BUILD_LAUNCHES, 7).finish().expect("finish");
+                let run = push(&input).finish().expect("finish");
                 assert_eq!(run.len() as u64, records);
                 run
             })
@@ -208,7 +240,7 @@ fn bench_build(c: &mut Criterion) {
         format!("RunBuilder::finish only ({records} records)"),
         |b| {
             b.iter_batched(
-                || build(BUILD_LAUNCHES, 7),
+                || push(&input),
                 |builder| builder.finish().expect("finish"),
                 BatchSize::PerIteration,
             )
@@ -220,7 +252,9 @@ fn bench_build(c: &mut Criterion) {
 fn bench_write(c: &mut Criterion) {
     let inputs: Vec<MergeInput> = (0..MERGE_RUNS)
         .map(|r| MergeInput {
-            run: build(MERGE_LAUNCHES, 1000 + r).finish().expect("finish"),
+            run: push(&rank(MERGE_LAUNCHES, 1000 + r))
+                .finish()
+                .expect("finish"),
             time_offset: 1_700_000_000_000_000_000 + r as i64 * 1_234,
             threads: (0..THREADS)
                 .map(|t| GlobalThread {

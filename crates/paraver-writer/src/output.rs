@@ -62,6 +62,27 @@ static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// process is exiting) are removed at once.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Creates something on disk and registers its path in one step under the
+/// registry's lock, so an interrupt cannot fall between the two.
+pub fn create_tracked<T>(
+    create: impl FnOnce() -> std::io::Result<T>,
+    path_of: impl Fn(&T) -> &Path,
+) -> std::io::Result<(T, PendingGuard)> {
+    let mut pending = PENDING
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned lock"))?;
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "interrupted",
+        ));
+    }
+    let created = create()?;
+    let path = path_of(&created).to_path_buf();
+    pending.push(path.clone());
+    Ok((created, PendingGuard(path)))
+}
+
 /// Registers `path` until the returned guard is dropped.
 pub fn track_pending(path: &Path) -> PendingGuard {
     if let Ok(mut p) = PENDING.lock() {
@@ -74,17 +95,36 @@ pub fn track_pending(path: &Path) -> PendingGuard {
     PendingGuard(path.to_path_buf())
 }
 
-/// Removes every temporary file still being written (for an interrupt handler).
-pub fn remove_pending_files() -> usize {
-    let Ok(mut pending) = PENDING.lock() else {
-        return 0;
-    };
+/// Removes every temporary file still being written and ends the process with
+/// `code`, keeping the registry locked so no other thread can create or commit a
+/// file in between (for an interrupt handler).
+pub fn remove_pending_files_and_exit(code: i32, message: &str) -> ! {
+    let pending = PENDING.lock();
     INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-    let n = pending.len();
-    for path in pending.drain(..) {
-        remove_path(&path);
+    if let Ok(mut pending) = pending {
+        for path in pending.drain(..) {
+            remove_path(&path);
+        }
+        eprintln!("{message}");
+        std::process::exit(code);
     }
-    n
+    eprintln!("{message}");
+    std::process::exit(code)
+}
+
+/// Runs `commit` (a rename into place) unless the run was interrupted, under the
+/// registry's lock so an interrupt cannot remove files half-way through it.
+pub fn commit_unless_interrupted<T>(
+    commit: impl FnOnce() -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    let _held = PENDING.lock();
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "interrupted",
+        ));
+    }
+    commit()
 }
 
 fn remove_path(path: &Path) {
@@ -134,10 +174,8 @@ impl PendingFile {
             use std::os::unix::fs::PermissionsExt;
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
-        let temp = builder
-            .tempfile_in(dir)
+        let (temp, _guard) = create_tracked(|| builder.tempfile_in(dir), |t| t.path())
             .map_err(|e| WriteError::io(target, e))?;
-        let _guard = track_pending(temp.path());
         Ok(PendingFile {
             target: target.to_path_buf(),
             temp,
@@ -160,9 +198,8 @@ impl PendingFile {
             .as_file()
             .sync_all()
             .map_err(|e| WriteError::io(&target, e))?;
-        self.temp
-            .persist(&target)
-            .map_err(|e| WriteError::io(&target, e.error))?;
+        commit_unless_interrupted(|| self.temp.persist(&target).map_err(|e| e.error))
+            .map_err(|e| WriteError::io(&target, e))?;
         Ok(())
     }
 }
