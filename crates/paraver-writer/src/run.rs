@@ -213,13 +213,20 @@ impl RunBuilder {
             source,
         };
         if let Some(policy) = &self.spill {
-            if !self.chunks.is_empty() && !policy.may_retain(self.bytes()) {
+            // Every finished run draws on the shared budget, spilled before or not:
+            // many small runs would otherwise hold all their records until the merge.
+            if !policy.may_retain(self.bytes()) {
                 self.spill_chunk().map_err(spill_failed)?;
             }
         }
         if let Some(e) = self.spill_error.take() {
             return Err(spill_failed(e));
         }
+        // The run waits for the merge: keep only what it holds, not the buffers'
+        // peak capacity.
+        self.records.shrink_to_fit();
+        self.pairs.shrink_to_fit();
+        self.comms.shrink_to_fit();
         let threads = self.threads_seen.max(self.order_keys.len());
         let mut old_of_new: Vec<LocalThread> = (0..threads as LocalThread).collect();
         old_of_new.sort_by_key(|&t| (self.order_key(t), t));
