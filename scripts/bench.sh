@@ -97,6 +97,11 @@ if [ ! -x /usr/bin/time ]; then
 fi
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+# The commit the binaries are built from (read before building: others may commit meanwhile).
+commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    commit="$commit (with uncommitted changes)"
+fi
 log "building release binaries into $bin"
 "${CARGO:-cargo}" build --release -q -p nsys2prv-rs -p nsys-synth >&2
 tool="$bin/nsys2prv-rs"
@@ -246,16 +251,12 @@ fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 model=$(lscpu | awk -F': *' '/^Model name/ { print $2; exit }')
 mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-    commit="$commit (with uncommitted changes)"
-fi
 {
     echo "### Run of $(date -u '+%Y-%m-%d %H:%M UTC') ($tag)"
     echo
     echo "- Machine: $(nproc) cores, ${model:-unknown CPU}, $mem; $(uname -sr)"
     echo "- Load average (1, 5, 15 min) at start: $load_start; at end: $load_end"
-    echo "- Commit: $commit; $(rustc --version 2>/dev/null || echo rustc unknown)"
+    echo "- Built from commit: $commit; $(rustc --version 2>/dev/null || echo rustc unknown)"
     echo "- Command: \`scripts/bench.sh$([ "$quick" = 1 ] && echo ' --quick')$([ "$with_n2p" = 1 ] && echo ' --with-nsys2prv')\`"
     echo "- Inputs (nsys-synth, schema 3.24): $tag-multi = $(cat "$scratch/$tag-multi/.spec"); \
 $tag-single = $(cat "$scratch/$tag-single/.spec"); \
