@@ -1,6 +1,6 @@
 //! CUDA tables: API calls, kernels, memory copies and sets, synchronization.
 
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 pub const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
@@ -111,7 +111,7 @@ const PLACE: [&str; 7] = [
 ];
 
 /// Reads the leading `PLACE` columns; `None` when a required one is NULL.
-fn place(row: &crate::RowView) -> Option<GpuPlace> {
+fn place(row: &RowView) -> Option<GpuPlace> {
     Some(GpuPlace {
         start: row.int(0)?,
         end: row.int(1)?,
@@ -129,7 +129,7 @@ fn with_place<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 impl Export {
     /// Streams the CUDA API calls (runtime and driver).
-    pub fn api_calls(&self, mut f: impl FnMut(&ApiCall)) -> Result<TableScan, ReadError> {
+    pub fn api_calls(&self, f: impl FnMut(&ApiCall)) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -139,29 +139,21 @@ impl Export {
             "eventClass",
             "returnValue",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(RUNTIME, &cols, |row| {
-            let call = (|| {
-                Some(ApiCall {
-                    start: row.int(0)?,
-                    end: row.int(1)?,
-                    global_tid: row.int(2)?,
-                    correlation_id: row.int(3).filter(|&c| c != 0),
-                    name_id: row.int(4)?,
-                    event_class: row.int(5).unwrap_or(0),
-                    return_value: row.int(6),
-                })
-            })();
-            match call {
-                Some(c) => f(&c),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(ApiCall {
+                start: row.int(0)?,
+                end: row.int(1)?,
+                global_tid: row.int(2)?,
+                correlation_id: row.int(3).filter(|&c| c != 0),
+                name_id: row.int(4)?,
+                event_class: row.int(5).unwrap_or(0),
+                return_value: row.int(6),
+            })
+        };
+        self.scan_rows(RUNTIME, &cols, "1", decode, f)
     }
 
-    pub fn kernels(&self, mut f: impl FnMut(&Kernel)) -> Result<TableScan, ReadError> {
+    pub fn kernels(&self, f: impl FnMut(&Kernel)) -> Result<TableScan, ReadError> {
         let cols = with_place(&[
             "shortName",
             "demangledName",
@@ -177,83 +169,63 @@ impl Export {
             "registersPerThread",
             "graphNodeId",
         ]);
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(KERNEL, &cols, |row| {
+        let decode = |row: &RowView| {
             let n = |i: usize| row.int(PLACE.len() + i).unwrap_or(0);
-            match place(row) {
-                Some(place) => f(&Kernel {
-                    place,
-                    short_name: row.int(7),
-                    demangled_name: row.int(8),
-                    grid: [n(2), n(3), n(4)],
-                    block: [n(5), n(6), n(7)],
-                    static_shared_memory: n(8),
-                    dynamic_shared_memory: n(9),
-                    local_memory_total: n(10),
-                    registers_per_thread: n(11),
-                    graph_node_id: row.int(PLACE.len() + 12).filter(|&g| g != 0),
-                }),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+            Some(Kernel {
+                place: place(row)?,
+                short_name: row.int(7),
+                demangled_name: row.int(8),
+                grid: [n(2), n(3), n(4)],
+                block: [n(5), n(6), n(7)],
+                static_shared_memory: n(8),
+                dynamic_shared_memory: n(9),
+                local_memory_total: n(10),
+                registers_per_thread: n(11),
+                graph_node_id: row.int(PLACE.len() + 12).filter(|&g| g != 0),
+            })
+        };
+        self.scan_rows(KERNEL, &cols, "1", decode, f)
     }
 
-    pub fn memcpys(&self, mut f: impl FnMut(&Memcpy)) -> Result<TableScan, ReadError> {
+    pub fn memcpys(&self, f: impl FnMut(&Memcpy)) -> Result<TableScan, ReadError> {
         let cols = with_place(&["bytes", "copyKind", "srcKind", "dstKind"]);
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(MEMCPY, &cols, |row| {
+        let decode = |row: &RowView| {
             let at = |i: usize| row.int(PLACE.len() + i);
-            match place(row) {
-                Some(place) => f(&Memcpy {
-                    place,
-                    bytes: at(0).unwrap_or(0),
-                    copy_kind: at(1).unwrap_or(0),
-                    src_kind: at(2),
-                    dst_kind: at(3),
-                }),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+            Some(Memcpy {
+                place: place(row)?,
+                bytes: at(0).unwrap_or(0),
+                copy_kind: at(1).unwrap_or(0),
+                src_kind: at(2),
+                dst_kind: at(3),
+            })
+        };
+        self.scan_rows(MEMCPY, &cols, "1", decode, f)
     }
 
-    pub fn memsets(&self, mut f: impl FnMut(&Memset)) -> Result<TableScan, ReadError> {
+    pub fn memsets(&self, f: impl FnMut(&Memset)) -> Result<TableScan, ReadError> {
         let cols = with_place(&["bytes", "memKind"]);
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(MEMSET, &cols, |row| {
+        let decode = |row: &RowView| {
             let at = |i: usize| row.int(PLACE.len() + i);
-            match place(row) {
-                Some(place) => f(&Memset {
-                    place,
-                    bytes: at(0).unwrap_or(0),
-                    mem_kind: at(1),
-                }),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+            Some(Memset {
+                place: place(row)?,
+                bytes: at(0).unwrap_or(0),
+                mem_kind: at(1),
+            })
+        };
+        self.scan_rows(MEMSET, &cols, "1", decode, f)
     }
 
-    pub fn syncs(&self, mut f: impl FnMut(&Sync)) -> Result<TableScan, ReadError> {
+    pub fn syncs(&self, f: impl FnMut(&Sync)) -> Result<TableScan, ReadError> {
         let cols = with_place(&["syncType", "eventId"]);
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(SYNCHRONIZATION, &cols, |row| {
+        let decode = |row: &RowView| {
             let at = |i: usize| row.int(PLACE.len() + i);
-            match place(row) {
-                Some(place) => f(&Sync {
-                    place,
-                    sync_type: at(0).unwrap_or(0),
-                    event_id: at(1),
-                }),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+            Some(Sync {
+                place: place(row)?,
+                sync_type: at(0).unwrap_or(0),
+                event_id: at(1),
+            })
+        };
+        self.scan_rows(SYNCHRONIZATION, &cols, "1", decode, f)
     }
 }
 

@@ -8,7 +8,7 @@
 //! record a sync waits for.
 
 use crate::cuda::{NOT_APPLICABLE, RUNTIME, SYNCHRONIZATION};
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const CUDA_EVENT: &str = "CUPTI_ACTIVITY_KIND_CUDA_EVENT";
 
@@ -55,7 +55,7 @@ fn applies(id: Option<i64>) -> Option<i64> {
 
 impl Export {
     /// Streams the event records; rows with NULL pid or event id are skipped.
-    pub fn event_records(&self, mut f: impl FnMut(&EventRecord)) -> Result<TableScan, ReadError> {
+    pub fn event_records(&self, f: impl FnMut(&EventRecord)) -> Result<TableScan, ReadError> {
         let cols = [
             "timestamp",
             "deviceId",
@@ -65,26 +65,18 @@ impl Export {
             "eventId",
             "eventSyncId",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(CUDA_EVENT, &cols, |row| {
-            let record = (|| {
-                Some(EventRecord {
-                    timestamp: row.int(0).filter(|&t| t != 0),
-                    device_id: row.int(1).unwrap_or(0),
-                    stream_id: row.int(2).unwrap_or(0),
-                    correlation_id: row.int(3).filter(|&c| c != 0),
-                    global_pid: row.int(4)?,
-                    event_id: row.int(5)?,
-                    event_sync_id: applies(row.int(6)),
-                })
-            })();
-            match record {
-                Some(r) => f(&r),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(EventRecord {
+                timestamp: row.int(0).filter(|&t| t != 0),
+                device_id: row.int(1).unwrap_or(0),
+                stream_id: row.int(2).unwrap_or(0),
+                correlation_id: row.int(3).filter(|&c| c != 0),
+                global_pid: row.int(4)?,
+                event_id: row.int(5)?,
+                event_sync_id: applies(row.int(6)),
+            })
+        };
+        self.scan_rows(CUDA_EVENT, &cols, "1", decode, f)
     }
 
     /// Streams the synchronizations that wait for an event (the others are the

@@ -27,6 +27,18 @@ pub struct Export {
     conn: Connection,
     schema: Schema,
     meta: Metadata,
+    decode_ahead: bool,
+}
+
+/// Rows decoded per batch handed from the decoding thread to the consumer.
+const DECODE_BATCH: usize = 4096;
+/// Batches decoded ahead of the consumer at most.
+const BATCHES_AHEAD: usize = 4;
+
+/// Rows a decoding thread hands over, with what it read to get them.
+struct DecodedBatch<T> {
+    items: Vec<T>,
+    scan: TableScan,
 }
 
 /// Rows read and rows skipped (NULL where a value is required) by one table scan.
@@ -84,11 +96,7 @@ impl Export {
     /// Opens read-only after checking that the file is a complete Nsight export.
     pub fn open(path: &Path) -> Result<Export, ReadError> {
         check_sqlite_header(path)?;
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| sqlite_error(path, None, e))?;
+        let conn = open_read_only(path)?;
         let schema = read_schema(path, &conn)?;
         check_is_export(path, &schema)?;
         let mut export = Export {
@@ -96,6 +104,7 @@ impl Export {
             conn,
             schema,
             meta: Metadata::default(),
+            decode_ahead: false,
         };
         export.meta = Metadata::read(&export)?;
         warn_about_newer_schema(path, &export.meta);
@@ -116,6 +125,87 @@ impl Export {
 
     pub fn has_table(&self, table: &str) -> bool {
         self.schema.has_table(table)
+    }
+
+    /// Whether typed scans decode rows on a second thread (with a connection of its
+    /// own) while the caller consumes them: worth it when a core would otherwise
+    /// be idle, e.g. one large report on a multi-core machine.
+    pub fn set_decode_ahead(&mut self, on: bool) {
+        self.decode_ahead = on;
+    }
+
+    /// Streams the rows of `table` matching `condition` through `decode`, then the
+    /// decoded values in table order through `f`; rows `decode` rejects (NULL where a
+    /// value is required) are counted as skipped. With [`Export::set_decode_ahead`],
+    /// decoding runs on its own thread.
+    pub(crate) fn scan_rows<T, D, F>(
+        &self,
+        table: &str,
+        columns: &[&str],
+        condition: &str,
+        decode: D,
+        mut f: F,
+    ) -> Result<TableScan, ReadError>
+    where
+        T: Send,
+        D: Fn(&RowView) -> Option<T> + Send,
+        F: FnMut(&T),
+    {
+        if !self.schema.has_table(table) {
+            return Ok(TableScan::default());
+        }
+        let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
+        if self.decode_ahead {
+            return self.scan_rows_ahead(table, &sql, decode, f);
+        }
+        let mut scan = TableScan::default();
+        for_each_row(&self.path, &self.conn, table, &sql, |row| {
+            scan.rows += 1;
+            match decode(row) {
+                Some(item) => f(&item),
+                None => scan.skipped += 1,
+            }
+            true
+        })?;
+        Ok(scan)
+    }
+
+    /// [`Export::scan_rows`] with decoding on a scoped thread that reads through a
+    /// second read-only connection and hands batches over a bounded channel.
+    fn scan_rows_ahead<T, D, F>(
+        &self,
+        table: &str,
+        sql: &str,
+        decode: D,
+        mut f: F,
+    ) -> Result<TableScan, ReadError>
+    where
+        T: Send,
+        D: Fn(&RowView) -> Option<T> + Send,
+        F: FnMut(&T),
+    {
+        use std::sync::mpsc::{channel, sync_channel};
+        let (full_tx, full_rx) = sync_channel::<Result<DecodedBatch<T>, ReadError>>(BATCHES_AHEAD);
+        let (empty_tx, empty_rx) = channel::<Vec<T>>();
+        let path = self.path.as_path();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let decoded = decode_batches(path, table, sql, &decode, &full_tx, &empty_rx);
+                if let Err(e) = decoded {
+                    // The consumer may be gone already; nothing else to tell.
+                    let _ = full_tx.send(Err(e));
+                }
+            });
+            let mut scan = TableScan::default();
+            for batch in full_rx {
+                let mut batch = batch?;
+                scan.add(batch.scan);
+                batch.items.iter().for_each(&mut f);
+                batch.items.clear();
+                let _ = empty_tx.send(batch.items);
+            }
+            Ok(scan)
+        })
     }
 
     /// Streams `columns` of `table` (missing columns read as NULL) through `f`.
@@ -143,26 +233,18 @@ impl Export {
             return Ok(0);
         }
         let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
-        let mut stmt = self
-            .conn
-            .prepare(&sql)
-            .map_err(|e| sqlite_error(&self.path, Some(table), e))?;
-        let mut rows = stmt
-            .query([])
-            .map_err(|e| sqlite_error(&self.path, Some(table), e))?;
-        let mut n: u64 = 0;
-        loop {
-            let row = rows.next().map_err(|e| ReadError::Sqlite {
-                path: self.path.clone(),
-                table: Some(table.to_string()),
-                row: Some(n + 1),
-                cause: Box::new(e),
-            })?;
-            let Some(row) = row else { break };
-            n += 1;
-            f(&RowView { row })?;
+        let mut failure = None;
+        let n = for_each_row(&self.path, &self.conn, table, &sql, |row| match f(row) {
+            Ok(()) => true,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        })?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(n),
         }
-        Ok(n)
     }
 
     /// Rows of `table` in O(log n): exports only ever insert, so the largest rowid
@@ -215,6 +297,89 @@ impl Export {
             None => Ok(None),
         }
     }
+}
+
+/// Runs `sql` and hands each row to `on_row` until it returns `false`; returns
+/// the rows read. Errors name the table and the row.
+fn for_each_row(
+    path: &Path,
+    conn: &Connection,
+    table: &str,
+    sql: &str,
+    mut on_row: impl FnMut(&RowView) -> bool,
+) -> Result<u64, ReadError> {
+    let mut stmt = conn
+        .prepare(sql)
+        .map_err(|e| sqlite_error(path, Some(table), e))?;
+    let mut rows = stmt
+        .query([])
+        .map_err(|e| sqlite_error(path, Some(table), e))?;
+    let mut n: u64 = 0;
+    loop {
+        let row = rows.next().map_err(|e| ReadError::Sqlite {
+            path: path.to_path_buf(),
+            table: Some(table.to_string()),
+            row: Some(n + 1),
+            cause: Box::new(e),
+        })?;
+        let Some(row) = row else { break };
+        n += 1;
+        if !on_row(&RowView { row }) {
+            break;
+        }
+    }
+    Ok(n)
+}
+
+/// The decoding side of [`Export::scan_rows_ahead`]: its own connection, batches of
+/// decoded rows sent in order, buffers reused when the consumer gives them back.
+/// Stops quietly when the consumer has gone (it failed or finished early).
+fn decode_batches<T, D>(
+    path: &Path,
+    table: &str,
+    sql: &str,
+    decode: &D,
+    full: &std::sync::mpsc::SyncSender<Result<DecodedBatch<T>, ReadError>>,
+    empty: &std::sync::mpsc::Receiver<Vec<T>>,
+) -> Result<(), ReadError>
+where
+    D: Fn(&RowView) -> Option<T>,
+{
+    let conn = open_read_only(path)?;
+    let fresh = || Vec::with_capacity(DECODE_BATCH);
+    let mut batch = DecodedBatch {
+        items: fresh(),
+        scan: TableScan::default(),
+    };
+    let mut consumer_gone = false;
+    for_each_row(path, &conn, table, sql, |row| {
+        batch.scan.rows += 1;
+        match decode(row) {
+            Some(item) => batch.items.push(item),
+            None => batch.scan.skipped += 1,
+        }
+        if batch.items.len() < DECODE_BATCH {
+            return true;
+        }
+        let next = DecodedBatch {
+            items: empty.try_recv().unwrap_or_else(|_| fresh()),
+            scan: TableScan::default(),
+        };
+        consumer_gone = full.send(Ok(std::mem::replace(&mut batch, next))).is_err();
+        !consumer_gone
+    })?;
+    if !consumer_gone && (batch.scan.rows > 0) {
+        let _ = full.send(Ok(batch));
+    }
+    Ok(())
+}
+
+fn open_read_only(path: &Path) -> Result<Connection, ReadError> {
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| sqlite_error(path, None, e))
 }
 
 /// Warns (once per file and process) that the export is newer than the reader.
@@ -374,4 +539,82 @@ fn check_is_export(path: &Path, schema: &Schema) -> Result<(), ReadError> {
         }
     };
     Err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::RUNTIME;
+    use nsys_synth::{write_export, SchemaVersion, SynthProcess, SynthSpec};
+
+    /// A generated export with a few thousand API calls (several decode batches),
+    /// some of them with a start that is not a number (skipped rows).
+    fn export_with_nulls(name: &str) -> (PathBuf, Export) {
+        let dir = std::env::temp_dir().join(format!("nsys-reader-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.sqlite");
+        let spec = SynthSpec {
+            processes: vec![SynthProcess {
+                kernels: 6_000,
+                extra_api_calls: 4_000,
+                ..SynthSpec::small(SchemaVersion::V3_24).processes[0].clone()
+            }],
+            ..SynthSpec::small(SchemaVersion::V3_24)
+        };
+        write_export(&spec, &path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            &format!("UPDATE {RUNTIME} SET start = 'not a time' WHERE rowid % 97 = 0"),
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let export = Export::open(&path).unwrap();
+        (dir, export)
+    }
+
+    fn calls(export: &Export) -> (TableScan, Vec<String>) {
+        let mut seen = Vec::new();
+        let scan = export.api_calls(|c| seen.push(format!("{c:?}"))).unwrap();
+        (scan, seen)
+    }
+
+    #[test]
+    fn decoding_ahead_reads_the_same_rows_in_the_same_order() {
+        let (dir, mut export) = export_with_nulls("ahead");
+        let (plain_scan, plain) = calls(&export);
+        export.set_decode_ahead(true);
+        let (ahead_scan, ahead) = calls(&export);
+        assert!(plain.len() > 2 * DECODE_BATCH, "{} rows", plain.len());
+        assert!(plain_scan.skipped > 0);
+        assert_eq!(plain_scan, ahead_scan);
+        assert_eq!(plain, ahead);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn decoding_ahead_reports_errors_of_preparing_and_of_stepping() {
+        let (dir, mut export) = export_with_nulls("ahead-errors");
+        export.set_decode_ahead(true);
+        let decode = |row: &RowView| row.int(0);
+        let bad_sql = export.scan_rows(RUNTIME, &["start"], "no_such(", decode, |_| {});
+        assert!(
+            matches!(bad_sql, Err(ReadError::Sqlite { .. })),
+            "{bad_sql:?}"
+        );
+        // Fails when evaluated (malformed JSON), some batches into the scan.
+        let late = format!(
+            "rowid < {} OR json_extract('not json ' || rowid, '$') IS NULL",
+            2 * DECODE_BATCH + 5
+        );
+        let mut consumed = 0;
+        let stepping = export.scan_rows(RUNTIME, &["start"], &late, decode, |_| consumed += 1);
+        assert!(
+            matches!(stepping, Err(ReadError::Sqlite { .. })),
+            "{stepping:?}"
+        );
+        assert!(consumed <= 2 * DECODE_BATCH + 5, "{consumed} rows");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -2,7 +2,7 @@
 //! (`CUDA_GPU_MEMORY_USAGE_EVENTS`), memory pools (`CUDA_GPU_MEMORY_POOL_EVENTS`,
 //! 3.0+), and unified-memory page faults (`CUDA_UM_*_PAGE_FAULT_EVENTS`).
 
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const MEMORY_USAGE: &str = "CUDA_GPU_MEMORY_USAGE_EVENTS";
 pub const MEMORY_POOL: &str = "CUDA_GPU_MEMORY_POOL_EVENTS";
@@ -61,7 +61,7 @@ pub struct CpuPageFault {
 impl Export {
     /// Streams allocations and frees; rows with NULL start, pid, device, bytes or
     /// operation are skipped.
-    pub fn memory_usage(&self, mut f: impl FnMut(&MemoryUsage)) -> Result<TableScan, ReadError> {
+    pub fn memory_usage(&self, f: impl FnMut(&MemoryUsage)) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "globalPid",
@@ -72,32 +72,24 @@ impl Export {
             "localMemoryPoolAddress",
             "localMemoryPoolSize",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(MEMORY_USAGE, &cols, |row| {
-            let usage = (|| {
-                Some(MemoryUsage {
-                    start: row.int(0)?,
-                    global_pid: row.int(1)?,
-                    device_id: row.int(2)?,
-                    address: row.int(3),
-                    bytes: row.int(4)?,
-                    operation: row.int(5)?,
-                    pool_address: row.int(6).filter(|&a| a != 0),
-                    pool_size: row.int(7),
-                })
-            })();
-            match usage {
-                Some(u) => f(&u),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(MemoryUsage {
+                start: row.int(0)?,
+                global_pid: row.int(1)?,
+                device_id: row.int(2)?,
+                address: row.int(3),
+                bytes: row.int(4)?,
+                operation: row.int(5)?,
+                pool_address: row.int(6).filter(|&a| a != 0),
+                pool_size: row.int(7),
+            })
+        };
+        self.scan_rows(MEMORY_USAGE, &cols, "1", decode, f)
     }
 
     pub fn memory_pool_events(
         &self,
-        mut f: impl FnMut(&MemoryPoolEvent),
+        f: impl FnMut(&MemoryPoolEvent),
     ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
@@ -107,31 +99,20 @@ impl Export {
             "operationType",
             "localMemoryPoolSize",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(MEMORY_POOL, &cols, |row| {
-            let event = (|| {
-                Some(MemoryPoolEvent {
-                    start: row.int(0)?,
-                    global_pid: row.int(1)?,
-                    device_id: row.int(2)?,
-                    address: row.int(3)?,
-                    operation: row.int(4)?,
-                    pool_size: row.int(5),
-                })
-            })();
-            match event {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(MemoryPoolEvent {
+                start: row.int(0)?,
+                global_pid: row.int(1)?,
+                device_id: row.int(2)?,
+                address: row.int(3)?,
+                operation: row.int(4)?,
+                pool_size: row.int(5),
+            })
+        };
+        self.scan_rows(MEMORY_POOL, &cols, "1", decode, f)
     }
 
-    pub fn gpu_page_faults(
-        &self,
-        mut f: impl FnMut(&GpuPageFaults),
-    ) -> Result<TableScan, ReadError> {
+    pub fn gpu_page_faults(&self, f: impl FnMut(&GpuPageFaults)) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -140,25 +121,17 @@ impl Export {
             "numberOfPageFaults",
             "faultAccessType",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(UM_GPU_PAGE_FAULTS, &cols, |row| {
-            let faults = (|| {
-                Some(GpuPageFaults {
-                    start: row.int(0)?,
-                    end: row.int(1).unwrap_or(0),
-                    global_pid: row.int(2)?,
-                    device_id: row.int(3)?,
-                    faults: row.int(4).unwrap_or(1),
-                    access_type: row.int(5).unwrap_or(0),
-                })
-            })();
-            match faults {
-                Some(x) => f(&x),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(GpuPageFaults {
+                start: row.int(0)?,
+                end: row.int(1).unwrap_or(0),
+                global_pid: row.int(2)?,
+                device_id: row.int(3)?,
+                faults: row.int(4).unwrap_or(1),
+                access_type: row.int(5).unwrap_or(0),
+            })
+        };
+        self.scan_rows(UM_GPU_PAGE_FAULTS, &cols, "1", decode, f)
     }
 
     pub fn cpu_page_faults(

@@ -90,12 +90,8 @@ impl Export {
             (OTHER, head.to_vec()),
         ];
         for (table, cols) in tables {
-            let mut skipped = 0;
-            let rows = self.scan(table, &cols, |row| {
-                let Some((start, end, global_tid, name_id)) = base(row) else {
-                    skipped += 1;
-                    return Ok(());
-                };
+            let decode = |row: &RowView| {
+                let (start, end, global_tid, name_id) = base(row)?;
                 let at = |i: usize| row.int(4 + i);
                 let detail = match table {
                     P2P => MpiDetail::P2p {
@@ -115,16 +111,15 @@ impl Export {
                     START_WAIT => MpiDetail::StartWait { request: at(0) },
                     _ => MpiDetail::Other,
                 };
-                f(&MpiCall {
+                Some(MpiCall {
                     start,
                     end,
                     global_tid,
                     name_id,
                     detail,
-                });
-                Ok(())
-            })?;
-            total.add(TableScan { rows, skipped });
+                })
+            };
+            total.add(self.scan_rows(table, &cols, "1", decode, &mut f)?);
         }
         Ok(total)
     }

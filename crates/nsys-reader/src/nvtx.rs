@@ -91,18 +91,10 @@ impl Export {
     pub fn nvtx_events(
         &self,
         kinds: &[i64],
-        mut f: impl FnMut(&NvtxEvent),
+        f: impl FnMut(&NvtxEvent),
     ) -> Result<TableScan, ReadError> {
         let list: Vec<String> = kinds.iter().map(i64::to_string).collect();
         let filter = format!("\"eventType\" IN ({})", list.join(", "));
-        let mut scan = TableScan::default();
-        scan.rows = self.scan_where(NVTX_EVENTS, &COLUMNS, &filter, |row| {
-            match event(row) {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        self.scan_rows(NVTX_EVENTS, &COLUMNS, &filter, event, f)
     }
 }

@@ -110,17 +110,9 @@ impl Export {
     pub fn openacc_events(
         &self,
         table: AccTable,
-        mut f: impl FnMut(&AccEvent),
+        f: impl FnMut(&AccEvent),
     ) -> Result<TableScan, ReadError> {
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(table.name(), &COLUMNS, |row| {
-            match event(row) {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        self.scan_rows(table.name(), &COLUMNS, "1", event, f)
     }
 }
 

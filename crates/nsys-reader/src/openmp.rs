@@ -157,17 +157,9 @@ impl Export {
     pub fn openmp_events(
         &self,
         table: OmpTable,
-        mut f: impl FnMut(&OmpEvent),
+        f: impl FnMut(&OmpEvent),
     ) -> Result<TableScan, ReadError> {
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(table.name(), &COLUMNS, |row| {
-            match event(row) {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        self.scan_rows(table.name(), &COLUMNS, "1", event, f)
     }
 
     /// Where nsys ends the ranges it never saw close: `ANALYSIS_DETAILS.duration`

@@ -1,7 +1,7 @@
 //! OS runtime calls (`--trace=osrt`): libc and pthread functions that can block.
 //! There is no separate pthread table; pthread activity is the `pthread_*` rows here.
 
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const OSRT_API: &str = "OSRT_API";
 
@@ -32,7 +32,7 @@ impl OsrtCall {
 impl Export {
     /// Streams every `OSRT_API` row, markers included (see [`OsrtCall::is_call`]).
     /// Rows with NULL start, end, eventClass, globalTid or nameId are skipped.
-    pub fn osrt_calls(&self, mut f: impl FnMut(&OsrtCall)) -> Result<TableScan, ReadError> {
+    pub fn osrt_calls(&self, f: impl FnMut(&OsrtCall)) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -42,25 +42,17 @@ impl Export {
             "returnValue",
             "nestingLevel",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(OSRT_API, &cols, |row| {
-            let call = (|| {
-                Some(OsrtCall {
-                    start: row.int(0)?,
-                    end: row.int(1)?,
-                    event_class: row.int(2)?,
-                    global_tid: row.int(3)?,
-                    name_id: row.int(4)?,
-                    return_value: row.int(5),
-                    nesting_level: row.int(6).unwrap_or(0),
-                })
-            })();
-            match call {
-                Some(c) => f(&c),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(OsrtCall {
+                start: row.int(0)?,
+                end: row.int(1)?,
+                event_class: row.int(2)?,
+                global_tid: row.int(3)?,
+                name_id: row.int(4)?,
+                return_value: row.int(5),
+                nesting_level: row.int(6).unwrap_or(0),
+            })
+        };
+        self.scan_rows(OSRT_API, &cols, "1", decode, f)
     }
 }

@@ -1,7 +1,7 @@
 //! Thread scheduling (`SCHED_EVENTS`): context-switch points of the machine's
 //! threads, profiled or not. Rows are not guaranteed to be in time order.
 
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const SCHED_EVENTS: &str = "SCHED_EVENTS";
 pub const ENUM_THREAD_STATE: &str = "ENUM_SAMPLING_THREAD_STATE";
@@ -106,7 +106,7 @@ pub struct SchedEvent {
 impl Export {
     /// Streams `SCHED_EVENTS` in table order. Rows with NULL start, cpu, isSchedIn
     /// or globalTid are skipped.
-    pub fn sched_events(&self, mut f: impl FnMut(&SchedEvent)) -> Result<TableScan, ReadError> {
+    pub fn sched_events(&self, f: impl FnMut(&SchedEvent)) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "cpu",
@@ -115,24 +115,16 @@ impl Export {
             "threadState",
             "threadBlock",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(SCHED_EVENTS, &cols, |row| {
-            let event = (|| {
-                Some(SchedEvent {
-                    start: row.int(0)?,
-                    cpu: row.int(1)?,
-                    is_sched_in: row.int(2)? != 0,
-                    global_tid: row.int(3)?,
-                    thread_state: row.int(4),
-                    thread_block: row.int(5),
-                })
-            })();
-            match event {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(SchedEvent {
+                start: row.int(0)?,
+                cpu: row.int(1)?,
+                is_sched_in: row.int(2)? != 0,
+                global_tid: row.int(3)?,
+                thread_state: row.int(4),
+                thread_block: row.int(5),
+            })
+        };
+        self.scan_rows(SCHED_EVENTS, &cols, "1", decode, f)
     }
 }

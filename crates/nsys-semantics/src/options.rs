@@ -118,6 +118,9 @@ pub struct Options {
     pub kernel_names: KernelNames,
     /// Where and when runs spill to disk (`None`: everything stays in memory).
     pub spill: Option<paraver_writer::SpillPolicy>,
+    /// Decode each table's rows on a second thread while translating them: for
+    /// when fewer reports than cores are being translated.
+    pub decode_ahead: bool,
 }
 
 impl Default for Options {
@@ -126,6 +129,7 @@ impl Default for Options {
             categories: Category::ALL.into_iter().collect(),
             kernel_names: KernelNames::Short,
             spill: None,
+            decode_ahead: false,
         }
     }
 }

@@ -46,7 +46,8 @@ pub fn translate_report(
     path: &Path,
     options: &Options,
 ) -> Result<ReportTranslation, TranslateError> {
-    let export = Export::open(path)?;
+    let mut export = Export::open(path)?;
+    export.set_decode_ahead(options.decode_ahead);
     let mut ctx = ReportContext::new(&export, options);
 
     let mut links = GpuLinks::default();

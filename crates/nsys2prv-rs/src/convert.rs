@@ -288,6 +288,7 @@ fn options(args: &Args, reports: usize) -> Result<Options> {
         );
     }
     options.spill = Some(spill_policy(args, reports)?);
+    options.decode_ahead = reports < jobs(args);
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
@@ -317,16 +318,21 @@ fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
         );
     }
     let limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
-    let jobs = args
-        .jobs
-        .unwrap_or_else(rayon::current_num_threads)
-        .max(1)
-        .min(reports.max(1));
+    let jobs = jobs(args).min(reports.max(1));
     Ok(SpillPolicy {
         dir,
         chunk_bytes: (limit / 2 / jobs).max(1 << 12),
         budget: MemoryBudget::new(limit),
     })
+}
+
+/// Worker threads: `-j`, or one per core.
+fn jobs(args: &Args) -> usize {
+    match args.jobs {
+        Some(0) | None => rayon::current_num_threads(),
+        Some(j) => j,
+    }
+    .max(1)
 }
 
 fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Category>> {

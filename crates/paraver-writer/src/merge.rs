@@ -546,6 +546,7 @@ type MergeKey = Reverse<(i64, u8, u64, usize)>;
 /// and time into one line.
 struct BodyWriter<'a> {
     out: TraceSink<'a>,
+    /// Complete lines not yet written out, then the line being built.
     line: Vec<u8>,
     /// (run, thread, time, rank) of the event line still open in `line`.
     open_events: Option<(usize, u32, i64, u8)>,
@@ -558,13 +559,15 @@ struct BodyWriter<'a> {
 }
 
 const RECENT_TYPES: usize = 64;
+/// Bytes of complete lines collected before they are written out.
+const LINE_BLOCK: usize = 64 * 1024;
 const NOT_FIXED: u16 = u16::MAX;
 
 impl<'a> BodyWriter<'a> {
     fn new(out: TraceSink<'a>, catalog: &PcfCatalog) -> Self {
         BodyWriter {
             out,
-            line: Vec::with_capacity(256),
+            line: Vec::with_capacity(LINE_BLOCK + 4096),
             open_events: None,
             summary: TraceSummary::default(),
             states: FxHashSet::default(),
@@ -617,6 +620,7 @@ impl<'a> BodyWriter<'a> {
             self.close_window()?;
         }
         self.end_event_line()?;
+        self.flush_lines()?;
         progress(written);
         Ok(())
     }
@@ -854,11 +858,20 @@ impl<'a> BodyWriter<'a> {
         Ok(())
     }
 
+    /// Ends the line; lines collect in one buffer written out in blocks (a write
+    /// per line costs a copy and a call per line).
     fn end_line(&mut self) -> std::io::Result<()> {
         self.line.push(b'\n');
+        self.summary.lines += 1;
+        if self.line.len() >= LINE_BLOCK {
+            self.flush_lines()?;
+        }
+        Ok(())
+    }
+
+    fn flush_lines(&mut self) -> std::io::Result<()> {
         self.out.write_all(&self.line)?;
         self.line.clear();
-        self.summary.lines += 1;
         Ok(())
     }
 

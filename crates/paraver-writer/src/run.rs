@@ -5,6 +5,8 @@
 //! (a chunk), and starts over. The merge reads the chunks back in push order, so
 //! the output is byte-identical whether a run spilled or not.
 
+use rayon::slice::ParallelSliceMut;
+
 use crate::names::NameTables;
 use crate::record::{Body, Comm, EventPair, LocalThread, Record};
 use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
@@ -189,7 +191,7 @@ impl RunBuilder {
         let keys = &self.order_keys;
         let key = |t: LocalThread| keys.get(t as usize).copied().unwrap_or(t as u128);
         self.records
-            .sort_by_key(|r| (r.time, r.rank(), key(r.thread)));
+            .par_sort_by_key(|r| (r.time, r.rank(), key(r.thread)));
         let chunk = write_chunk(&policy.dir, &self.records, &self.pairs, &self.comms)?;
         self.chunks.push(chunk);
         self.records.clear();
@@ -240,7 +242,9 @@ impl RunBuilder {
         for c in &mut self.comms {
             c.receiver = new_of_old[c.receiver as usize];
         }
-        self.records.sort_by_key(|r| (r.time, r.rank(), r.thread));
+        // In parallel: translating one large report leaves other cores idle here.
+        self.records
+            .par_sort_by_key(|r| (r.time, r.rank(), r.thread));
         Ok(Run {
             old_of_new,
             new_of_old,

@@ -3,6 +3,7 @@
 
 use crate::record::LocalThread;
 use crate::run::RunBuilder;
+use rayon::slice::ParallelSliceMut;
 
 #[derive(Clone, Copy, Debug)]
 struct Interval {
@@ -40,7 +41,7 @@ impl StateTiler {
     pub fn tile_into(mut self, run: &mut RunBuilder, fill: impl Fn(LocalThread) -> Option<u32>) {
         // Outer intervals first when two begin together, so the inner one ends on top.
         self.intervals
-            .sort_by_key(|i| (i.thread, i.begin, std::cmp::Reverse(i.end)));
+            .par_sort_by_key(|i| (i.thread, i.begin, std::cmp::Reverse(i.end)));
         for group in self.intervals.chunk_by(|a, b| a.thread == b.thread) {
             let thread = group[0].thread;
             let mut out = TileSink::new(thread, run);
