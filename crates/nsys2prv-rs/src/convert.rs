@@ -29,14 +29,24 @@ use crate::progress::Progress;
 use crate::report;
 use crate::views;
 
+/// Converts on a pool of `-j` worker threads (reports translated at once, and the
+/// formatting of the merged records).
 pub fn run(args: &Args) -> Result<()> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    pool.install(|| convert(args))
+}
+
+fn convert(args: &Args) -> Result<()> {
     let started = Instant::now();
     let paths = OutputPaths::for_trace(args.output())?;
     let inputs = inputs::expand(args.inputs(), &export_settings(args, &paths))?;
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
     if args.dry_run {
-        return dry_run(&inputs, &options, args);
+        return dry_run(&inputs, &options);
     }
 
     let reports = translate_all(&inputs, &options, args)?;
@@ -166,18 +176,12 @@ fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Op
 }
 
 /// Prints what a conversion would translate, from row counts only.
-fn dry_run(inputs: &[std::path::PathBuf], options: &Options, args: &Args) -> Result<()> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()
-        .context("cannot start worker threads")?;
+fn dry_run(inputs: &[std::path::PathBuf], options: &Options) -> Result<()> {
     let several = inputs.len() > 1;
-    let surveys: Vec<Survey> = pool.install(|| {
-        inputs
-            .par_iter()
-            .map(|p| survey_report(p, options, several))
-            .collect::<Result<_, _>>()
-    })?;
+    let surveys: Vec<Survey> = inputs
+        .par_iter()
+        .map(|p| survey_report(p, options, several))
+        .collect::<Result<_, _>>()?;
     println!(
         "{:<40} {:<16} {:>5} {:>14}  rows per category",
         "report", "host", "rank", "rows"
@@ -288,7 +292,7 @@ fn options(args: &Args, reports: usize) -> Result<Options> {
         );
     }
     options.spill = Some(spill_policy(args, reports)?);
-    options.decode_ahead = reports < jobs(args);
+    options.decode_ahead = reports < jobs();
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
@@ -318,7 +322,7 @@ fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
         );
     }
     let limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
-    let jobs = jobs(args).min(reports.max(1));
+    let jobs = jobs().min(reports.max(1));
     Ok(SpillPolicy {
         dir,
         chunk_bytes: (limit / 2 / jobs).max(1 << 12),
@@ -326,13 +330,9 @@ fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
     })
 }
 
-/// Worker threads: `-j`, or one per core.
-fn jobs(args: &Args) -> usize {
-    match args.jobs {
-        Some(0) | None => rayon::current_num_threads(),
-        Some(j) => j,
-    }
-    .max(1)
+/// Worker threads: `-j`, or one per core (the size of the pool `run` set up).
+fn jobs() -> usize {
+    rayon::current_num_threads().max(1)
 }
 
 fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Category>> {
@@ -380,20 +380,14 @@ fn translate_all(
         Some(inputs.len() as u64),
         "reports",
     ));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()
-        .context("cannot start worker threads")?;
-    let results: Vec<Result<ReportTranslation, TranslateError>> = pool.install(|| {
-        inputs
-            .par_iter()
-            .map(|path| {
-                let result = translate_report(path, options);
-                progress.lock().expect("progress lock").inc();
-                result
-            })
-            .collect()
-    });
+    let results: Vec<Result<ReportTranslation, TranslateError>> = inputs
+        .par_iter()
+        .map(|path| {
+            let result = translate_report(path, options);
+            progress.lock().expect("progress lock").inc();
+            result
+        })
+        .collect();
     progress.into_inner().expect("progress lock").finish();
 
     let mut reports = Vec::with_capacity(results.len());

@@ -2,6 +2,7 @@
 //! gzip), `.pcf` and `.row`. Knows the Paraver formats and nothing of Nsight.
 
 pub mod layout;
+mod lines;
 pub mod merge;
 pub mod names;
 pub mod output;

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use rayon::prelude::*;
+
 use crate::layout::{GlobalThread, TraceLayout};
+use crate::lines::{EventsKey, LineFormatter};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{OutputPaths, PendingFile, TraceSink};
@@ -67,6 +70,19 @@ pub fn write_trace_cut(
     cut: Option<&Cut>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceSummary, WriteError> {
+    write_trace_batched(paths, layout, inputs, catalog, cut, BATCH_RECORDS, progress)
+}
+
+/// [`write_trace_cut`] with `batch_records` records per batch of the parallel merge.
+fn write_trace_batched(
+    paths: &OutputPaths,
+    layout: &TraceLayout,
+    inputs: &[MergeInput],
+    catalog: &PcfCatalog,
+    cut: Option<&Cut>,
+    batch_records: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<TraceSummary, WriteError> {
     let (mut origin, mut end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
     if end.saturating_sub(origin) >= MAX_SPAN {
         return Err(WriteError::SpanTooLong(end.saturating_sub(origin)));
@@ -94,6 +110,7 @@ pub fn write_trace_cut(
     let prv_file = PendingFile::create(&paths.prv)?;
     let mut body = BodyWriter::new(TraceSink::new(prv_file.file(), paths.gzip), catalog);
     body.cut = window;
+    body.batch_records = batch_records;
     let end_time = (end - origin) as u64;
     body.out
         .write_all(layout.header(end_time).as_bytes())
@@ -374,10 +391,10 @@ pub fn for_each_event(run: &Run, visit: &mut EventVisitor) -> std::io::Result<()
 }
 
 /// A run being merged, with its threads preformatted as `0:1:TASK:THREAD`.
-struct RunCursor<'a> {
+pub(crate) struct RunCursor<'a> {
     run: &'a Run,
-    shift: i64,
-    prefixes: Vec<Vec<u8>>,
+    pub(crate) shift: i64,
+    pub(crate) prefixes: Vec<Vec<u8>>,
     /// Run thread → position of its global thread in the trace.
     order: Vec<u64>,
     values: HandleValues,
@@ -407,7 +424,7 @@ impl<'a> RunCursor<'a> {
 
 impl RunCursor<'_> {
     /// The value a pair is written with (names resolved to their global value).
-    fn values_of(&self, pair: &EventPair) -> i64 {
+    pub(crate) fn values_of(&self, pair: &EventPair) -> i64 {
         match pair.value {
             Value::Raw(v) => v,
             Value::Name(id) => self.values.value(pair.ty, id),
@@ -429,14 +446,14 @@ struct Stream<'a> {
 }
 
 /// The record a stream is at, with run thread numbers.
-struct Current<'s> {
-    time: i64,
-    thread: LocalThread,
-    rank: u8,
-    body: View<'s>,
+pub(crate) struct Current<'s> {
+    pub(crate) time: i64,
+    pub(crate) thread: LocalThread,
+    pub(crate) rank: u8,
+    pub(crate) body: View<'s>,
 }
 
-enum View<'s> {
+pub(crate) enum View<'s> {
     State {
         end: i64,
         state: u32,
@@ -542,46 +559,91 @@ impl<'a> Stream<'a> {
 /// order, a run's chunks in push order).
 type MergeKey = Reverse<(i64, u8, u64, usize)>;
 
-/// Formats records into lines with one reused buffer; joins events of one thread
-/// and time into one line.
+/// Bytes of formatted lines collected before they are written out.
+const LINE_BLOCK: usize = 64 * 1024;
+/// Records per batch of the parallel merge.
+const BATCH_RECORDS: usize = 1 << 14;
+
+/// Writes the merged records as lines. Without a cut, the merge gathers batches
+/// of records on one thread while other threads format the previous batches;
+/// with a cut, records go one by one through the window's bookkeeping.
 struct BodyWriter<'a> {
     out: TraceSink<'a>,
-    /// Complete lines not yet written out, then the line being built.
-    line: Vec<u8>,
-    /// (run, thread, time, rank) of the event line still open in `line`.
-    open_events: Option<(usize, u32, i64, u8)>,
-    summary: TraceSummary,
-    states: FxHashSet<u32>,
-    types: FxHashSet<u32>,
-    recent_types: [(u32, u16); RECENT_TYPES],
-    fixed: Vec<(u32, FxHashSet<i64>)>,
+    /// Lines of the one-by-one path and of the window's edges, and the tallies.
+    lines: LineFormatter,
+    catalog: &'a PcfCatalog,
     cut: Option<CutState>,
+    batch_records: usize,
 }
 
-const RECENT_TYPES: usize = 64;
-/// Bytes of complete lines collected before they are written out.
-const LINE_BLOCK: usize = 64 * 1024;
-const NOT_FIXED: u16 = u16::MAX;
-
 impl<'a> BodyWriter<'a> {
-    fn new(out: TraceSink<'a>, catalog: &PcfCatalog) -> Self {
+    fn new(out: TraceSink<'a>, catalog: &'a PcfCatalog) -> Self {
         BodyWriter {
             out,
-            line: Vec::with_capacity(LINE_BLOCK + 4096),
-            open_events: None,
-            summary: TraceSummary::default(),
-            states: FxHashSet::default(),
-            types: FxHashSet::default(),
-            recent_types: [(u32::MAX, NOT_FIXED); RECENT_TYPES],
-            fixed: catalog
-                .fixed_types()
-                .map(|t| (t, FxHashSet::default()))
-                .collect(),
+            lines: LineFormatter::new(catalog, LINE_BLOCK + 4096),
+            catalog,
             cut: None,
+            batch_records: BATCH_RECORDS,
         }
     }
 
     fn merge(
+        &mut self,
+        cursors: &[RunCursor],
+        progress: &mut dyn FnMut(u64),
+    ) -> std::io::Result<()> {
+        if self.cut.is_some() {
+            self.merge_cut(cursors, progress)
+        } else {
+            self.merge_in_parallel(cursors, progress)
+        }
+    }
+
+    /// Gathers round k+1 (on this thread) while round k is formatted (one batch per
+    /// worker), then writes round k's bytes in batch order.
+    fn merge_in_parallel(
+        &mut self,
+        cursors: &[RunCursor],
+        progress: &mut dyn FnMut(u64),
+    ) -> std::io::Result<()> {
+        let width = rayon::current_num_threads().max(1);
+        let mut gatherer = Gatherer::new(Stream::all(cursors)?, cursors, self.batch_records);
+        let mut formatters: Vec<LineFormatter> = (0..width)
+            .map(|_| LineFormatter::new(self.catalog, 0))
+            .collect();
+        let mut round = Vec::new();
+        let mut next = Vec::new();
+        gatherer.fill(cursors, &mut round, width)?;
+        let mut ends_open = false;
+        while !round.is_empty() {
+            let (gathered, ()) = rayon::join(
+                || gatherer.fill(cursors, &mut next, width),
+                || {
+                    round
+                        .par_iter()
+                        .zip(formatters.par_iter_mut())
+                        .for_each(|(batch, f)| batch.format(cursors, f));
+                },
+            );
+            gathered?;
+            for f in &mut formatters[..round.len()] {
+                self.out.write_all(&f.buf)?;
+                f.buf.clear();
+                ends_open = f.open_events.take().is_some();
+            }
+            progress(gatherer.gathered);
+            std::mem::swap(&mut round, &mut next);
+        }
+        for f in formatters {
+            self.lines.absorb(f);
+        }
+        if ends_open {
+            self.lines.end_line();
+        }
+        self.flush_lines()
+    }
+
+    fn merge_cut(
         &mut self,
         cursors: &[RunCursor],
         progress: &mut dyn FnMut(u64),
@@ -598,14 +660,17 @@ impl<'a> BodyWriter<'a> {
             let cursor = &cursors[stream.run];
             let current = stream.current(cursor);
             match self.cut.as_ref().map(|c| c.phase(time, rank)) {
-                None => self.record(cursor, stream.run, &current, time)?,
+                None => self.lines.record(cursor, stream.run, &current, time),
                 Some(Phase::Before) => self.before_window(cursor, &current, thread),
-                Some(Phase::Edge) => self.record_cut(cursor, stream.run, &current, time, thread)?,
+                Some(Phase::Edge) => self.record_cut(cursor, stream.run, &current, time, thread),
                 Some(Phase::Inside) => {
-                    self.open_window()?;
-                    self.record_cut(cursor, stream.run, &current, time, thread)?;
+                    self.open_window();
+                    self.record_cut(cursor, stream.run, &current, time, thread);
                 }
                 Some(Phase::After) => break,
+            }
+            if self.lines.buf.len() >= LINE_BLOCK {
+                self.flush_lines()?;
             }
             if streams[index].advance()? {
                 heap.push(streams[index].key(cursors, index));
@@ -615,11 +680,9 @@ impl<'a> BodyWriter<'a> {
                 progress(written);
             }
         }
-        if self.cut.is_some() {
-            self.open_window()?;
-            self.close_window()?;
-        }
-        self.end_event_line()?;
+        self.open_window();
+        self.close_window();
+        self.lines.end_event_line();
         self.flush_lines()?;
         progress(written);
         Ok(())
@@ -647,45 +710,32 @@ impl<'a> BodyWriter<'a> {
 
     /// Writes, at time 0, what is open when the window starts: the values of each
     /// thread (one line per nesting level), then the states that straddle the start.
-    fn open_window(&mut self) -> std::io::Result<()> {
+    fn open_window(&mut self) {
         let cut = self.cut.as_mut().expect("a cut");
         if cut.started {
-            return Ok(());
+            return;
         }
         cut.started = true;
         let open = cut.open_by_thread();
         let straddling = std::mem::take(&mut cut.straddling);
-        self.end_event_line()?;
         for (thread, types) in open {
             let depth = types.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
             for level in 0..depth {
-                self.line.extend_from_slice(b"2:");
-                self.line.extend_from_slice(&prefix_of(thread));
-                push_int(&mut self.line, 0);
+                self.lines.start_event_line(&prefix_of(thread), 0);
                 for (ty, values) in types.iter().filter(|(_, v)| v.len() > level) {
-                    self.note_type(*ty, values[level]);
-                    push_int(&mut self.line, *ty as i64);
-                    push_int(&mut self.line, values[level]);
-                    self.summary.events += 1;
+                    self.lines.event(*ty, values[level]);
                 }
-                self.end_line()?;
+                self.lines.end_line();
             }
         }
+        self.lines.end_event_line();
         for (thread, (end, state)) in straddling {
-            self.line.extend_from_slice(b"1:");
-            self.line.extend_from_slice(&prefix_of(thread));
-            push_int(&mut self.line, 0);
-            push_int(&mut self.line, end);
-            push_int(&mut self.line, state as i64);
-            self.states.insert(state);
-            self.summary.states += 1;
-            self.end_line()?;
+            self.lines.state_line(&prefix_of(thread), 0, end, state);
         }
-        Ok(())
     }
 
     /// Ends, at the window's end, every interval still open (one line per level).
-    fn close_window(&mut self) -> std::io::Result<()> {
+    fn close_window(&mut self) {
         let cut = self.cut.as_mut().expect("a cut");
         let end = cut.end;
         let open = cut.open_by_thread();
@@ -701,35 +751,22 @@ impl<'a> BodyWriter<'a> {
             })
             .collect();
         cut.open.clear();
-        self.end_event_line()?;
+        self.lines.end_event_line();
         for (thread, types) in intervals {
             let depth = types.iter().map(|(_, n)| *n).max().unwrap_or(0);
             for level in 0..depth {
-                self.line.extend_from_slice(b"2:");
-                self.line.extend_from_slice(&prefix_of(thread));
-                push_int(&mut self.line, end);
+                self.lines.start_event_line(&prefix_of(thread), end);
                 for (ty, _) in types.iter().filter(|(_, n)| *n > level) {
-                    self.note_type(*ty, 0);
-                    push_int(&mut self.line, *ty as i64);
-                    push_int(&mut self.line, 0);
-                    self.summary.events += 1;
+                    self.lines.event(*ty, 0);
                 }
-                self.end_line()?;
+                self.lines.end_line();
             }
         }
-        Ok(())
     }
 
     /// A record inside the window: events as they are (tracked), states clipped to
     /// the window's end, communications only when wholly inside.
-    fn record_cut(
-        &mut self,
-        c: &RunCursor,
-        run_index: usize,
-        r: &Current,
-        time: i64,
-        thread: u64,
-    ) -> std::io::Result<()> {
+    fn record_cut(&mut self, c: &RunCursor, run_index: usize, r: &Current, time: i64, thread: u64) {
         let end = self.cut.as_ref().expect("a cut").end;
         match r.body {
             View::Events { closing, pairs } => {
@@ -738,7 +775,7 @@ impl<'a> BodyWriter<'a> {
                     let value = if closing { 0 } else { c.values_of(pair) };
                     cut.track(thread, pair.ty, value);
                 }
-                self.record(c, run_index, r, time)
+                self.lines.record(c, run_index, r, time)
             }
             View::State {
                 end: state_end,
@@ -746,7 +783,7 @@ impl<'a> BodyWriter<'a> {
             } => {
                 let clipped = (state_end + c.shift).min(end);
                 if clipped < time || (clipped == time && state_end + c.shift > time) {
-                    return Ok(());
+                    return;
                 }
                 let body = View::State {
                     end: clipped - c.shift,
@@ -758,142 +795,192 @@ impl<'a> BodyWriter<'a> {
                     rank: r.rank,
                     body,
                 };
-                self.record(c, run_index, &clipped_record, time)
+                self.lines.record(c, run_index, &clipped_record, time)
             }
             View::Comm(comm) => {
                 let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
                 if times.iter().all(|t| (0..=end).contains(&(t + c.shift))) {
-                    self.record(c, run_index, r, time)
-                } else {
-                    Ok(())
+                    self.lines.record(c, run_index, r, time)
                 }
             }
         }
-    }
-
-    fn record(
-        &mut self,
-        c: &RunCursor,
-        run_index: usize,
-        r: &Current,
-        time: i64,
-    ) -> std::io::Result<()> {
-        let prefix = &c.prefixes[r.thread as usize];
-        match r.body {
-            View::Events { closing, pairs } => {
-                let key = (run_index, r.thread, time, r.rank);
-                if self.open_events != Some(key) {
-                    self.end_event_line()?;
-                    self.line.extend_from_slice(b"2:");
-                    self.line.extend_from_slice(prefix);
-                    push_int(&mut self.line, time);
-                    self.open_events = Some(key);
-                }
-                for pair in pairs {
-                    let value = if closing { 0 } else { self.value_of(c, pair) };
-                    self.note_type(pair.ty, value);
-                    push_int(&mut self.line, pair.ty as i64);
-                    push_int(&mut self.line, value);
-                    self.summary.events += 1;
-                }
-                Ok(())
-            }
-            View::State { end, state } => {
-                self.end_event_line()?;
-                self.line.extend_from_slice(b"1:");
-                self.line.extend_from_slice(prefix);
-                push_int(&mut self.line, time);
-                push_int(&mut self.line, end + c.shift);
-                push_int(&mut self.line, state as i64);
-                self.states.insert(state);
-                self.summary.states += 1;
-                self.end_line()
-            }
-            View::Comm(comm) => {
-                self.end_event_line()?;
-                self.line.extend_from_slice(b"3:");
-                self.line.extend_from_slice(prefix);
-                push_int(&mut self.line, time);
-                push_int(&mut self.line, comm.send_physical + c.shift);
-                self.line.push(b':');
-                self.line
-                    .extend_from_slice(&c.prefixes[comm.receiver as usize]);
-                for v in [
-                    comm.recv_logical + c.shift,
-                    comm.recv_physical + c.shift,
-                    comm.size,
-                    comm.tag,
-                ] {
-                    push_int(&mut self.line, v);
-                }
-                self.summary.comms += 1;
-                self.end_line()
-            }
-        }
-    }
-
-    fn value_of(&self, c: &RunCursor, pair: &EventPair) -> i64 {
-        c.values_of(pair)
-    }
-
-    fn note_type(&mut self, ty: u32, value: i64) {
-        // A direct-mapped cache of recent types (and whether their values are
-        // tracked) spares a hash and a search per pair.
-        let slot = (ty % RECENT_TYPES as u32) as usize;
-        if self.recent_types[slot].0 != ty {
-            self.types.insert(ty);
-            let fixed = self.fixed.iter().position(|(t, _)| *t == ty);
-            self.recent_types[slot] = (ty, fixed.map_or(NOT_FIXED, |i| i as u16));
-        }
-        let fixed = self.recent_types[slot].1;
-        if fixed != NOT_FIXED {
-            self.fixed[fixed as usize].1.insert(value);
-        }
-    }
-
-    fn end_event_line(&mut self) -> std::io::Result<()> {
-        if self.open_events.take().is_some() {
-            self.end_line()?;
-        }
-        Ok(())
-    }
-
-    /// Ends the line; lines collect in one buffer written out in blocks (a write
-    /// per line costs a copy and a call per line).
-    fn end_line(&mut self) -> std::io::Result<()> {
-        self.line.push(b'\n');
-        self.summary.lines += 1;
-        if self.line.len() >= LINE_BLOCK {
-            self.flush_lines()?;
-        }
-        Ok(())
     }
 
     fn flush_lines(&mut self) -> std::io::Result<()> {
-        self.out.write_all(&self.line)?;
-        self.line.clear();
+        self.out.write_all(&self.lines.buf)?;
+        self.lines.buf.clear();
         Ok(())
     }
 
     fn finish(self) -> (TraceSink<'a>, TraceSummary, UsedLabels) {
-        let used = UsedLabels {
-            states: self.states.into_iter().collect(),
-            types: self.types.into_iter().collect(),
-            fixed_values: self
-                .fixed
-                .into_iter()
-                .map(|(t, s)| (t, s.into_iter().collect()))
-                .collect(),
-        };
-        (self.out, self.summary, used)
+        let (summary, used) = self.lines.finish();
+        (self.out, summary, used)
     }
 }
 
-/// Appends `:` and the decimal number.
-fn push_int(line: &mut Vec<u8>, v: i64) {
-    let mut buf = itoa::Buffer::new();
-    line.push(b':');
-    line.extend_from_slice(buf.format(v).as_bytes());
+/// Pops merged records into batches that other threads can format: each batch
+/// holds copies of its records' pairs and communications, and the event line
+/// left open by the batch before it.
+struct Gatherer<'a> {
+    streams: Vec<Stream<'a>>,
+    heap: BinaryHeap<MergeKey>,
+    batch_records: usize,
+    /// The key of the last record gathered, when it was an event record.
+    open_events: Option<EventsKey>,
+    gathered: u64,
+}
+
+impl<'a> Gatherer<'a> {
+    fn new(streams: Vec<Stream<'a>>, cursors: &[RunCursor], batch_records: usize) -> Self {
+        let heap = streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.key(cursors, i))
+            .collect();
+        Gatherer {
+            streams,
+            heap,
+            batch_records: batch_records.max(1),
+            open_events: None,
+            gathered: 0,
+        }
+    }
+
+    /// Refills `batches` (reusing their buffers) with up to `count` batches; fewer,
+    /// or none, at the end of the merge.
+    fn fill(
+        &mut self,
+        cursors: &[RunCursor],
+        batches: &mut Vec<Batch>,
+        count: usize,
+    ) -> std::io::Result<()> {
+        batches.resize_with(count, Batch::default);
+        let mut filled = 0;
+        while filled < count && !self.heap.is_empty() {
+            self.fill_batch(cursors, &mut batches[filled])?;
+            filled += 1;
+        }
+        batches.truncate(filled);
+        Ok(())
+    }
+
+    fn fill_batch(&mut self, cursors: &[RunCursor], batch: &mut Batch) -> std::io::Result<()> {
+        batch.clear(self.open_events);
+        while batch.items.len() < self.batch_records {
+            let Some(Reverse((time, rank, _, index))) = self.heap.pop() else {
+                break;
+            };
+            let stream = &self.streams[index];
+            let run = stream.run;
+            let current = stream.current(&cursors[run]);
+            self.open_events = match current.body {
+                View::Events { .. } => Some((run, current.thread, time, rank)),
+                _ => None,
+            };
+            batch.push(run, time, &current);
+            if self.streams[index].advance()? {
+                self.heap.push(self.streams[index].key(cursors, index));
+            }
+        }
+        self.gathered += batch.items.len() as u64;
+        Ok(())
+    }
+}
+
+/// Consecutive merged records, self-contained so that any thread can format them.
+#[derive(Default)]
+struct Batch {
+    items: Vec<BatchItem>,
+    pairs: Vec<EventPair>,
+    comms: Vec<Comm>,
+    /// The event line open before the first item.
+    open_events: Option<EventsKey>,
+}
+
+struct BatchItem {
+    /// Trace time (shifted onto the common clock and rebased).
+    time: i64,
+    run: usize,
+    thread: LocalThread,
+    rank: u8,
+    body: ItemBody,
+}
+
+enum ItemBody {
+    State {
+        end: i64,
+        state: u32,
+    },
+    Events {
+        closing: bool,
+        first: u32,
+        count: u32,
+    },
+    Comm {
+        index: u32,
+    },
+}
+
+impl Batch {
+    fn clear(&mut self, open_events: Option<EventsKey>) {
+        self.items.clear();
+        self.pairs.clear();
+        self.comms.clear();
+        self.open_events = open_events;
+    }
+
+    fn push(&mut self, run: usize, time: i64, r: &Current) {
+        let body = match r.body {
+            View::State { end, state } => ItemBody::State { end, state },
+            View::Events { closing, pairs } => {
+                let first = self.pairs.len() as u32;
+                self.pairs.extend_from_slice(pairs);
+                ItemBody::Events {
+                    closing,
+                    first,
+                    count: pairs.len() as u32,
+                }
+            }
+            View::Comm(comm) => {
+                self.comms.push(comm);
+                ItemBody::Comm {
+                    index: self.comms.len() as u32 - 1,
+                }
+            }
+        };
+        self.items.push(BatchItem {
+            time,
+            run,
+            thread: r.thread,
+            rank: r.rank,
+            body,
+        });
+    }
+
+    fn format(&self, cursors: &[RunCursor], f: &mut LineFormatter) {
+        f.open_events = self.open_events;
+        for item in &self.items {
+            let body = match item.body {
+                ItemBody::State { end, state } => View::State { end, state },
+                ItemBody::Events {
+                    closing,
+                    first,
+                    count,
+                } => View::Events {
+                    closing,
+                    pairs: &self.pairs[first as usize..(first + count) as usize],
+                },
+                ItemBody::Comm { index } => View::Comm(self.comms[index as usize]),
+            };
+            let current = Current {
+                time: item.time,
+                thread: item.thread,
+                rank: item.rank,
+                body,
+            };
+            f.record(&cursors[item.run], item.run, &current, item.time);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1013,6 +1100,56 @@ mod tests {
 
     fn body(text: &str) -> Vec<&str> {
         text.lines().skip(1).collect()
+    }
+
+    /// Batches of any size give the same bytes, event lines that straddle a
+    /// batch boundary included (thread 0 has three event records at time 20 and
+    /// two at 60, ends and begins).
+    #[test]
+    fn batch_size_does_not_change_the_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |batch: usize| {
+            let paths = OutputPaths::for_trace(&dir.path().join(format!("b{batch}.prv"))).unwrap();
+            let mut b = RunBuilder::new();
+            b.add_thread(0);
+            b.add_thread(1);
+            b.events(0, 20, &[EventPair::raw(SAMPLE, 1)]);
+            b.events(0, 20, &[EventPair::raw(MARK, 2)]);
+            b.interval(
+                0,
+                20,
+                60,
+                &[EventPair::raw(RANGE, 5), EventPair::raw(SAMPLE, 3)],
+            );
+            b.interval(0, 60, 90, &[EventPair::raw(RANGE, 6)]);
+            b.state(1, 0, 90, 1);
+            b.interval(1, 20, 30, &[EventPair::raw(RANGE, 4)]);
+            let inputs = [MergeInput {
+                run: b.finish().unwrap(),
+                time_offset: 0,
+                threads: (0..2)
+                    .map(|t| GlobalThread { task: 0, thread: t })
+                    .collect(),
+            }];
+            let summary = write_trace_batched(
+                &paths,
+                &layout(),
+                &inputs,
+                &catalog(),
+                None,
+                batch,
+                &mut |_| {},
+            )
+            .unwrap();
+            let text = std::fs::read_to_string(&paths.prv).unwrap();
+            assert_eq!(summary.lines as usize, body(&text).len(), "batch {batch}");
+            text
+        };
+        let whole = write(1 << 14);
+        assert!(whole.contains(":20:300:1:200:2:100:5:300:3\n"), "{whole}");
+        for batch in 1..=4 {
+            assert_eq!(write(batch), whole, "batch {batch}");
+        }
     }
 
     #[test]
