@@ -7,7 +7,8 @@
 //! 0xFFFFFFFF for "not applicable" stream and event ids, the per-version `syncType` encoding...).
 //! Output is deterministic for a given spec and path.
 //!
-//! With [`SynthSpec::device`], GPU metrics, CUDA graphs, memory usage and NIC counters are
+//! With [`SynthSpec::device`], GPU and SoC metrics, CUDA graphs and host functions, memory usage,
+//! NIC and IB switch counters are
 //! recorded too (see [`SynthDeviceSide`]).
 //!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
@@ -60,7 +61,8 @@ pub struct SynthSpec {
     pub env: Vec<(String, String)>,
     /// MPI calls of the first process, as one rank of a job (`None`: no MPI tracing).
     pub mpi: Option<SynthMpi>,
-    /// GPU metrics, CUDA graphs, memory usage and NIC counters (all off by default).
+    /// GPU and SoC metrics, CUDA graphs and host functions, memory usage, NIC and IB switch
+    /// counters (all off by default).
     pub device: SynthDeviceSide,
 }
 
