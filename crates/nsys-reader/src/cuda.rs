@@ -100,7 +100,7 @@ impl Sync {
     }
 }
 
-const PLACE: [&str; 7] = [
+pub(crate) const PLACE: [&str; 7] = [
     "start",
     "end",
     "deviceId",
@@ -111,7 +111,7 @@ const PLACE: [&str; 7] = [
 ];
 
 /// Reads the leading `PLACE` columns; `None` when a required one is NULL.
-fn place(row: &RowView) -> Option<GpuPlace> {
+pub(crate) fn place(row: &RowView) -> Option<GpuPlace> {
     Some(GpuPlace {
         start: row.int(0)?,
         end: row.int(1)?,

@@ -9,6 +9,11 @@
 //!   for the types whose source is `GpuMetrics` in `GENERIC_EVENT_SOURCES`.
 //!
 //! In both, the GPU is `typeId & 0xFF` (= `TARGET_INFO_GPU.id`).
+//!
+//! SoC metrics (Tegra, Grace: `--soc-metrics`) have the shape of the current GPU
+//! representation: `SOC_METRICS(timestamp, typeId, metricId, value)` named
+//! through `TARGET_INFO_SOC_METRICS` by (typeId, metricId) (NVIDIA's SQLite schema
+//! reference, nsys 2026.4).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -20,6 +25,8 @@ pub const TARGET_INFO_GPU_METRICS: &str = "TARGET_INFO_GPU_METRICS";
 pub const GENERIC_EVENTS: &str = "GENERIC_EVENTS";
 pub const GENERIC_EVENT_SOURCES: &str = "GENERIC_EVENT_SOURCES";
 pub const GENERIC_EVENT_TYPES: &str = "GENERIC_EVENT_TYPES";
+pub const SOC_METRICS: &str = "SOC_METRICS";
+pub const TARGET_INFO_SOC_METRICS: &str = "TARGET_INFO_SOC_METRICS";
 pub const TARGET_INFO_CUDA_DEVICE: &str = "TARGET_INFO_CUDA_DEVICE";
 pub const TARGET_INFO_CUDA_CONTEXT_INFO: &str = "TARGET_INFO_CUDA_CONTEXT_INFO";
 pub const TARGET_INFO_CUDA_NULL_STREAM: &str = "TARGET_INFO_CUDA_NULL_STREAM";
@@ -88,26 +95,45 @@ pub struct DeviceUse {
 impl Export {
     /// (typeId, metricId) → metric name, from `TARGET_INFO_GPU_METRICS` (small).
     pub fn gpu_metric_names(&self) -> Result<HashMap<(i64, i64), String>, ReadError> {
+        self.metric_names(TARGET_INFO_GPU_METRICS)
+    }
+
+    /// (typeId, metricId) → metric name, from `TARGET_INFO_SOC_METRICS` (small).
+    pub fn soc_metric_names(&self) -> Result<HashMap<(i64, i64), String>, ReadError> {
+        self.metric_names(TARGET_INFO_SOC_METRICS)
+    }
+
+    /// Streams `SOC_METRICS`; rows with NULL timestamp, typeId, metricId or value
+    /// are skipped.
+    pub fn soc_metrics(&self, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+        self.metric_rows(SOC_METRICS, f)
+    }
+
+    fn metric_names(&self, table: &str) -> Result<HashMap<(i64, i64), String>, ReadError> {
         let mut names = HashMap::new();
-        self.scan(
-            TARGET_INFO_GPU_METRICS,
-            &["typeId", "metricId", "metricName"],
-            |row| {
-                if let (Some(t), Some(m), Some(name)) = (row.int(0), row.int(1), row.text(2)) {
-                    names.entry((t, m)).or_insert(name);
-                }
-                Ok(())
-            },
-        )?;
+        self.scan(table, &["typeId", "metricId", "metricName"], |row| {
+            if let (Some(t), Some(m), Some(name)) = (row.int(0), row.int(1), row.text(2)) {
+                names.entry((t, m)).or_insert(name);
+            }
+            Ok(())
+        })?;
         Ok(names)
     }
 
     /// Streams `GPU_METRICS`; rows with NULL timestamp, typeId, metricId or value
     /// are skipped.
-    pub fn gpu_metrics(&self, mut f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    pub fn gpu_metrics(&self, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+        self.metric_rows(GPU_METRICS, f)
+    }
+
+    fn metric_rows(
+        &self,
+        table: &str,
+        mut f: impl FnMut(&MetricRow),
+    ) -> Result<TableScan, ReadError> {
         let cols = ["timestamp", "typeId", "metricId", "value"];
         let mut scan = TableScan::default();
-        scan.rows = self.scan(GPU_METRICS, &cols, |row| {
+        scan.rows = self.scan(table, &cols, |row| {
             let sample = (|| {
                 Some(MetricRow {
                     timestamp: row.int(0)?,

@@ -11,6 +11,7 @@ mod error;
 mod export;
 pub mod gpu_metrics;
 pub mod graphs;
+pub mod host_functions;
 pub mod ids;
 pub mod memory;
 pub mod meta;

@@ -1,7 +1,18 @@
-//! NIC counters (the NIC metric sampling of `nsys profile`): `NET_NIC_METRIC`
-//! samples, named through `TARGET_INFO_NETWORK_METRICS` by (metricsListId,
-//! metricsIdx), on NICs that `NIC_ID_MAP` and `TARGET_INFO_NIC_INFO` describe.
-//! Known from NVIDIA's documentation only (no sample export has these rows).
+//! Network counters (the NIC and InfiniBand-switch metric sampling of `nsys
+//! profile`):
+//!
+//! * `NET_NIC_METRIC` samples, named through `TARGET_INFO_NETWORK_METRICS` by
+//!   (metricsListId, metricsIdx), on NICs that `NIC_ID_MAP` and
+//!   `TARGET_INFO_NIC_INFO` describe;
+//! * `NET_IB_SWITCH_METRIC` samples, with the same columns and the same
+//!   catalogue, on IB switches that `NET_IB_DEVICE_INFO` names (by `guid`, which
+//!   is taken to be the samples' `globalId`: the schema reference does not say
+//!   how they join) and whose ports `NET_IB_DEVICE_PORT_INFO` labels;
+//! * `NET_IB_SWITCH_CONGESTION_EVENT`: one row per congestion event seen by a
+//!   switch (a time, no end), with the packet that saw it.
+//!
+//! Columns from NVIDIA's SQLite schema reference (nsys 2026.4, schema 3.28.1);
+//! no sample export has these rows.
 
 use std::collections::HashMap;
 
@@ -11,6 +22,37 @@ pub const NIC_METRIC: &str = "NET_NIC_METRIC";
 pub const NETWORK_METRICS: &str = "TARGET_INFO_NETWORK_METRICS";
 pub const NIC_ID_MAP: &str = "NIC_ID_MAP";
 pub const NIC_INFO: &str = "TARGET_INFO_NIC_INFO";
+pub const IB_SWITCH_METRIC: &str = "NET_IB_SWITCH_METRIC";
+pub const IB_CONGESTION: &str = "NET_IB_SWITCH_CONGESTION_EVENT";
+pub const IB_DEVICE_INFO: &str = "NET_IB_DEVICE_INFO";
+pub const IB_DEVICE_PORT_INFO: &str = "NET_IB_DEVICE_PORT_INFO";
+pub const IB_CONGESTION_TYPES: &str = "ENUM_NET_IB_CONGESTION_EVENT_TYPE";
+
+/// `ENUM_NET_IB_CONGESTION_EVENT_TYPE` as nsys 2025.1 writes it.
+pub const BUILTIN_CONGESTION_TYPES: &[(i64, &str)] = &[(1, "Egress Port Queue Size")];
+
+/// One congestion event of an IB switch; packet fields are `None` when NULL.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CongestionEvent {
+    pub start: i64,
+    pub global_id: i64,
+    pub congestion_type: Option<i64>,
+    /// Source LID, destination LID, service level, operation code, source QP,
+    /// destination QP, ingress port, egress port, in `CONGESTION_FIELDS` order.
+    pub fields: [Option<i64>; 8],
+}
+
+/// The packet columns of `NET_IB_SWITCH_CONGESTION_EVENT`, in `CongestionEvent::fields` order.
+pub const CONGESTION_FIELDS: [&str; 8] = [
+    "packetSLID",
+    "packetDLID",
+    "packetSL",
+    "packetOpCode",
+    "packetSourceQP",
+    "packetDestinationQP",
+    "switchIngressPort",
+    "switchEgressPort",
+];
 
 /// One sample: the value of a metric over [start, end] on one port of a NIC.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -78,7 +120,81 @@ impl Export {
 
     /// Streams `NET_NIC_METRIC`; rows with NULL start, NIC, metric or value are
     /// skipped.
-    pub fn nic_samples(&self, mut f: impl FnMut(&NicSample)) -> Result<TableScan, ReadError> {
+    pub fn nic_samples(&self, f: impl FnMut(&NicSample)) -> Result<TableScan, ReadError> {
+        self.network_samples(NIC_METRIC, f)
+    }
+
+    /// Streams `NET_IB_SWITCH_METRIC` (the columns of `NET_NIC_METRIC`, the
+    /// switch in `globalId`); rows with NULL start, switch, metric or value are
+    /// skipped.
+    pub fn ib_switch_samples(&self, f: impl FnMut(&NicSample)) -> Result<TableScan, ReadError> {
+        self.network_samples(IB_SWITCH_METRIC, f)
+    }
+
+    /// IB device `guid` → its name (`name`, else the description `des`).
+    pub fn ib_device_names(&self) -> Result<HashMap<i64, String>, ReadError> {
+        let mut names = HashMap::new();
+        self.scan(IB_DEVICE_INFO, &["guid", "name", "des"], |row| {
+            let name = row.text(1).filter(|n| !n.trim().is_empty()).or(row.text(2));
+            if let (Some(guid), Some(name)) = (row.int(0), name) {
+                names.entry(guid).or_insert(name);
+            }
+            Ok(())
+        })?;
+        Ok(names)
+    }
+
+    /// (IB device `guid`, port number) → the port's label.
+    pub fn ib_port_labels(&self) -> Result<HashMap<(i64, i64), String>, ReadError> {
+        let mut labels = HashMap::new();
+        self.scan(
+            IB_DEVICE_PORT_INFO,
+            &["guid", "portNumber", "portLabel"],
+            |row| {
+                if let (Some(guid), Some(port), Some(label)) = (row.int(0), row.int(1), row.text(2))
+                {
+                    labels.entry((guid, port)).or_insert(label);
+                }
+                Ok(())
+            },
+        )?;
+        Ok(labels)
+    }
+
+    /// Streams `NET_IB_SWITCH_CONGESTION_EVENT`; rows with NULL start or switch
+    /// are skipped.
+    pub fn ib_congestion_events(
+        &self,
+        mut f: impl FnMut(&CongestionEvent),
+    ) -> Result<TableScan, ReadError> {
+        let cols: Vec<&str> = ["start", "globalId", "congestionType"]
+            .into_iter()
+            .chain(CONGESTION_FIELDS)
+            .collect();
+        let mut scan = TableScan::default();
+        scan.rows = self.scan(IB_CONGESTION, &cols, |row| {
+            let event = (|| {
+                Some(CongestionEvent {
+                    start: row.int(0)?,
+                    global_id: row.int(1)?,
+                    congestion_type: row.int(2),
+                    fields: std::array::from_fn(|i| row.int(3 + i)),
+                })
+            })();
+            match event {
+                Some(e) => f(&e),
+                None => scan.skipped += 1,
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    fn network_samples(
+        &self,
+        table: &str,
+        mut f: impl FnMut(&NicSample),
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -89,7 +205,7 @@ impl Export {
             "value",
         ];
         let mut scan = TableScan::default();
-        scan.rows = self.scan(NIC_METRIC, &cols, |row| {
+        scan.rows = self.scan(table, &cols, |row| {
             let sample = (|| {
                 let start = row.int(0)?;
                 Some(NicSample {

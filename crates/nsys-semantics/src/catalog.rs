@@ -126,6 +126,7 @@ pub fn pcf_catalog() -> PcfCatalog {
     .chain(crate::gpu_memory::event_types())
     .chain(crate::gpu_metrics::event_types())
     .chain(crate::network::event_types())
+    .chain(crate::host_functions::event_types())
     .chain(crate::osrt::event_types())
     .chain(crate::sched::event_types())
     .chain(crate::openmp::event_types())
@@ -175,5 +176,66 @@ fn merge_fixed_values(known: &mut EventTypeInfo, extra: &EventTypeInfo) {
                 table.push((*value, label.clone()));
             }
         }
+    }
+}
+
+/// Types numbered by a hash of a name, per report: `first + 1 + FNV-1a(key) mod
+/// slots`, so a name keeps its type in every trace. A key that lands on a slot
+/// another key took moves to the next free one.
+pub(crate) struct HashedTypes {
+    first: u32,
+    slots: u32,
+    taken: std::collections::BTreeMap<u32, String>,
+}
+
+/// Where a key landed: its type and, when it had to move, the key whose slot it
+/// wanted.
+pub(crate) struct HashedType {
+    pub ty: u32,
+    pub displaced_by: Option<String>,
+}
+
+impl HashedTypes {
+    pub fn new(first: u32, slots: u32) -> Self {
+        HashedTypes {
+            first,
+            slots,
+            taken: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// The type of `key`; `None` when every slot is taken by other keys.
+    pub fn resolve(&mut self, key: &str) -> Option<HashedType> {
+        let home = (paraver_writer::names::stable_hash(key) % u64::from(self.slots)) as u32;
+        let slot = (0..self.slots)
+            .map(|i| (home + i) % self.slots)
+            .find(|s| self.taken.get(s).is_none_or(|k| k == key))?;
+        let displaced_by = (slot != home).then(|| self.taken[&home].clone());
+        self.taken.insert(slot, key.to_string());
+        Some(HashedType {
+            ty: self.first + 1 + slot,
+            displaced_by,
+        })
+    }
+}
+
+#[cfg(test)]
+mod hashed_tests {
+    use super::*;
+
+    #[test]
+    fn hashed_types_are_stable_and_never_shared() {
+        let mut a = HashedTypes::new(1000, 3);
+        let x = a.resolve("x").unwrap().ty;
+        assert_eq!(a.resolve("x").unwrap().ty, x);
+        let others: Vec<u32> = ["y", "z"].map(|k| a.resolve(k).unwrap().ty).to_vec();
+        let mut all = vec![x, others[0], others[1]];
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 3);
+        assert!(all.iter().all(|t| (1001..=1003).contains(t)));
+        assert!(a.resolve("w").is_none());
+        let mut b = HashedTypes::new(1000, 3);
+        assert_eq!(b.resolve("x").unwrap().ty, x);
     }
 }

@@ -36,6 +36,14 @@ pub enum ThreadKind {
     Nic {
         nic: u32,
     },
+    /// Counters and congestion events of one InfiniBand switch, under a process of the report.
+    IbSwitch {
+        switch: u32,
+    },
+    /// SoC metrics (Tegra, Grace) of one SoC of the node, under a process of the report.
+    SocMetrics {
+        soc: u32,
+    },
 }
 
 impl ThreadKey {
@@ -69,8 +77,10 @@ impl ThreadKey {
             ThreadKind::Stream { device, stream } => (1, device, stream),
             ThreadKind::Metrics { device } => (2, device, 0),
             ThreadKind::Nic { nic } => (3, nic, 0),
+            ThreadKind::IbSwitch { switch } => (4, switch, 0),
+            ThreadKind::SocMetrics { soc } => (5, soc, 0),
         };
-        (u128::from(self.pid) << 98) | (kind << 96) | (u128::from(a) << 32) | u128::from(b)
+        (u128::from(self.pid) << 99) | (kind << 96) | (u128::from(a) << 32) | u128::from(b)
     }
 }
 
@@ -204,6 +214,22 @@ mod tests {
             ThreadKey {
                 pid: 2,
                 kind: ThreadKind::Nic { nic: 1 },
+            },
+            ThreadKey {
+                pid: 1,
+                kind: ThreadKind::SocMetrics { soc: 0 },
+            },
+            ThreadKey {
+                pid: 1,
+                kind: ThreadKind::IbSwitch { switch: 2 },
+            },
+            ThreadKey {
+                pid: 1,
+                kind: ThreadKind::IbSwitch { switch: 0 },
+            },
+            ThreadKey {
+                pid: 2,
+                kind: ThreadKind::Nic { nic: 0 },
             },
         ];
         let mut by_number = keys.clone();

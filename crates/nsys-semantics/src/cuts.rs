@@ -26,7 +26,7 @@ const NVTX_TYPES_END: u32 = 60_000;
 
 /// Whether the events of `ty` are instants (they are never repeated at a cut's
 /// start): NVTX marks, CUDA event records and waits, GPU memory allocation and free
-/// sizes, pool operations and page faults. Other types that have no end events are
+/// sizes, pool operations and page faults, IB switch congestion events. Other types that have no end events are
 /// values that hold until the next one (GPU metrics, NIC counters, the GPU memory in
 /// use) and are repeated at the start with their last value.
 pub fn is_point_type(ty: u32) -> bool {
@@ -34,6 +34,7 @@ pub fn is_point_type(ty: u32) -> bool {
     nvtx_mark
         || (9301..=9303).contains(&ty)
         || matches!(ty, 66_500_002 | 66_500_003 | 66_500_005..=66_500_008)
+        || crate::network::is_congestion_type(ty)
 }
 
 /// Whether `ty` holds NVTX ranges (push/pop of any domain, start/end lanes, NCCL
@@ -277,6 +278,8 @@ mod tests {
     #[test]
     fn types_are_classified() {
         assert!(is_point_type(9604));
+        assert!(is_point_type(66_701_001) && is_point_type(66_701_009));
+        assert!(!is_point_type(66_701_010) && !is_point_type(66_710_001));
         assert!(is_point_type(9704));
         assert!(!is_point_type(9600));
         assert!(!is_point_type(9400));

@@ -135,7 +135,7 @@ pub(crate) struct MetricType {
 }
 
 /// `Name [unit]` → (`Name`, `unit`); no suffix → (`Name`, None).
-fn split_unit(name: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_unit(name: &str) -> (&str, Option<&str>) {
     let trimmed = name.trim();
     if let Some(body) = trimmed.strip_suffix(']') {
         if let Some(open) = body.rfind('[') {
@@ -146,7 +146,7 @@ fn split_unit(name: &str) -> (&str, Option<&str>) {
 }
 
 /// Lower case, single blanks.
-fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -154,7 +154,7 @@ fn normalize(text: &str) -> String {
 }
 
 /// Percentages and averages are scaled ×100; counts, clocks and requests not.
-fn scale_of(unit: Option<&str>) -> i64 {
+pub(crate) fn scale_of(unit: Option<&str>) -> i64 {
     match unit {
         Some(u) if u.contains('%') || u.to_lowercase().starts_with("avg") => 100,
         _ => 1,
@@ -194,7 +194,7 @@ fn known_type(index: usize) -> MetricType {
     }
 }
 
-fn is_clock(name: &str) -> bool {
+pub(crate) fn is_clock(name: &str) -> bool {
     normalize(name).contains("clock frequency")
 }
 
@@ -275,7 +275,7 @@ impl MetricTypes {
 
 /// Values changed on the way, for the counts.
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     clamped: u64,
     unwrapped_clocks: u64,
     rounded: u64,
@@ -283,7 +283,7 @@ struct Tally {
 
 impl Tally {
     /// An integer sample, scaled.
-    fn int(&mut self, value: i64, t: MetricType) -> i64 {
+    pub fn int(&mut self, value: i64, t: MetricType) -> i64 {
         let value = if value >= 0 {
             value
         } else if t.clock && value >= i64::from(i32::MIN) {
@@ -313,18 +313,19 @@ impl Tally {
         scaled.round() as i64
     }
 
-    fn record(&self, ctx: &mut ReportContext) {
+    /// Counts the changed values under `<prefix> metric …`.
+    pub fn record(&self, ctx: &mut ReportContext, prefix: &str) {
         let counts = [
-            ("GPU metric negative values written as 0", self.clamped),
+            ("negative values written as 0", self.clamped),
             (
-                "GPU metric clock values read as unsigned 32 bits",
+                "clock values read as unsigned 32 bits",
                 self.unwrapped_clocks,
             ),
-            ("GPU metric values rounded", self.rounded),
+            ("values rounded", self.rounded),
         ];
         for (what, n) in counts {
             if n > 0 {
-                ctx.count(what, n);
+                ctx.count(&format!("{prefix} metric {what}"), n);
             }
         }
     }
@@ -434,7 +435,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut tally = Tally::default();
     current(ctx, &mut rows, &mut types, &mut tally)?;
     legacy(ctx, &mut rows, &mut types, &mut tally)?;
-    tally.record(ctx);
+    tally.record(ctx, "GPU");
     if rows.unowned > 0 {
         let gpus: Vec<String> = rows
             .threads

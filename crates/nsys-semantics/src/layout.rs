@@ -192,6 +192,8 @@ fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
         ThreadKind::Stream { device, stream } => format!("CUDA-D{device}.S{stream}"),
         ThreadKind::Metrics { device } => format!("GPU{device} metrics"),
         ThreadKind::Nic { nic } => format!("NIC{nic} counters"),
+        ThreadKind::IbSwitch { switch } => format!("IB switch{switch} counters"),
+        ThreadKind::SocMetrics { soc } => format!("SoC{soc} metrics"),
     }
 }
 

@@ -13,6 +13,7 @@ mod cuda_sync;
 pub mod cuts;
 mod gpu_memory;
 mod gpu_metrics;
+mod host_functions;
 pub mod layout;
 pub mod messages;
 pub mod mpi;
@@ -27,6 +28,7 @@ mod osrt;
 pub mod ranks;
 mod report;
 mod sched;
+mod soc_metrics;
 pub mod survey;
 
 pub use context::{ThreadKey, ThreadKind};

@@ -1,101 +1,198 @@
-//! NIC counters (`NET_NIC_METRIC`) on one "NIC<n> counters" row per network
-//! interface, under the report's first process (lowest pid with events; the
-//! counters describe the node, not a process). `<n>` is the NIC's `nicId`
-//! (through `NIC_ID_MAP`), or, without the map, the NIC's index among the
-//! report's NICs in `globalId` order.
+//! Network counters and events, on rows under the report's first process (lowest
+//! pid with events; they describe the node, not a process):
+//!
+//! * NIC counters (`NET_NIC_METRIC`) on one "NIC<n> counters" row per network
+//!   interface. `<n>` is the NIC's `nicId` (through `NIC_ID_MAP`), or, without
+//!   the map, the NIC's index among the report's NICs in `globalId` order.
+//! * InfiniBand switch counters (`NET_IB_SWITCH_METRIC`) and congestion events
+//!   (`NET_IB_SWITCH_CONGESTION_EVENT`) on one "IB switch<n> counters" row per
+//!   switch. `<n>` is the switch's index in `NET_IB_DEVICE_INFO` (by `guid`,
+//!   taken to be the rows' `globalId`); switches that table does not list come
+//!   after, in the order the tables name them.
 //!
 //! Each sample is a counter event at its start, valued for [start, end]. Types
-//! are keyed by metric name, the same in every trace: 66700000 + 1 +
-//! FNV-1a(name) mod 997 (a name that lands on a number another name of the
-//! report took moves to the next free one, with a warning); the label carries
-//! the unit from `TARGET_INFO_NETWORK_METRICS`. Ports other than 1 of a NIC get
-//! their own types, named `<metric> (port N)`. Negative values are written as 0
-//! and counted (counters are never negative; pertalde rejects them).
+//! are keyed by metric name (`TARGET_INFO_NETWORK_METRICS`), the same in every
+//! trace: NIC counters 66700000 + 1 + FNV-1a(name) mod 997, switch counters
+//! 66710000 + 1 + FNV-1a(name) mod 997 (a name that lands on a number another
+//! name of the report took moves to the next free one, with a warning); the
+//! label carries the unit. NIC ports other than 1 get their own types, named
+//! `<metric> (port N)`; switch counters always carry their port. Negative
+//! values are written as 0 and counted (counters are never negative; pertalde
+//! rejects them).
+//!
+//! A congestion event is a point event 66701001 valued by its congestion type
+//! (labelled from `ENUM_NET_IB_CONGESTION_EVENT_TYPE`), with the packet that saw
+//! it in 66701002–66701009 (source and destination LID, service level, operation
+//! code, source and destination queue pair, ingress and egress port; NULL or
+//! negative fields are left out).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use nsys_reader::network::{NetworkMetric, NIC_METRIC};
-use nsys_reader::ReadError;
-use paraver_writer::names::stable_hash;
+use nsys_reader::network::{
+    NetworkMetric, NicSample, BUILTIN_CONGESTION_TYPES, IB_CONGESTION, IB_CONGESTION_TYPES,
+    IB_SWITCH_METRIC, NIC_METRIC,
+};
+use nsys_reader::{enums, ReadError};
 use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::numeric;
+use crate::catalog::{named, numeric, HashedTypes};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
 
 pub const NIC_COUNTERS_FIRST: u32 = 66_700_000;
-const NIC_SLOTS: u32 = 997;
+pub const IB_CONGESTION_EVENT: u32 = 66_701_001;
+/// Packet fields of a congestion event, in `CONGESTION_FIELDS` order.
+pub const IB_CONGESTION_FIELDS_FIRST: u32 = 66_701_002;
+pub const IB_SWITCH_COUNTERS_FIRST: u32 = 66_710_000;
+const SLOTS: u32 = 997;
+
+const FIELD_LABELS: [&str; 8] = [
+    "IB congestion packet source LID",
+    "IB congestion packet destination LID",
+    "IB congestion packet service level",
+    "IB congestion packet operation code",
+    "IB congestion packet source QP",
+    "IB congestion packet destination QP",
+    "IB congestion switch ingress port",
+    "IB congestion switch egress port",
+];
 
 pub(crate) fn event_types() -> Vec<EventTypeInfo> {
-    Vec::new()
+    let mut types = vec![named(IB_CONGESTION_EVENT, "IB switch congestion event")];
+    types.extend(
+        (IB_CONGESTION_FIELDS_FIRST..)
+            .zip(FIELD_LABELS)
+            .map(|(ty, label)| numeric(ty, label)),
+    );
+    types
 }
 
-/// Metric key (name, port) → type, per report.
-#[derive(Default)]
-struct NicTypes {
-    by_key: FxHashMap<(i64, i64, i64), u32>,
-    slots: BTreeMap<u32, String>,
+/// Whether `ty` is a congestion event or one of its fields (point events).
+pub fn is_congestion_type(ty: u32) -> bool {
+    (IB_CONGESTION_EVENT..IB_CONGESTION_FIELDS_FIRST + FIELD_LABELS.len() as u32).contains(&ty)
 }
 
-impl NicTypes {
+/// Counter types of one kind of device (NICs or switches), per report.
+struct CounterTypes {
+    hashed: HashedTypes,
+    /// Label prefix: `NIC` or `IB switch`.
+    prefix: &'static str,
+    /// Whether port 1 is named too (switches: every port).
+    name_every_port: bool,
+    by_key: FxHashMap<(i64, i64, i64), Option<u32>>,
+}
+
+impl CounterTypes {
+    fn new(first: u32, prefix: &'static str, name_every_port: bool) -> Self {
+        CounterTypes {
+            hashed: HashedTypes::new(first, SLOTS),
+            prefix,
+            name_every_port,
+            by_key: FxHashMap::default(),
+        }
+    }
+
+    /// The type of metric (list, index) on `port`; `None` when every type is taken.
     fn resolve(
         &mut self,
         ctx: &mut ReportContext,
-        metrics: &std::collections::HashMap<(i64, i64), NetworkMetric>,
+        metrics: &HashMap<(i64, i64), NetworkMetric>,
         (list, index, port): (i64, i64, i64),
-    ) -> u32 {
+    ) -> Option<u32> {
         if let Some(&t) = self.by_key.get(&(list, index, port)) {
             return t;
         }
         let (name, unit) = match metrics.get(&(list, index)) {
             Some(m) => (m.name.clone(), m.unit.clone()),
-            None => (format!("NIC metric {list}.{index}"), String::new()),
+            None => (
+                format!("{} metric {list}.{index}", self.prefix),
+                String::new(),
+            ),
         };
-        let name = if port > 1 {
+        let name = if port > 1 || self.name_every_port {
             format!("{name} (port {port})")
         } else {
             name
         };
-        let home = (stable_hash(&name) % u64::from(NIC_SLOTS)) as u32;
-        let slot = (0..NIC_SLOTS)
-            .map(|i| (home + i) % NIC_SLOTS)
-            .find(|s| self.slots.get(s).is_none_or(|taken| *taken == name))
-            .unwrap_or(home);
-        if slot != home {
-            ctx.warnings.push(format!(
-                "{}: NIC metric '{name}' hashes like '{}'; it takes the next free type",
-                ctx.export.path().display(),
-                self.slots[&home]
-            ));
-        }
-        self.slots.insert(slot, name.clone());
-        let ty = NIC_COUNTERS_FIRST + 1 + slot;
-        let label = if unit.trim().is_empty() {
-            format!("NIC {name}")
-        } else {
-            format!("NIC {name} [{}]", unit.trim())
-        };
-        if ctx.extra_types.iter().all(|e| e.ty != ty) {
-            ctx.extra_types.push(numeric(ty, &label));
-        }
+        let ty = self.type_of(ctx, &name, unit.trim());
         self.by_key.insert((list, index, port), ty);
         ty
     }
+
+    fn type_of(&mut self, ctx: &mut ReportContext, name: &str, unit: &str) -> Option<u32> {
+        let path = ctx.export.path().display().to_string();
+        let Some(found) = self.hashed.resolve(name) else {
+            ctx.warnings.push(format!(
+                "{path}: {} metric '{name}' left out: all {SLOTS} types are taken",
+                self.prefix
+            ));
+            return None;
+        };
+        if let Some(other) = &found.displaced_by {
+            ctx.warnings.push(format!(
+                "{path}: {} metric '{name}' hashes like '{other}'; it takes the next free type",
+                self.prefix
+            ));
+        }
+        let label = if unit.is_empty() {
+            format!("{} {name}", self.prefix)
+        } else {
+            format!("{} {name} [{unit}]", self.prefix)
+        };
+        if ctx.extra_types.iter().all(|e| e.ty != found.ty) {
+            ctx.extra_types.push(numeric(found.ty, &label));
+        }
+        Some(found.ty)
+    }
+}
+
+/// A counter value as written: negative values become 0 (counted).
+fn counter_value(value: i64, clamped: &mut u64) -> i64 {
+    if value < 0 {
+        *clamped += 1;
+        0
+    } else {
+        value
+    }
+}
+
+/// The process that owns the node's network rows, or a warning why there is none.
+fn owner(ctx: &mut ReportContext, table: &str) -> Option<u32> {
+    let owner = ctx.thread_keys.iter().map(|k| k.pid).min();
+    if owner.is_none() {
+        ctx.warnings.push(format!(
+            "{}: {table} left out: the report has no process to put the node's network rows under",
+            ctx.export.path().display()
+        ));
+    }
+    owner
 }
 
 pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
-    if !export.has_table(NIC_METRIC) {
+    let tables = [NIC_METRIC, IB_SWITCH_METRIC, IB_CONGESTION];
+    let Some(first) = tables.into_iter().find(|t| export.has_table(t)) else {
         return Ok(());
-    }
-    let Some(owner) = ctx.thread_keys.iter().map(|k| k.pid).min() else {
-        ctx.warnings.push(format!(
-            "{}: {NIC_METRIC} left out: the report has no process to put the node's NIC rows under",
-            export.path().display()
-        ));
+    };
+    let Some(owner) = owner(ctx, first) else {
         return Ok(());
     };
     let metrics = export.network_metrics()?;
+    nic_counters(ctx, owner, &metrics)?;
+    let mut switches = Switches::read(ctx, owner)?;
+    switch_counters(ctx, &mut switches, &metrics)?;
+    congestion_events(ctx, &mut switches)
+}
+
+fn nic_counters(
+    ctx: &mut ReportContext,
+    owner: u32,
+    metrics: &HashMap<(i64, i64), NetworkMetric>,
+) -> Result<(), ReadError> {
+    let export = ctx.export;
+    if !export.has_table(NIC_METRIC) {
+        return Ok(());
+    }
     let nic_ids = export.nic_ids()?;
     // Without NIC_ID_MAP, NICs are numbered by their globalId order: that needs
     // the distinct globalIds first (a handful).
@@ -108,9 +205,9 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             *v = i as u32;
         }
     }
-    let mut types = NicTypes::default();
+    let mut types = CounterTypes::new(NIC_COUNTERS_FIRST, "NIC", false);
     let mut rows: FxHashMap<i64, LocalThread> = FxHashMap::default();
-    let mut clamped = 0u64;
+    let mut tally = Tally::default();
     let scan = export.nic_samples(|s| {
         let thread = *rows.entry(s.global_id).or_insert_with(|| {
             let nic = nic_ids
@@ -123,22 +220,158 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 kind: ThreadKind::Nic { nic },
             })
         });
-        let ty = types.resolve(ctx, &metrics, (s.list_id, s.index, s.port));
-        let value = if s.value < 0 {
-            clamped += 1;
-            0
-        } else {
-            s.value
-        };
-        ctx.run
-            .events(thread, s.start, &[EventPair::raw(ty, value)]);
+        tally.sample(ctx, &mut types, metrics, thread, s);
     })?;
+    tally.record(ctx, NIC_METRIC, "NIC");
     if scan.rows > scan.skipped {
-        ctx.count(NIC_METRIC, scan.rows - scan.skipped);
-    }
-    if clamped > 0 {
-        ctx.count("NIC metric negative values written as 0", clamped);
+        ctx.count(NIC_METRIC, scan.rows - scan.skipped - tally.untyped);
     }
     ctx.note_skipped(NIC_METRIC, scan.skipped);
+    Ok(())
+}
+
+/// Samples written as they are, and samples changed or dropped on the way.
+#[derive(Default)]
+struct Tally {
+    clamped: u64,
+    untyped: u64,
+}
+
+impl Tally {
+    fn sample(
+        &mut self,
+        ctx: &mut ReportContext,
+        types: &mut CounterTypes,
+        metrics: &HashMap<(i64, i64), NetworkMetric>,
+        thread: LocalThread,
+        s: &NicSample,
+    ) {
+        let Some(ty) = types.resolve(ctx, metrics, (s.list_id, s.index, s.port)) else {
+            self.untyped += 1;
+            return;
+        };
+        let value = counter_value(s.value, &mut self.clamped);
+        ctx.run
+            .events(thread, s.start, &[EventPair::raw(ty, value)]);
+    }
+
+    fn record(&self, ctx: &mut ReportContext, table: &str, prefix: &str) {
+        if self.clamped > 0 {
+            ctx.count(
+                &format!("{prefix} metric negative values written as 0"),
+                self.clamped,
+            );
+        }
+        if self.untyped > 0 {
+            ctx.count(
+                &format!("{table} samples without a free type"),
+                self.untyped,
+            );
+        }
+    }
+}
+
+/// The report's IB switches: `globalId` → row number, and their rows.
+struct Switches {
+    owner: u32,
+    numbers: FxHashMap<i64, u32>,
+    next: u32,
+    rows: FxHashMap<i64, LocalThread>,
+}
+
+impl Switches {
+    fn read(ctx: &ReportContext, owner: u32) -> Result<Self, ReadError> {
+        let known: BTreeMap<i64, String> = ctx.export.ib_device_names()?.into_iter().collect();
+        let numbers: FxHashMap<i64, u32> = known.keys().zip(0..).map(|(&g, n)| (g, n)).collect();
+        Ok(Switches {
+            owner,
+            next: numbers.len() as u32,
+            numbers,
+            rows: FxHashMap::default(),
+        })
+    }
+
+    fn thread(&mut self, ctx: &mut ReportContext, global_id: i64) -> LocalThread {
+        if let Some(&t) = self.rows.get(&global_id) {
+            return t;
+        }
+        let switch = *self.numbers.entry(global_id).or_insert_with(|| {
+            self.next += 1;
+            self.next - 1
+        });
+        let t = ctx.thread(ThreadKey {
+            pid: self.owner,
+            kind: ThreadKind::IbSwitch { switch },
+        });
+        self.rows.insert(global_id, t);
+        t
+    }
+}
+
+fn switch_counters(
+    ctx: &mut ReportContext,
+    switches: &mut Switches,
+    metrics: &HashMap<(i64, i64), NetworkMetric>,
+) -> Result<(), ReadError> {
+    let export = ctx.export;
+    if !export.has_table(IB_SWITCH_METRIC) {
+        return Ok(());
+    }
+    let mut types = CounterTypes::new(IB_SWITCH_COUNTERS_FIRST, "IB switch", true);
+    let mut tally = Tally::default();
+    let scan = export.ib_switch_samples(|s| {
+        let thread = switches.thread(ctx, s.global_id);
+        tally.sample(ctx, &mut types, metrics, thread, s);
+    })?;
+    tally.record(ctx, IB_SWITCH_METRIC, "IB switch");
+    if scan.rows > scan.skipped {
+        ctx.count(IB_SWITCH_METRIC, scan.rows - scan.skipped - tally.untyped);
+    }
+    ctx.note_skipped(IB_SWITCH_METRIC, scan.skipped);
+    Ok(())
+}
+
+fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result<(), ReadError> {
+    let export = ctx.export;
+    if !export.has_table(IB_CONGESTION) {
+        return Ok(());
+    }
+    let labels = enums::labels(export, IB_CONGESTION_TYPES, BUILTIN_CONGESTION_TYPES)?;
+    let mut names: FxHashMap<Option<i64>, u32> = FxHashMap::default();
+    let mut pairs: Vec<EventPair> = Vec::with_capacity(9);
+    let mut negative_fields = 0u64;
+    let scan = export.ib_congestion_events(|e| {
+        let name = *names.entry(e.congestion_type).or_insert_with(|| {
+            let label = match e.congestion_type {
+                Some(t) => labels
+                    .get(&t)
+                    .cloned()
+                    .unwrap_or_else(|| format!("Congestion type {t}")),
+                None => "Congestion of unknown type".to_string(),
+            };
+            ctx.run.names.intern(IB_CONGESTION_EVENT, &label)
+        });
+        pairs.clear();
+        pairs.push(EventPair::name(IB_CONGESTION_EVENT, name));
+        for (ty, field) in (IB_CONGESTION_FIELDS_FIRST..).zip(e.fields) {
+            match field {
+                Some(v) if v >= 0 => pairs.push(EventPair::raw(ty, v)),
+                Some(_) => negative_fields += 1,
+                None => {}
+            }
+        }
+        let thread = switches.thread(ctx, e.global_id);
+        ctx.run.events(thread, e.start, &pairs);
+    })?;
+    if scan.rows > scan.skipped {
+        ctx.count(IB_CONGESTION, scan.rows - scan.skipped);
+    }
+    if negative_fields > 0 {
+        ctx.count(
+            "IB congestion negative packet fields left out",
+            negative_fields,
+        );
+    }
+    ctx.note_skipped(IB_CONGESTION, scan.skipped);
     Ok(())
 }

@@ -21,10 +21,11 @@ pub enum Category {
     GpuMemory,
     GpuMetrics,
     Network,
+    HostFunctions,
 }
 
 impl Category {
-    pub const ALL: [Category; 16] = [
+    pub const ALL: [Category; 17] = [
         Category::CudaApi,
         Category::Kernels,
         Category::Memory,
@@ -41,6 +42,7 @@ impl Category {
         Category::GpuMemory,
         Category::GpuMetrics,
         Category::Network,
+        Category::HostFunctions,
     ];
 
     const CUDA: [Category; 4] = [
@@ -68,6 +70,7 @@ impl Category {
             Category::GpuMemory => "gpu-memory",
             Category::GpuMetrics => "gpu-metrics",
             Category::Network => "network",
+            Category::HostFunctions => "host-functions",
         }
     }
 
@@ -90,7 +93,8 @@ impl Category {
             "cuda-events" | "events" => vec![Category::CudaEvents],
             "gpu-memory" | "memory-usage" => vec![Category::GpuMemory],
             "gpu-metrics" | "metrics" => vec![Category::GpuMetrics],
-            "network" | "nic-metrics" | "nic" => vec![Category::Network],
+            "network" | "nic-metrics" | "nic" | "ib-switch" => vec![Category::Network],
+            "host-functions" | "host-funcs" => vec![Category::HostFunctions],
             "cuda-api" | "cuda-api-trace" | "api" => vec![Category::CudaApi],
             "kernels" | "kernel" => vec![Category::Kernels],
             "memory" | "memcpy" | "memset" => vec![Category::Memory],

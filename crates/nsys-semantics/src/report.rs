@@ -16,8 +16,8 @@ use crate::nccl::NcclRanges;
 use crate::options::{Category, Options};
 use crate::TranslateError;
 use crate::{
-    cuda_events, cuda_graphs, gpu_memory, gpu_metrics, network, nvtx, openacc, openmp, osrt, ranks,
-    sched,
+    cuda_events, cuda_graphs, gpu_memory, gpu_metrics, host_functions, network, nvtx, openacc,
+    openmp, osrt, ranks, sched, soc_metrics,
 };
 
 /// Everything one report contributes to the trace.
@@ -59,6 +59,9 @@ pub fn translate_report(
     }
     if options.wants(Category::Graphs) {
         cuda_graphs::translate(&mut ctx, &mut links)?;
+    }
+    if options.wants(Category::HostFunctions) {
+        host_functions::translate(&mut ctx, &mut links)?;
     }
     links.sort();
     let syncs = if options.wants(Category::Sync) {
@@ -109,6 +112,7 @@ pub fn translate_report(
     // Metrics and network rows go under processes found above.
     if options.wants(Category::GpuMetrics) {
         gpu_metrics::translate(&mut ctx)?;
+        soc_metrics::translate(&mut ctx)?;
     }
     if options.wants(Category::Network) {
         network::translate(&mut ctx)?;

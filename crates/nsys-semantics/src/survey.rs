@@ -42,8 +42,16 @@ fn tables_of(category: Category) -> &'static [&'static str] {
             "CUDA_UM_CPU_PAGE_FAULT_EVENTS",
             "CUDA_UM_GPU_PAGE_FAULT_EVENTS",
         ],
-        Category::GpuMetrics => &["GPU_METRICS", "GENERIC_EVENTS"],
-        Category::Network => &["NET_NIC_METRIC", "NET_IB_SWITCH_METRIC"],
+        Category::GpuMetrics => &["GPU_METRICS", "GENERIC_EVENTS", "SOC_METRICS"],
+        Category::Network => &[
+            "NET_NIC_METRIC",
+            "NET_IB_SWITCH_METRIC",
+            "NET_IB_SWITCH_CONGESTION_EVENT",
+        ],
+        Category::HostFunctions => &[
+            "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH",
+            "CUDA_HOST_CALLBACK",
+        ],
     }
 }
 

@@ -195,3 +195,64 @@ CREATE TABLE NET_NIC_METRIC (
     value                       INTEGER   NOT NULL                     -- Counter data value.
 )
 ;
+-- IB switch and SoC metric tables (columns from NVIDIA's SQLite schema reference, nsys 2026.4 /
+-- schema 3.28.1; the IB enums exist in real 3.13-3.17 exports, the tables' first version is unknown).
+CREATE TABLE NET_IB_DEVICE_INFO (
+    networkId                   INTEGER   NOT NULL,                    -- The Device's Network ID
+    guid                        INTEGER,                               -- Device Guid
+    name                        TEXT,                                  -- Device Name
+    des                         TEXT,                                  -- Device description
+    lid                         INTEGER                                -- Device Lid
+)
+;
+CREATE TABLE NET_IB_DEVICE_PORT_INFO (
+    guid                        INTEGER,                               -- REFERENCES NET_IB_DEVICE_INFO(guid) -- Device Global Identifier
+    portNumber                  INTEGER   NOT NULL,                    -- Internal Port Number
+    portLabel                   TEXT      NOT NULL,                    -- Port Label
+    portLid                     INTEGER   NOT NULL                     -- Port Lid
+)
+;
+CREATE TABLE NET_IB_SWITCH_METRIC (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    globalId                    INTEGER   NOT NULL,                    -- Serialized GlobalId.
+    portId                      INTEGER   NOT NULL,                    -- REFERENCES NET_IB_DEVICE_PORT_INFO(portNumber) -- Port ID
+    metricsListId               INTEGER   NOT NULL,                    -- REFERENCES TARGET_INFO_NETWORK_METRICS(metricsListId)
+    metricsIdx                  INTEGER   NOT NULL,                    -- REFERENCES TARGET_INFO_NETWORK_METRICS(metricsIdx)
+    value                       INTEGER   NOT NULL                     -- Counter data value
+)
+;
+CREATE TABLE NET_IB_SWITCH_CONGESTION_EVENT (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    globalId                    INTEGER   NOT NULL,                    -- Serialized GlobalId (view in hex).
+    congestionType              INTEGER,                               -- REFERENCES ENUM_NET_IB_CONGESTION_EVENT_TYPE(id)
+    packetSLID                  INTEGER,                               -- Packet Source LID
+    packetDLID                  INTEGER,                               -- Packet Destination LID
+    packetSL                    INTEGER,                               -- Packet Service Level
+    packetOpCode                INTEGER,                               -- Packet Operation Code
+    packetSourceQP              INTEGER,                               -- Packet Source Queue Pair
+    packetDestinationQP         INTEGER,                               -- Packet Destination Queue Pair
+    switchIngressPort           INTEGER,                               -- Packet's Ingress Switch Port
+    switchEgressPort            INTEGER                                -- Packet's Egress Switch Port
+)
+;
+CREATE TABLE TARGET_INFO_SOC_METRICS (
+    -- SoC Metrics, metric names and ids.
+
+    typeId                      INTEGER   NOT NULL,                    -- REFERENCES GENERIC_EVENT_TYPES(typeId)
+    sourceId                    INTEGER   NOT NULL,                    -- REFERENCES GENERIC_EVENT_SOURCES(sourceId)
+    typeName                    TEXT      NOT NULL,                    -- Name of event type.
+    metricId                    INTEGER   NOT NULL,                    -- Id of metric in event; not assumed to be stable.
+    metricName                  TEXT      NOT NULL                     -- Definitive name of metric.
+)
+;
+CREATE TABLE SOC_METRICS (
+    -- SoC Metrics, events and values.
+
+    rawTimestamp                INTEGER   NOT NULL,                    -- Raw event timestamp recorded during profiling.
+    timestamp                   INTEGER   NOT NULL,                    -- Event timestamp (ns).
+    typeId                      INTEGER   NOT NULL,                    -- REFERENCES TARGET_INFO_SOC_METRICS(typeId) and GENERIC_EVENT_TYPES(typeId)
+    metricId                    INTEGER   NOT NULL,                    -- REFERENCES TARGET_INFO_GPU_METRICS(metricId)
+    value                       INTEGER   NOT NULL                     -- Counter data value
+)
+;

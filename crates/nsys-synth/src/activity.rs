@@ -275,6 +275,45 @@ const GRAPH_TRACE_COLUMNS: &[(&str, Getter<GraphTraceRow>)] = &[
     ("graphExecId", |r| Some(r.graph_exec_id)),
 ];
 
+/// The GPU side of a host function (`cudaLaunchHostFunc`: no graph ids).
+pub(crate) struct HostLaunchRow {
+    pub start: i64,
+    pub end: i64,
+    pub place: GpuPlace,
+}
+
+impl Placed for HostLaunchRow {
+    fn place(&self) -> &GpuPlace {
+        &self.place
+    }
+}
+
+const HOST_LAUNCH_COLUMNS: &[(&str, Getter<HostLaunchRow>)] = &[
+    ("start", |r| Some(r.start)),
+    ("end", |r| Some(r.end)),
+    ("graphNodeId", |_| None),
+    ("graphId", |_| None),
+];
+
+/// The CPU execution of a host function.
+pub(crate) struct HostCallbackRow {
+    pub start: i64,
+    pub end: i64,
+    pub global_tid: i64,
+    pub correlation_id: i64,
+    pub name_id: i64,
+}
+
+/// `eventClass`: the schema reference names no class for host callbacks; 0 as CUDA runtime rows.
+const HOST_CALLBACK_COLUMNS: &[(&str, Getter<HostCallbackRow>)] = &[
+    ("start", |r| Some(r.start)),
+    ("end", |r| Some(r.end)),
+    ("eventClass", |_| Some(0)),
+    ("globalTid", |r| Some(r.global_tid)),
+    ("correlationId", |r| Some(r.correlation_id)),
+    ("nameId", |r| Some(r.name_id)),
+];
+
 /// A CPU-side graph construction event, for either form of the tables: each takes the columns
 /// its version defines.
 pub(crate) struct GraphEventRow {
@@ -430,6 +469,8 @@ pub(crate) struct ActivityTables<'c> {
     graph_node_events: LazyTable<'c, GraphEventRow>,
     memory_usage: LazyTable<'c, MemoryUsageRow>,
     memory_pools: LazyTable<'c, MemoryPoolRow>,
+    host_launches: LazyTable<'c, HostLaunchRow>,
+    host_callbacks: LazyTable<'c, HostCallbackRow>,
     graph_launches: u64,
     graph_node_kernels: u64,
     graph_node_memcpys: u64,
@@ -471,6 +512,11 @@ impl<'c> ActivityTables<'c> {
                 "CUDA_GPU_MEMORY_POOL_EVENTS",
                 MEMORY_POOL_COLUMNS.to_vec(),
             ),
+            host_launches: LazyTable::new(
+                "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH",
+                with_place(HOST_LAUNCH_COLUMNS),
+            ),
+            host_callbacks: LazyTable::new("CUDA_HOST_CALLBACK", HOST_CALLBACK_COLUMNS.to_vec()),
             graph_launches: 0,
             graph_node_kernels: 0,
             graph_node_memcpys: 0,
@@ -545,6 +591,16 @@ impl<'c> ActivityTables<'c> {
         self.memory_pools.insert(self.conn, self.version, row)
     }
 
+    pub(crate) fn host_launch(&mut self, row: &HostLaunchRow) -> Result<()> {
+        self.saw_end(row.end);
+        self.host_launches.insert(self.conn, self.version, row)
+    }
+
+    pub(crate) fn host_callback(&mut self, row: &HostCallbackRow) -> Result<()> {
+        self.saw_end(row.end);
+        self.host_callbacks.insert(self.conn, self.version, row)
+    }
+
     pub(crate) fn last_end(&self) -> i64 {
         self.last_end
     }
@@ -564,6 +620,8 @@ impl<'c> ActivityTables<'c> {
             graph_events: self.graph_events.rows() + self.graph_node_events.rows(),
             memory_usage: self.memory_usage.rows(),
             memory_pool_events: self.memory_pools.rows(),
+            host_launches: self.host_launches.rows(),
+            host_callbacks: self.host_callbacks.rows(),
             ..SynthCounts::default()
         }
     }

@@ -122,6 +122,28 @@ pub(crate) fn create_and_fill_named(
     rows: &[NamedRow],
 ) -> Result<()> {
     create_table(conn, version, table)?;
+    fill_named(conn, version, table, rows)
+}
+
+/// Like [`create_and_fill_named`], adding to the table when an earlier writer created it.
+pub(crate) fn create_or_fill_named(
+    conn: &Connection,
+    version: SchemaVersion,
+    table: &str,
+    rows: &[NamedRow],
+) -> Result<()> {
+    if column_names(conn, table)?.is_empty() {
+        create_table(conn, version, table)?;
+    }
+    fill_named(conn, version, table, rows)
+}
+
+fn fill_named(
+    conn: &Connection,
+    version: SchemaVersion,
+    table: &str,
+    rows: &[NamedRow],
+) -> Result<()> {
     let columns = column_names(conn, table)?;
     let mut statement = conn.prepare(&insert_sql(table, columns.len()))?;
     for row in rows {

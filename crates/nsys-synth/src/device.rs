@@ -1,12 +1,13 @@
 //! Device-side tables written after the CUDA model has run: GPU metric samples (both
-//! representations) and NIC counters. They depend only on the GPUs used and on how long the run
+//! representations), SoC metric samples, NIC counters, and IB switch counters and congestion
+//! events. They depend only on the GPUs used and on how long the run
 //! lasted, and draw from their own random stream, so other tables do not change with them.
 
 use anyhow::{Context, Result};
 use rusqlite::types::Value;
 use rusqlite::{params, Connection};
 
-use crate::ddl::{create_and_fill_named, create_table, NamedRow};
+use crate::ddl::{create_and_fill_named, create_or_fill_named, create_table, NamedRow};
 use crate::ids::global_vid;
 use crate::rng::SplitMix64;
 use crate::strings::StringIds;
@@ -347,6 +348,197 @@ pub(crate) fn write_nic_metrics(conn: &Connection, spec: &SynthSpec, duration: i
                 rng.range(0, 10_000_000)
             };
             insert.execute(params![start, start + period, global_id, index, value])?;
+            rows += 1;
+        }
+    }
+    Ok(rows)
+}
+
+/// The one IB switch: its `guid` (also the `globalId` of its rows), name and two sampled ports.
+const SWITCH_GUID: i64 = 0x0002_C903_00A1_B2C3;
+const SWITCH_PORTS: [i64; 2] = [1, 7];
+/// Its counters, in metric list 2 of TARGET_INFO_NETWORK_METRICS (the NIC's are list 1).
+const SWITCH_METRICS: [(&str, &str, &str); 2] = [
+    (
+        "port_xmit_data",
+        "Data octets transmitted by the port",
+        "bytes",
+    ),
+    ("port_rcv_data", "Data octets received by the port", "bytes"),
+];
+pub(crate) const SWITCH_VALUE_LIMIT: i64 = 50_000_000;
+
+fn switch_description() -> Vec<NamedRow> {
+    vec![vec![
+        ("networkId", Value::Integer(1)),
+        ("guid", Value::Integer(SWITCH_GUID)),
+        ("name", Value::Text("Quantum-2 leaf-01".to_owned())),
+        ("des", Value::Text("MF0;leaf-01:MQM9700/U1".to_owned())),
+        ("lid", Value::Integer(11)),
+    ]]
+}
+
+/// Writes the switch, `samples` samples of each counter on each port, and `events` congestion
+/// events; returns (sample rows, event rows).
+pub(crate) fn write_ib_switch(
+    conn: &Connection,
+    spec: &SynthSpec,
+    duration: i64,
+) -> Result<(u64, u64)> {
+    let (samples, events) = (
+        spec.device.ib_switch_samples,
+        spec.device.ib_congestion_events,
+    );
+    if samples + events == 0 {
+        return Ok((0, 0));
+    }
+    let version = spec.schema;
+    create_and_fill_named(conn, version, "NET_IB_DEVICE_INFO", &switch_description())?;
+    let ports: Vec<NamedRow> = SWITCH_PORTS
+        .iter()
+        .map(|&port| {
+            vec![
+                ("guid", Value::Integer(SWITCH_GUID)),
+                ("portNumber", Value::Integer(port)),
+                ("portLabel", Value::Text(format!("1/{port}"))),
+                ("portLid", Value::Integer(11)),
+            ]
+        })
+        .collect();
+    create_and_fill_named(conn, version, "NET_IB_DEVICE_PORT_INFO", &ports)?;
+    let mut rng = SplitMix64::new(spec.seed ^ 0x6962_7377);
+    let rows = write_switch_samples(conn, version, samples, duration, &mut rng)?;
+    let congestion = write_congestion(conn, version, events, duration, &mut rng)?;
+    Ok((rows, congestion))
+}
+
+fn write_switch_samples(
+    conn: &Connection,
+    version: SchemaVersion,
+    samples: u64,
+    duration: i64,
+    rng: &mut SplitMix64,
+) -> Result<u64> {
+    if samples == 0 {
+        return Ok(0);
+    }
+    let metrics: Vec<NamedRow> = SWITCH_METRICS
+        .iter()
+        .zip(0..)
+        .map(|(&(name, description, unit), index)| {
+            vec![
+                ("metricsListId", Value::Integer(2)),
+                ("metricsIdx", Value::Integer(index)),
+                ("name", Value::Text(name.to_owned())),
+                ("description", Value::Text(description.to_owned())),
+                ("unit", Value::Text(unit.to_owned())),
+            ]
+        })
+        .collect();
+    create_or_fill_named(conn, version, "TARGET_INFO_NETWORK_METRICS", &metrics)?;
+    create_table(conn, version, "NET_IB_SWITCH_METRIC")?;
+    let mut insert = conn.prepare(
+        "INSERT INTO NET_IB_SWITCH_METRIC (start, end, globalId, portId, metricsListId, metricsIdx, value)
+         VALUES (?1, ?2, ?3, ?4, 2, ?5, ?6)",
+    )?;
+    let period = (duration / samples as i64).max(1_000);
+    let mut rows = 0;
+    for i in 0..samples as i64 {
+        let start = i * period;
+        for port in SWITCH_PORTS {
+            for index in 0..SWITCH_METRICS.len() as i64 {
+                let value = rng.range(0, SWITCH_VALUE_LIMIT);
+                insert.execute(params![
+                    start,
+                    start + period,
+                    SWITCH_GUID,
+                    port,
+                    index,
+                    value
+                ])?;
+                rows += 1;
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn write_congestion(
+    conn: &Connection,
+    version: SchemaVersion,
+    events: u64,
+    duration: i64,
+    rng: &mut SplitMix64,
+) -> Result<u64> {
+    if events == 0 {
+        return Ok(0);
+    }
+    create_table(conn, version, "NET_IB_SWITCH_CONGESTION_EVENT")?;
+    let mut insert = conn.prepare(
+        "INSERT INTO NET_IB_SWITCH_CONGESTION_EVENT (start, globalId, congestionType, packetSLID,
+         packetDLID, packetSL, packetOpCode, packetSourceQP, packetDestinationQP, switchIngressPort,
+         switchEgressPort) VALUES (?1, ?2, 1, ?3, ?4, 0, 4, ?5, ?6, ?7, ?8)",
+    )?;
+    for _ in 0..events {
+        let start = rng.range(0, duration.max(1));
+        let (ingress, egress) = (SWITCH_PORTS[0], SWITCH_PORTS[1]);
+        let qp = rng.range(0x100, 0x10000);
+        insert.execute(params![
+            start,
+            SWITCH_GUID,
+            21,
+            34,
+            qp,
+            qp + 1,
+            ingress,
+            egress
+        ])?;
+    }
+    Ok(events)
+}
+
+/// The SoC metric set of a Grace CPU as the generator names it (the real names are not known).
+const SOC_METRICS: [(&str, Values); 4] = [
+    ("CPU Memory Read Bandwidth [Throughput %]", Values::Percent),
+    ("CPU Memory Write Bandwidth [Throughput %]", Values::Percent),
+    ("C2C Read Bandwidth [Throughput %]", Values::Percent),
+    ("EMC Clock Frequency [MHz]", Values::Clock(3200)),
+];
+const SOC_SOURCE: i64 = 5;
+
+/// Writes `samples` samples of each SoC metric of SoC 0; returns the rows.
+pub(crate) fn write_soc_metrics(conn: &Connection, spec: &SynthSpec, duration: i64) -> Result<u64> {
+    let samples = spec.device.soc_metric_samples;
+    if samples == 0 {
+        return Ok(0);
+    }
+    let version = spec.schema;
+    let type_id = global_vid() | (SOC_SOURCE << 32) | (METRICS_TYPE << 8);
+    let catalogue: Vec<NamedRow> = SOC_METRICS
+        .iter()
+        .zip(0..)
+        .map(|(&(name, _), id)| {
+            vec![
+                ("typeId", Value::Integer(type_id)),
+                ("sourceId", Value::Integer(SOC_SOURCE)),
+                ("typeName", Value::Text("Grace".to_owned())),
+                ("metricId", Value::Integer(id)),
+                ("metricName", Value::Text(name.to_owned())),
+            ]
+        })
+        .collect();
+    create_and_fill_named(conn, version, "TARGET_INFO_SOC_METRICS", &catalogue)?;
+    create_table(conn, version, "SOC_METRICS")?;
+    let mut insert = conn.prepare(
+        "INSERT INTO SOC_METRICS (rawTimestamp, timestamp, typeId, metricId, value)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut rng = SplitMix64::new(spec.seed ^ 0x736F_6373);
+    let mut rows = 0;
+    for time in sample_times(samples, duration) {
+        for (id, &(_, values)) in (0..).zip(SOC_METRICS.iter()) {
+            let value = draw(&mut rng, values, 0) as i64;
+            insert.execute(params![RAW_CLOCK_ORIGIN + time, time, type_id, id, value])?;
             rows += 1;
         }
     }

@@ -53,6 +53,7 @@ fn device_spec(version: SchemaVersion, mode: SynthGraphMode) -> SynthSpec {
         } else {
             0
         },
+        ..SynthDeviceSide::default()
     };
     spec
 }
@@ -213,7 +214,83 @@ fn small_specs_write_no_device_tables() {
         "CUDA_GRAPH_EVENTS",
         "CUDA_GPU_MEMORY_USAGE_EVENTS",
         "NET_NIC_METRIC",
+        "NET_IB_SWITCH_METRIC",
+        "NET_IB_SWITCH_CONGESTION_EVENT",
+        "SOC_METRICS",
+        "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH",
+        "CUDA_HOST_CALLBACK",
     ] {
         assert!(!has_table(&conn, table), "{table}");
     }
+}
+
+#[test]
+fn ib_switch_soc_and_nic_share_the_network_catalogue() {
+    let dir = TempDir::new().unwrap();
+    let mut spec = SynthSpec::small(SchemaVersion::V3_16);
+    spec.device = SynthDeviceSide {
+        nic_samples: 4,
+        ib_switch_samples: 5,
+        ib_congestion_events: 6,
+        soc_metric_samples: 7,
+        ..SynthDeviceSide::default()
+    };
+    let (conn, counts) = write(&spec, &dir, "ib.sqlite");
+    // Two ports, two counters.
+    assert_eq!(counts.ib_switch_samples, 5 * 2 * 2);
+    assert_eq!(rows(&conn, "NET_IB_SWITCH_METRIC"), 20);
+    assert_eq!(counts.ib_congestion_events, 6);
+    assert_eq!(rows(&conn, "NET_IB_SWITCH_CONGESTION_EVENT"), 6);
+    assert_eq!(counts.soc_metric_rows, 7 * 4);
+    assert_eq!(rows(&conn, "SOC_METRICS"), 28);
+    // NIC list 1 and switch list 2 in one catalogue.
+    assert_eq!(rows(&conn, "TARGET_INFO_NETWORK_METRICS"), 3 + 2);
+    let unnamed = count(
+        &conn,
+        "SELECT count(*) FROM NET_IB_SWITCH_METRIC s LEFT JOIN TARGET_INFO_NETWORK_METRICS m
+         ON m.metricsListId = s.metricsListId AND m.metricsIdx = s.metricsIdx WHERE m.name IS NULL",
+    );
+    assert_eq!(unnamed, 0);
+    let unknown_switch = count(
+        &conn,
+        "SELECT count(*) FROM NET_IB_SWITCH_CONGESTION_EVENT WHERE globalId NOT IN
+         (SELECT guid FROM NET_IB_DEVICE_INFO)",
+    );
+    assert_eq!(unknown_switch, 0);
+    assert_eq!(
+        counts.device_rows(),
+        counts.nic_samples + 20 + 6 + 28,
+        "{counts:?}"
+    );
+    // Older versions refuse them.
+    spec.schema = SchemaVersion::V3_7;
+    spec.device.nic_samples = 0;
+    assert!(write_export(&spec, &dir.path().join("old.sqlite")).is_err());
+}
+
+#[test]
+fn host_functions_link_launch_gpu_side_and_callback() {
+    let dir = TempDir::new().unwrap();
+    let mut spec = SynthSpec::small(SchemaVersion::V3_24);
+    spec.device.host_functions = 9;
+    let (conn, counts) = write(&spec, &dir, "host.sqlite");
+    assert_eq!((counts.host_launches, counts.host_callbacks), (9, 9));
+    let linked = count(
+        &conn,
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH g
+         JOIN CUDA_HOST_CALLBACK c ON c.correlationId = g.correlationId
+         JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = g.correlationId
+         JOIN StringIds s ON s.id = r.nameId
+         WHERE s.value LIKE 'cudaLaunchHostFunc%' AND g.graphNodeId IS NULL
+           AND r.start < g.start AND g.start <= c.start AND c.end <= g.end",
+    );
+    assert_eq!(linked, 9);
+    let on_callback_thread = count(
+        &conn,
+        "SELECT count(*) FROM CUDA_HOST_CALLBACK c JOIN ThreadNames t ON t.globalTid = c.globalTid
+         JOIN StringIds s ON s.id = t.nameId WHERE s.value = 'cuda-EvtHandlr'",
+    );
+    assert_eq!(on_callback_thread, 9);
+    spec.schema = SchemaVersion::V3_16;
+    assert!(write_export(&spec, &dir.path().join("old.sqlite")).is_err());
 }

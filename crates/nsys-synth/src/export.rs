@@ -8,7 +8,7 @@ use rusqlite::Connection;
 
 use crate::activity::ActivityTables;
 use crate::catalog::HELPER_THREADS;
-use crate::device::{write_gpu_metrics, write_nic_metrics};
+use crate::device::{write_gpu_metrics, write_ib_switch, write_nic_metrics, write_soc_metrics};
 use crate::ids::MAX_OS_ID;
 use crate::layout::contexts;
 use crate::meta::{write_enums, write_metadata};
@@ -87,14 +87,23 @@ fn validate_device(spec: &SynthSpec) -> Result<()> {
         device.nic_samples == 0 || version.has_nic_metrics(),
         "NIC counters need schema 3.16 or later"
     );
+    ensure!(
+        device.ib_switch_samples + device.ib_congestion_events + device.soc_metric_samples == 0
+            || version.has_ib_and_soc_metrics(),
+        "IB switch and SoC metrics need schema 3.16 or later"
+    );
+    ensure!(
+        device.host_functions == 0 || version.has_host_functions(),
+        "CUDA host functions need schema 3.24"
+    );
     let uses_gpus = spec.processes.iter().any(|p| !p.devices.is_empty());
     ensure!(
-        device.graph_launches + device.memory_allocations == 0
+        device.graph_launches + device.memory_allocations + device.host_functions == 0
             || spec
                 .processes
                 .iter()
                 .all(|p| p.cpu_threads > 0 && !p.devices.is_empty()),
-        "graphs and allocations need every process to have a CPU thread and a device"
+        "graphs, allocations and host functions need every process to have a CPU thread and a device"
     );
     ensure!(
         device.gpu_metric_samples == 0 || uses_gpus || !device.metric_gpus.is_empty(),
@@ -200,6 +209,9 @@ fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<Synt
     if spec.device.graph_launches + spec.device.memory_allocations > 0 {
         names.intern_device(&mut strings);
     }
+    if spec.device.host_functions > 0 {
+        names.intern_host_functions(&mut strings);
+    }
     let plans: Vec<ProcessPlan<'_>> = spec
         .processes
         .iter()
@@ -216,10 +228,15 @@ fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<Synt
     let (gpu_metric_rows, gpu_metric_values) =
         write_gpu_metrics(conn, spec, &mut strings, duration)?;
     let nic_samples = write_nic_metrics(conn, spec, duration)?;
+    let (ib_switch_samples, ib_congestion_events) = write_ib_switch(conn, spec, duration)?;
+    let soc_metric_rows = write_soc_metrics(conn, spec, duration)?;
     counts = SynthCounts {
         gpu_metric_rows,
         gpu_metric_values,
         nic_samples,
+        ib_switch_samples,
+        ib_congestion_events,
+        soc_metric_rows,
         ..counts
     };
 

@@ -7,7 +7,8 @@
 //! 0xFFFFFFFF for "not applicable" stream and event ids, the per-version `syncType` encoding...).
 //! Output is deterministic for a given spec and path.
 //!
-//! With [`SynthSpec::device`], GPU metrics, CUDA graphs, memory usage and NIC counters are
+//! With [`SynthSpec::device`], GPU and SoC metrics, CUDA graphs and host functions, memory usage,
+//! NIC and IB switch counters are
 //! recorded too (see [`SynthDeviceSide`]).
 //!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
@@ -60,7 +61,8 @@ pub struct SynthSpec {
     pub env: Vec<(String, String)>,
     /// MPI calls of the first process, as one rank of a job (`None`: no MPI tracing).
     pub mpi: Option<SynthMpi>,
-    /// GPU metrics, CUDA graphs, memory usage and NIC counters (all off by default).
+    /// GPU and SoC metrics, CUDA graphs and host functions, memory usage, NIC and IB switch
+    /// counters (all off by default).
     pub device: SynthDeviceSide,
 }
 
@@ -86,6 +88,18 @@ pub struct SynthDeviceSide {
     pub memory_allocations: u64,
     /// Samples of each NIC counter (one NIC, `mlx5_0`, three counters; schema 3.16+).
     pub nic_samples: u64,
+    /// Samples of each IB switch counter on each sampled port (one switch, two ports, two
+    /// counters in `NET_IB_SWITCH_METRIC`; schema 3.16+).
+    pub ib_switch_samples: u64,
+    /// Congestion events of that switch (`NET_IB_SWITCH_CONGESTION_EVENT`; schema 3.16+).
+    pub ib_congestion_events: u64,
+    /// Samples of each SoC metric (one SoC, four metrics in `SOC_METRICS`; schema 3.16+).
+    pub soc_metric_samples: u64,
+    /// `cudaLaunchHostFunc` calls per process: each has its GPU side in
+    /// `CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH` and its execution in
+    /// `CUDA_HOST_CALLBACK`, on the process's callback thread (tid `pid + 999`), all with the
+    /// call's correlation id (schema 3.24, standing in for nsys 2026).
+    pub host_functions: u64,
 }
 
 /// How CUDA graphs are traced (`--cuda-graph-trace`).
@@ -168,6 +182,15 @@ pub struct SynthCounts {
     pub memory_pool_events: u64,
     /// Rows in NET_NIC_METRIC.
     pub nic_samples: u64,
+    /// Rows in NET_IB_SWITCH_METRIC and NET_IB_SWITCH_CONGESTION_EVENT.
+    pub ib_switch_samples: u64,
+    pub ib_congestion_events: u64,
+    /// Rows in SOC_METRICS (one per metric and sample).
+    pub soc_metric_rows: u64,
+    /// Rows in CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH and CUDA_HOST_CALLBACK (their
+    /// `cudaLaunchHostFunc` calls are in `runtime_rows`).
+    pub host_launches: u64,
+    pub host_callbacks: u64,
 }
 
 impl SynthCounts {
@@ -191,6 +214,11 @@ impl SynthCounts {
             + self.memory_usage
             + self.memory_pool_events
             + self.nic_samples
+            + self.ib_switch_samples
+            + self.ib_congestion_events
+            + self.soc_metric_rows
+            + self.host_launches
+            + self.host_callbacks
     }
 
     /// Rows that record MPI calls, in whichever form the version has.

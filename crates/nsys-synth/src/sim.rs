@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use crate::activity::{
     ActivityTables, ApiRow, CudaEventRow, GpuPlace, GraphEventRow, GraphNode, GraphTraceRow,
-    KernelNameIds, KernelRow, MemcpyRow, MemoryPoolRow, MemoryUsageRow, MemsetRow, Migration,
-    PeerEnds, PoolState, SyncRow, NOT_APPLICABLE,
+    HostCallbackRow, HostLaunchRow, KernelNameIds, KernelRow, MemcpyRow, MemoryPoolRow,
+    MemoryUsageRow, MemsetRow, Migration, PeerEnds, PoolState, SyncRow, NOT_APPLICABLE,
 };
 use crate::catalog::{
     self, kernel_weight_total, mem_kind, COPY_KINDS, DRIVER_CLASS, EXTRA_CALLS, KERNELS,
@@ -84,6 +84,8 @@ pub(crate) struct NameIds {
     /// Interned only when the spec records graphs or memory usage, so that other exports keep
     /// their string table.
     device: Option<DeviceNameIds>,
+    /// `cudaLaunchHostFunc` and the host function's name, when the spec records host functions.
+    host_functions: Option<(i64, i64)>,
 }
 
 /// StringIds of the graph and allocation calls.
@@ -126,7 +128,16 @@ impl NameIds {
                 })
                 .collect(),
             device: None,
+            host_functions: None,
         }
+    }
+
+    /// Adds the names of host function launches (after every other name).
+    pub(crate) fn intern_host_functions(&mut self, strings: &mut StringIds) {
+        self.host_functions = Some((
+            strings.intern("cudaLaunchHostFunc_v10000"),
+            strings.intern(HOST_FUNCTION_NAME),
+        ));
     }
 
     /// Adds the names of graph and allocation calls (after every other name).
@@ -156,6 +167,10 @@ const GRAPH_EXEC_ID: i64 = 1;
 const CLASS_NODE_CREATION: i64 = 77;
 const CLASS_EXEC_CREATION: i64 = 94;
 const CLASS_GRAPH_CREATION: i64 = 95;
+/// The host function every `cudaLaunchHostFunc` enqueues, and the thread that runs it (the
+/// CUDA driver's callback thread: tid = pid + this).
+pub(crate) const HOST_FUNCTION_NAME: &str = "synth_host_callback";
+pub(crate) const CALLBACK_THREAD_OFFSET: u32 = 999;
 /// Device allocations sit in a high, 2 MiB-aligned range; pools reserve 32 MiB at a time.
 const DEVICE_HEAP_BASE: i64 = 0x7F00_0000_0000;
 const ALLOCATION_ALIGN: i64 = 2 << 20;
@@ -221,6 +236,7 @@ enum Operation {
     ExtraCall,
     GraphLaunch,
     Memory,
+    HostFunction,
 }
 
 const SYNC_ROTATION: [SyncKind; 3] = [SyncKind::Stream, SyncKind::Context, SyncKind::Event];
@@ -314,6 +330,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             (Operation::GraphLaunch, self.device.graph_launches),
             // An allocation and its free.
             (Operation::Memory, 2 * self.device.memory_allocations),
+            (Operation::HostFunction, self.device.host_functions),
         ];
         let mut total: u64 = remaining.iter().map(|&(_, n)| n).sum();
         while total > 0 {
@@ -336,6 +353,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
                 Operation::ExtraCall => self.extra_call()?,
                 Operation::GraphLaunch => self.graph_launch()?,
                 Operation::Memory => self.memory()?,
+                Operation::HostFunction => self.host_function()?,
             }
         }
         Ok(())
@@ -845,6 +863,35 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             peer: None,
             migration: None,
             graph_node_id: Some(GRAPH_KERNELS.len() as i64 + 1),
+        })
+    }
+
+    /// A `cudaLaunchHostFunc`: the stream waits while the callback thread runs the function.
+    fn host_function(&mut self) -> Result<()> {
+        let (launch_name, function_name) = self
+            .names
+            .host_functions
+            .expect("host function names are interned when host functions are asked for");
+        let thread = self.pick_thread();
+        let lane = self.pick_lane();
+        let run = self.between((5_000, 60_000));
+        let wake_up = self.between((2_000, 8_000));
+        let window = self.enqueue(thread, lane, wake_up + run + 1_000, false);
+        let call = (window.api_start, window.api_end);
+        let correlation_id = self.api(thread, call, RUNTIME_CLASS, launch_name)?;
+        self.out.host_launch(&HostLaunchRow {
+            start: window.gpu_start,
+            end: window.gpu_end,
+            place: self.place(lane, correlation_id, Some(0)),
+        })?;
+        let callback_tid = self.process.pid + CALLBACK_THREAD_OFFSET;
+        let start = window.gpu_start + wake_up;
+        self.out.host_callback(&HostCallbackRow {
+            start,
+            end: start + run,
+            global_tid: global_tid(self.process.pid, callback_tid),
+            correlation_id,
+            name_id: function_name,
         })
     }
 

@@ -60,6 +60,14 @@ pub(crate) fn write_thread_names(
         for (tid, (name, priority)) in helper_thread_ids(process).zip(HELPER_THREADS) {
             rows.push((strings.intern(name), priority, global_tid(process.pid, tid)));
         }
+        if spec.device.host_functions > 0 {
+            let tid = process.pid + crate::sim::CALLBACK_THREAD_OFFSET;
+            rows.push((
+                strings.intern("cuda-EvtHandlr"),
+                20,
+                global_tid(process.pid, tid),
+            ));
+        }
     }
     for (pid, name) in system_processes(spec) {
         rows.push((strings.intern(name), 20, global_tid(pid, pid)));

@@ -162,6 +162,18 @@ impl SchemaVersion {
         *self >= Self::V3_16
     }
 
+    /// IB switch counters and congestion events, and SoC metrics, are written from 3.16 (the
+    /// versions with network metric tables here; their real first version is unknown).
+    pub(crate) fn has_ib_and_soc_metrics(&self) -> bool {
+        *self >= Self::V3_16
+    }
+
+    /// CUDA host functions (`CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH`,
+    /// `CUDA_HOST_CALLBACK`) come with nsys 2026.x; the newest version written here stands in.
+    pub(crate) fn has_host_functions(&self) -> bool {
+        *self >= Self::V3_24
+    }
+
     /// 3.4.0 replaced `EXPORT_META_DATA` with `META_DATA_EXPORT` + `META_DATA_CAPTURE`.
     pub(crate) fn has_capture_metadata(&self) -> bool {
         *self >= Self::V3_7

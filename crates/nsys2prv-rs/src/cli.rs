@@ -14,8 +14,8 @@ use nsys_semantics::cuts::NvtxRangeSpec;
     version,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
     after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),\n\
-                  graphs, cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi,\n\
-                  osrt, openmp, openacc, sched, or all.\n\
+                  graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx,\n\
+                  nccl, mpi, osrt, openmp, openacc, sched, or all.\n\
                   Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv",
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true

@@ -25,6 +25,14 @@ pub const VIEWS: &[(&str, &str)] = &[
         include_str!("../../../cfgs/views/cuda_synchronization.cfg"),
     ),
     (
+        "views/host_functions.cfg",
+        include_str!("../../../cfgs/views/host_functions.cfg"),
+    ),
+    (
+        "views/ib_congestion.cfg",
+        include_str!("../../../cfgs/views/ib_congestion.cfg"),
+    ),
+    (
         "views/kernels.cfg",
         include_str!("../../../cfgs/views/kernels.cfg"),
     ),

@@ -1,5 +1,6 @@
-//! GPU metrics (both representations), CUDA graphs (both modes), CUDA events, GPU
-//! memory usage and NIC counters: synthetic exports from `nsys-synth` and the real
+//! GPU metrics (both representations), SoC metrics, CUDA graphs (both modes), CUDA
+//! host functions, CUDA events, GPU memory usage, NIC counters and IB switch
+//! counters and congestion events: synthetic exports from `nsys-synth` and the real
 //! corpus exports that have CUDA events. Counts preserved, samples on the right GPU
 //! row, values within the recorded range, every trace valid.
 
@@ -406,6 +407,189 @@ fn nic_counters_are_on_a_nic_row() {
     assert!(pcf.contains("NIC Bytes received [bytes]"), "{pcf}");
 }
 
+/// Pairs of the types in `types` on rows named `row`.
+fn pairs_on(
+    lines: &[EventLine],
+    row: &str,
+    types: std::ops::RangeInclusive<u32>,
+) -> Vec<(u32, i64)> {
+    lines
+        .iter()
+        .filter(|l| l.row == row)
+        .flat_map(|l| l.pairs.iter().copied())
+        .filter(|(t, _)| types.contains(t))
+        .collect()
+}
+
+/// The type whose `.pcf` label is `label`.
+fn type_labelled(prv: &Path, label: &str) -> Option<u32> {
+    let pcf = std::fs::read_to_string(prv.with_extension("pcf")).unwrap();
+    pcf.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        let (_, ty) = (words.next()?, words.next()?);
+        (words.collect::<Vec<_>>().join(" ") == label).then(|| ty.parse().ok())?
+    })
+}
+
+const SWITCH_COUNTERS: std::ops::RangeInclusive<u32> = 66_710_001..=66_710_997;
+const CONGESTION: u32 = 66_701_001;
+
+#[test]
+fn ib_switch_counters_and_congestion_events_are_on_the_switch_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = SynthSpec::small(SchemaVersion::V3_16);
+    spec.device = SynthDeviceSide {
+        nic_samples: 3,
+        ib_switch_samples: 6,
+        ib_congestion_events: 5,
+        ..Default::default()
+    };
+    let (input, counts) = export(dir.path(), "ib.sqlite", &spec);
+    let output = dir.path().join("ib.prv");
+    run(&[&input], &output, &[]);
+    let stats = check_trace(&output);
+    let lines = event_lines(&output);
+    let row = "IB switch0 counters";
+    // Every sample, on the switch row, within the recorded 0 .. 5e7.
+    let samples = pairs_on(&lines, row, SWITCH_COUNTERS);
+    assert_eq!(samples.len() as u64, counts.ib_switch_samples);
+    assert!(samples.iter().all(|&(_, v)| (0..50_000_000).contains(&v)));
+    let everywhere: usize = lines
+        .iter()
+        .flat_map(|l| &l.pairs)
+        .filter(|(t, _)| SWITCH_COUNTERS.contains(t))
+        .count();
+    assert_eq!(everywhere, samples.len());
+    // Types by metric name and port, with the unit of the shared catalogue.
+    let port7 = type_labelled(&output, "IB switch port_xmit_data (port 7) [bytes]");
+    let port1 = type_labelled(&output, "IB switch port_xmit_data (port 1) [bytes]");
+    assert!(port7.is_some() && port1.is_some() && port7 != port1);
+    assert_eq!(
+        samples.iter().filter(|&&(t, _)| Some(t) == port7).count(),
+        6
+    );
+    // Congestion events: point events on the switch row with their packet.
+    assert_eq!(begins(&stats, CONGESTION), counts.ib_congestion_events);
+    assert_eq!(stats.event_ends.get(&CONGESTION), None);
+    let events = pairs_on(&lines, row, CONGESTION..=CONGESTION);
+    assert_eq!(events.len() as u64, counts.ib_congestion_events);
+    let ingress = values_by_row(&lines, 66_701_008);
+    let egress = values_by_row(&lines, 66_701_009);
+    assert_eq!(ingress.get(row).map(Vec::len), Some(5));
+    assert!(ingress[row].iter().all(|&p| p == 1) && egress[row].iter().all(|&p| p == 7));
+    let pcf = std::fs::read_to_string(output.with_extension("pcf")).unwrap();
+    assert!(pcf.contains("Egress Port Queue Size"), "{pcf}");
+    assert_eq!(
+        pcf_label(&output, CONGESTION).as_deref(),
+        Some("IB switch congestion event")
+    );
+    // NIC counters keep their own row and types.
+    let nic = pairs_on(&lines, "NIC0 counters", 66_700_001..=66_700_997);
+    assert_eq!(nic.len() as u64, counts.nic_samples);
+    // Excluding the network drops all of it.
+    let without = dir.path().join("without.prv");
+    run(&[&input], &without, &["--exclude", "network"]);
+    let stats = check_trace(&without);
+    assert_eq!(begins(&stats, CONGESTION), 0);
+    let row_file = std::fs::read_to_string(without.with_extension("row")).unwrap();
+    assert!(!row_file.contains("IB switch"), "{row_file}");
+}
+
+#[test]
+fn soc_metrics_are_on_a_soc_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = SynthSpec::small(SchemaVersion::V3_24);
+    spec.device = SynthDeviceSide {
+        soc_metric_samples: 12,
+        gpu_metric_samples: 5,
+        ..Default::default()
+    };
+    let (input, counts) = export(dir.path(), "soc.sqlite", &spec);
+    let output = dir.path().join("soc.prv");
+    run(&[&input], &output, &[]);
+    check_trace(&output);
+    let lines = event_lines(&output);
+    let soc = pairs_on(&lines, "SoC0 metrics", 66_800_001..=66_800_997);
+    assert_eq!(soc.len() as u64, counts.soc_metric_rows);
+    // The EMC clock as recorded (3200 MHz ± 15), percentages ×100 within 0–100 %.
+    let clock = type_labelled(&output, "SoC metric EMC Clock Frequency [MHz]").expect("clock");
+    let read = type_labelled(
+        &output,
+        "SoC metric CPU Memory Read Bandwidth [Throughput %] x100",
+    )
+    .expect("read bandwidth");
+    let values = |ty: u32| soc.iter().filter(move |(t, _)| *t == ty).map(|&(_, v)| v);
+    assert_eq!(values(clock).count(), 12);
+    assert!(values(clock).all(|v| (3185..=3215).contains(&v)));
+    assert!(values(read).all(|v| (0..=10_000).contains(&v) && v % 100 == 0));
+    // Not on the GPU metric types, and the GPU row is still there.
+    assert!(soc.iter().all(|&(t, _)| !METRIC_TYPES.contains(&t)));
+    assert!(!values_by_row(&lines, GPC_CLOCK)["GPU0 metrics"].is_empty());
+    let row_file = std::fs::read_to_string(output.with_extension("row")).unwrap();
+    assert!(row_file.contains("SoC0 metrics"), "{row_file}");
+}
+
+const HOST_FUNCTION: u32 = 63_000_110;
+const HOST_CALLBACK: u32 = 63_000_111;
+
+#[test]
+fn host_functions_are_intervals_with_launch_and_callback_arrows() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = SynthDeviceSide {
+        host_functions: 7,
+        ..Default::default()
+    };
+    let spec = two_process_spec(SchemaVersion::V3_24, device);
+    let (input, counts) = export(dir.path(), "host.sqlite", &spec);
+    assert_eq!(counts.host_launches, 14);
+    let output = dir.path().join("host.prv");
+    run(&[&input], &output, &[]);
+    let stats = check_trace(&output);
+    assert_eq!(begins(&stats, HOST_FUNCTION), counts.host_launches);
+    assert_eq!(
+        stats.event_ends.get(&HOST_FUNCTION),
+        Some(&counts.host_launches)
+    );
+    assert_eq!(begins(&stats, HOST_CALLBACK), counts.host_callbacks);
+    // The GPU side on streams, the callback on the driver's callback thread.
+    let lines = event_lines(&output);
+    let gpu = values_by_row(&lines, HOST_FUNCTION);
+    assert!(gpu.keys().all(|row| row.starts_with("CUDA-D")), "{gpu:?}");
+    let cpu = values_by_row(&lines, HOST_CALLBACK);
+    assert!(
+        cpu.keys().all(|row| row.starts_with("cuda-EvtHandlr")),
+        "{cpu:?}"
+    );
+    // Arrows: each launch call to its GPU side, each GPU side to its callback.
+    assert_eq!(
+        stats.comm_tags.get(&55_001).copied(),
+        Some(counts.kernels + counts.host_launches)
+    );
+    assert_eq!(
+        stats.comm_tags.get(&55_004).copied(),
+        Some(counts.host_callbacks)
+    );
+    let pcf = std::fs::read_to_string(output.with_extension("pcf")).unwrap();
+    assert!(pcf.contains("synth_host_callback") && pcf.contains("Host function launch"));
+    assert_eq!(
+        pcf_label(&output, HOST_FUNCTION).as_deref(),
+        Some("CUDA host function")
+    );
+    // The stream waits for the CPU meanwhile (Synchronization, as host-side syncs are).
+    let synchronizing = stats.state_time.get(&5).copied().unwrap_or(0);
+    // Excluding them leaves the kernels and their arrows.
+    let without = dir.path().join("without.prv");
+    run(&[&input], &without, &["--exclude", "host-functions"]);
+    let stats = check_trace(&without);
+    assert_eq!(
+        begins(&stats, HOST_FUNCTION) + begins(&stats, HOST_CALLBACK),
+        0
+    );
+    assert_eq!(stats.comm_tags.get(&55_004), None);
+    assert_eq!(stats.comm_tags.get(&55_001).copied(), Some(counts.kernels));
+    assert!(stats.state_time.get(&5).copied().unwrap_or(0) < synchronizing);
+}
+
 #[test]
 fn everything_at_once_in_several_reports() {
     let dir = tempfile::tempdir().unwrap();
@@ -417,6 +601,10 @@ fn everything_at_once_in_several_reports() {
                 graph_mode: SynthGraphMode::Graph,
                 memory_allocations: 4,
                 nic_samples: 5,
+                ib_switch_samples: 4,
+                ib_congestion_events: 3,
+                soc_metric_samples: 6,
+                host_functions: 2,
                 ..Default::default()
             };
             let mut spec = two_process_spec(SchemaVersion::V3_24, device);

@@ -1,0 +1,155 @@
+//! CUDA host functions (nsys 2026.x): host nodes of CUDA graphs and
+//! `cudaLaunchHostFunc` calls.
+//!
+//! * GPU side (`CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH`): an
+//!   interval on the GPU stream, 63000110 "CUDA host function" = `Graph host
+//!   node` (a row with a graph node id) or `Host function launch`, with 9200 the
+//!   correlation id and, for graph nodes, 63000100 the graph id and 63000102 the
+//!   node id; the stream is in Synchronization meanwhile (it waits for the CPU).
+//!   The call that launched it (`cudaLaunchHostFunc`, `cudaGraphLaunch`) gets a
+//!   launch arrow (tag 55001).
+//! * CPU side (`CUDA_HOST_CALLBACK`): an interval on the CPU thread that ran the
+//!   function, 63000111 "CUDA host callback" named by the function, with 9200.
+//! * A communication (tag 55004) goes from the start of the GPU side to the start
+//!   of the callback with the same process and correlation id: the latest GPU
+//!   side that began at or before the callback (graph host nodes of one launch
+//!   share the launch's correlation id), else the first one.
+
+use nsys_reader::host_functions::{HostCallback, HostLaunch, HOST_CALLBACK, HOST_LAUNCH};
+use nsys_reader::ids::pid_of;
+use nsys_reader::ReadError;
+use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread};
+use rustc_hash::FxHashMap;
+
+use crate::catalog::{named, state, CORRELATION_ID, TAG_LAUNCH};
+use crate::context::{NameCache, ReportContext, ThreadKey};
+use crate::cuda_gpu::GpuLinks;
+use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
+
+pub const HOST_FUNCTION: u32 = 63_000_110;
+pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
+pub const TAG_HOST_CALLBACK: i64 = 55_004;
+
+pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+    vec![
+        named(HOST_FUNCTION, "CUDA host function"),
+        named(HOST_CALLBACK_CALL, "CUDA host callback"),
+    ]
+}
+
+/// GPU sides by (pid, correlation id), each list in start order.
+type GpuSides = FxHashMap<(u32, i64), Vec<(i64, LocalThread)>>;
+
+pub(crate) fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+    let gpu_sides = gpu_side(ctx, links)?;
+    cpu_side(ctx, &gpu_sides)
+}
+
+fn gpu_side(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<GpuSides, ReadError> {
+    let export = ctx.export;
+    let mut sides = GpuSides::default();
+    if !export.has_table(HOST_LAUNCH) {
+        return Ok(sides);
+    }
+    let node = ctx.run.names.intern(HOST_FUNCTION, "Graph host node");
+    let launch = ctx.run.names.intern(HOST_FUNCTION, "Host function launch");
+    let scan = export.host_launches(|h| {
+        let p = &h.place;
+        let thread = ctx.thread(ThreadKey::stream(
+            pid_of(p.global_pid),
+            p.device_id as u32,
+            p.stream_id as u32,
+        ));
+        let name = if h.graph_node_id.is_some() {
+            node
+        } else {
+            launch
+        };
+        ctx.run
+            .interval(thread, p.start, p.end, &gpu_pairs(h, name));
+        ctx.states
+            .add(thread, p.start, p.end, state::SYNCHRONIZATION);
+        links.add(p, thread, 0, TAG_LAUNCH, false);
+        if let Some(c) = p.correlation_id {
+            let key = (pid_of(p.global_pid), c);
+            sides.entry(key).or_default().push((p.start, thread));
+        }
+    })?;
+    for list in sides.values_mut() {
+        list.sort_unstable();
+    }
+    if scan.rows > scan.skipped {
+        ctx.count(HOST_LAUNCH, scan.rows - scan.skipped);
+    }
+    ctx.note_skipped(HOST_LAUNCH, scan.skipped);
+    Ok(sides)
+}
+
+fn gpu_pairs(h: &HostLaunch, name: u32) -> Vec<EventPair> {
+    let mut pairs = vec![EventPair::name(HOST_FUNCTION, name)];
+    let ids = [
+        (CORRELATION_ID, h.place.correlation_id),
+        (GRAPH_ID, h.graph_id),
+        (GRAPH_NODE_ID, h.graph_node_id),
+    ];
+    pairs.extend(
+        ids.iter()
+            .filter_map(|&(ty, id)| Some(EventPair::raw(ty, id.filter(|&v| v > 0)?))),
+    );
+    pairs
+}
+
+/// The GPU side a callback runs for (see the module's rule).
+fn gpu_side_of(sides: &GpuSides, c: &HostCallback) -> Option<(i64, LocalThread)> {
+    let list = sides.get(&(pid_of(c.global_tid), c.correlation_id?))?;
+    let before = list.partition_point(|&(start, _)| start <= c.start);
+    list.get(before.saturating_sub(1)).copied()
+}
+
+fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> {
+    let export = ctx.export;
+    if !export.has_table(HOST_CALLBACK) {
+        return Ok(());
+    }
+    let mut names = NameCache::default();
+    let mut failure = None;
+    let mut arrows = 0u64;
+    let scan = export.host_callbacks(|c| {
+        let name = match ctx.name(HOST_CALLBACK_CALL, &mut names, c.name_id, |n| n.to_string()) {
+            Ok(n) => n,
+            Err(e) => {
+                failure = Some(e);
+                return;
+            }
+        };
+        let thread = ctx.cpu_thread(c.global_tid);
+        let mut pairs = vec![EventPair::name(HOST_CALLBACK_CALL, name)];
+        if let Some(id) = c.correlation_id.filter(|&v| v > 0) {
+            pairs.push(EventPair::raw(CORRELATION_ID, id));
+        }
+        ctx.run.interval(thread, c.start, c.end, &pairs);
+        if let Some((start, gpu)) = gpu_side_of(sides, c) {
+            let comm = Comm {
+                send_physical: start,
+                receiver: thread,
+                recv_logical: c.start,
+                recv_physical: c.start,
+                size: 0,
+                tag: TAG_HOST_CALLBACK,
+            };
+            ctx.run.comm(gpu, start, comm);
+            arrows += 1;
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if scan.rows > scan.skipped {
+        ctx.count(HOST_CALLBACK, scan.rows - scan.skipped);
+    }
+    if arrows > 0 {
+        ctx.count("host function arrows", arrows);
+    }
+    ctx.note_skipped(HOST_CALLBACK, scan.skipped);
+    Ok(())
+}
