@@ -81,7 +81,7 @@ impl Export {
 
     /// Streams the synchronizations that wait for an event (the others are the
     /// plain stream and context syncs, not read here).
-    pub fn event_waits(&self, mut f: impl FnMut(&EventWait)) -> Result<TableScan, ReadError> {
+    pub fn event_waits(&self, f: impl FnMut(&EventWait)) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -92,32 +92,24 @@ impl Export {
             "eventId",
             "eventSyncId",
         ];
-        let mut scan = TableScan::default();
         if !self.schema().has_column(SYNCHRONIZATION, "eventId") {
-            return Ok(scan);
+            return Ok(TableScan::default());
         }
         // Event ids start at 1; some exports write 0 rather than the sentinel.
         let condition = format!("eventId IS NOT NULL AND eventId NOT IN (0, {NOT_APPLICABLE})");
-        scan.rows = self.scan_where(SYNCHRONIZATION, &cols, &condition, |row| {
-            let wait = (|| {
-                Some(EventWait {
-                    start: row.int(0)?,
-                    end: row.int(1)?,
-                    device_id: row.int(2).unwrap_or(0),
-                    stream_id: applies(row.int(3)),
-                    correlation_id: row.int(4).filter(|&c| c != 0),
-                    global_pid: row.int(5)?,
-                    event_id: row.int(6)?,
-                    event_sync_id: applies(row.int(7)),
-                })
-            })();
-            match wait {
-                Some(w) => f(&w),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(EventWait {
+                start: row.int(0)?,
+                end: row.int(1)?,
+                device_id: row.int(2).unwrap_or(0),
+                stream_id: applies(row.int(3)),
+                correlation_id: row.int(4).filter(|&c| c != 0),
+                global_pid: row.int(5)?,
+                event_id: row.int(6)?,
+                event_sync_id: applies(row.int(7)),
+            })
+        };
+        self.scan_rows(SYNCHRONIZATION, &cols, &condition, decode, f)
     }
 
     /// Streams the API calls whose correlation id is that of an event record or

@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const GPU_METRICS: &str = "GPU_METRICS";
 pub const TARGET_INFO_GPU_METRICS: &str = "TARGET_INFO_GPU_METRICS";
@@ -126,29 +126,17 @@ impl Export {
         self.metric_rows(GPU_METRICS, f)
     }
 
-    fn metric_rows(
-        &self,
-        table: &str,
-        mut f: impl FnMut(&MetricRow),
-    ) -> Result<TableScan, ReadError> {
+    fn metric_rows(&self, table: &str, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
         let cols = ["timestamp", "typeId", "metricId", "value"];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(table, &cols, |row| {
-            let sample = (|| {
-                Some(MetricRow {
-                    timestamp: row.int(0)?,
-                    type_id: row.int(1)?,
-                    metric_id: row.int(2)?,
-                    value: row.int(3)?,
-                })
-            })();
-            match sample {
-                Some(s) => f(&s),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(MetricRow {
+                timestamp: row.int(0)?,
+                type_id: row.int(1)?,
+                metric_id: row.int(2)?,
+                value: row.int(3)?,
+            })
+        };
+        self.scan_rows(table, &cols, "1", decode, f)
     }
 
     /// The `GENERIC_EVENTS` types that hold GPU metrics.
@@ -199,29 +187,31 @@ impl Export {
         mut f: impl FnMut(&GenericSample),
     ) -> Result<GenericScan, ReadError> {
         let mut out = GenericScan::default();
-        out.scan.rows = self.scan(GENERIC_EVENTS, &["timestamp", "typeId", "data"], |row| {
-            let Some(type_id) = row.int(1) else {
-                out.scan.skipped += 1;
-                return Ok(());
-            };
+        // `Some(None)`: a row of another source, neither translated nor skipped.
+        let decode = |row: &RowView| {
+            let type_id = row.int(1)?;
             if !types.is_metric(type_id) {
-                out.other_sources += 1;
-                return Ok(());
+                return Some(None);
             }
-            let (Some(timestamp), Some(data)) = (row.int(0), row.text(2)) else {
-                out.scan.skipped += 1;
-                return Ok(());
+            Some(Some((row.int(0)?, type_id, row.text(2)?)))
+        };
+        let columns = ["timestamp", "typeId", "data"];
+        let mut bad_json = 0;
+        out.scan = self.scan_rows(GENERIC_EVENTS, &columns, "1", decode, |row| {
+            let Some((timestamp, type_id, data)) = row else {
+                out.other_sources += 1;
+                return;
             };
-            match json_numbers(&data) {
+            match json_numbers(data) {
                 Some(values) => f(&GenericSample {
-                    timestamp,
-                    type_id,
+                    timestamp: *timestamp,
+                    type_id: *type_id,
                     values,
                 }),
-                None => out.scan.skipped += 1,
+                None => bad_json += 1,
             }
-            Ok(())
         })?;
+        out.scan.skipped += bad_json;
         out.scan.rows -= out.other_sources;
         Ok(out)
     }

@@ -10,7 +10,7 @@
 //!   (a `graphNodeId` column), graph and exec events later (a `graphId` column).
 
 use crate::cuda::{GpuPlace, MEMCPY, MEMSET};
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const GRAPH_TRACE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
 pub const GRAPH_NODE_EVENTS: &str = "CUDA_GRAPH_NODE_EVENTS";
@@ -98,28 +98,20 @@ impl Export {
     }
 
     /// Streams the graph executions of graph mode.
-    pub fn graph_executions(
-        &self,
-        mut f: impl FnMut(&GraphExecution),
-    ) -> Result<TableScan, ReadError> {
+    pub fn graph_executions(&self, f: impl FnMut(&GraphExecution)) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = PLACE
             .iter()
             .copied()
             .chain(["graphId", "graphExecId"])
             .collect();
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(GRAPH_TRACE, &cols, |row| {
-            match place(row) {
-                Some(place) => f(&GraphExecution {
-                    place,
-                    graph_id: row.int(7),
-                    graph_exec_id: row.int(8),
-                }),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(GraphExecution {
+                place: place(row)?,
+                graph_id: row.int(7),
+                graph_exec_id: row.int(8),
+            })
+        };
+        self.scan_rows(GRAPH_TRACE, &cols, "1", decode, f)
     }
 
     /// Streams the copies and sets that ran as graph nodes (node mode); only the
@@ -159,7 +151,7 @@ impl Export {
     pub fn graph_events(
         &self,
         table: &str,
-        mut f: impl FnMut(&GraphEvent),
+        f: impl FnMut(&GraphEvent),
     ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
@@ -173,28 +165,20 @@ impl Export {
             "originalGraphId",
             "graphExecId",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(table, &cols, |row| {
-            let event = (|| {
-                Some(GraphEvent {
-                    start: row.int(0)?,
-                    end: row.int(1)?,
-                    global_tid: row.int(2)?,
-                    event_class: row.int(3)?,
-                    name_id: row.int(4),
-                    graph_node_id: id(row.int(5)),
-                    original_graph_node_id: id(row.int(6)),
-                    graph_id: id(row.int(7)),
-                    original_graph_id: id(row.int(8)),
-                    graph_exec_id: id(row.int(9)),
-                })
-            })();
-            match event {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(GraphEvent {
+                start: row.int(0)?,
+                end: row.int(1)?,
+                global_tid: row.int(2)?,
+                event_class: row.int(3)?,
+                name_id: row.int(4),
+                graph_node_id: id(row.int(5)),
+                original_graph_node_id: id(row.int(6)),
+                graph_id: id(row.int(7)),
+                original_graph_id: id(row.int(8)),
+                graph_exec_id: id(row.int(9)),
+            })
+        };
+        self.scan_rows(table, &cols, "1", decode, f)
     }
 }

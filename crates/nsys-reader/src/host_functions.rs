@@ -12,7 +12,7 @@
 //! no sample export has these rows.
 
 use crate::cuda::{place, GpuPlace, PLACE};
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const HOST_LAUNCH: &str = "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH";
 pub const HOST_CALLBACK: &str = "CUDA_HOST_CALLBACK";
@@ -43,48 +43,35 @@ fn id(value: Option<i64>) -> Option<i64> {
 impl Export {
     /// Streams the GPU side of host functions; rows with NULL start, end or
     /// process are skipped.
-    pub fn host_launches(&self, mut f: impl FnMut(&HostLaunch)) -> Result<TableScan, ReadError> {
+    pub fn host_launches(&self, f: impl FnMut(&HostLaunch)) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = PLACE
             .iter()
             .copied()
             .chain(["graphNodeId", "graphId"])
             .collect();
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(HOST_LAUNCH, &cols, |row| {
-            match place(row) {
-                Some(place) => f(&HostLaunch {
-                    place,
-                    graph_node_id: id(row.int(PLACE.len())),
-                    graph_id: id(row.int(PLACE.len() + 1)),
-                }),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(HostLaunch {
+                place: place(row)?,
+                graph_node_id: id(row.int(PLACE.len())),
+                graph_id: id(row.int(PLACE.len() + 1)),
+            })
+        };
+        self.scan_rows(HOST_LAUNCH, &cols, "1", decode, f)
     }
 
     /// Streams the CPU executions of host functions; rows with NULL start, end or
     /// thread are skipped.
-    pub fn host_callbacks(&self, mut f: impl FnMut(&HostCallback)) -> Result<TableScan, ReadError> {
+    pub fn host_callbacks(&self, f: impl FnMut(&HostCallback)) -> Result<TableScan, ReadError> {
         let cols = ["start", "end", "globalTid", "correlationId", "nameId"];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(HOST_CALLBACK, &cols, |row| {
-            let callback = (|| {
-                Some(HostCallback {
-                    start: row.int(0)?,
-                    end: row.int(1)?,
-                    global_tid: row.int(2)?,
-                    correlation_id: id(row.int(3)),
-                    name_id: row.int(4),
-                })
-            })();
-            match callback {
-                Some(c) => f(&c),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(HostCallback {
+                start: row.int(0)?,
+                end: row.int(1)?,
+                global_tid: row.int(2)?,
+                correlation_id: id(row.int(3)),
+                name_id: row.int(4),
+            })
+        };
+        self.scan_rows(HOST_CALLBACK, &cols, "1", decode, f)
     }
 }

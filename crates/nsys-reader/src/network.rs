@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::{Export, ReadError, TableScan};
+use crate::{Export, ReadError, RowView, TableScan};
 
 pub const NIC_METRIC: &str = "NET_NIC_METRIC";
 pub const NETWORK_METRICS: &str = "TARGET_INFO_NETWORK_METRICS";
@@ -165,35 +165,27 @@ impl Export {
     /// are skipped.
     pub fn ib_congestion_events(
         &self,
-        mut f: impl FnMut(&CongestionEvent),
+        f: impl FnMut(&CongestionEvent),
     ) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = ["start", "globalId", "congestionType"]
             .into_iter()
             .chain(CONGESTION_FIELDS)
             .collect();
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(IB_CONGESTION, &cols, |row| {
-            let event = (|| {
-                Some(CongestionEvent {
-                    start: row.int(0)?,
-                    global_id: row.int(1)?,
-                    congestion_type: row.int(2),
-                    fields: std::array::from_fn(|i| row.int(3 + i)),
-                })
-            })();
-            match event {
-                Some(e) => f(&e),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            Some(CongestionEvent {
+                start: row.int(0)?,
+                global_id: row.int(1)?,
+                congestion_type: row.int(2),
+                fields: std::array::from_fn(|i| row.int(3 + i)),
+            })
+        };
+        self.scan_rows(IB_CONGESTION, &cols, "1", decode, f)
     }
 
     fn network_samples(
         &self,
         table: &str,
-        mut f: impl FnMut(&NicSample),
+        f: impl FnMut(&NicSample),
     ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
@@ -204,26 +196,18 @@ impl Export {
             "metricsIdx",
             "value",
         ];
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(table, &cols, |row| {
-            let sample = (|| {
-                let start = row.int(0)?;
-                Some(NicSample {
-                    start,
-                    end: row.int(1).unwrap_or(start),
-                    global_id: row.int(2)?,
-                    port: row.int(3).unwrap_or(1),
-                    list_id: row.int(4)?,
-                    index: row.int(5)?,
-                    value: row.int(6)?,
-                })
-            })();
-            match sample {
-                Some(s) => f(&s),
-                None => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+        let decode = |row: &RowView| {
+            let start = row.int(0)?;
+            Some(NicSample {
+                start,
+                end: row.int(1).unwrap_or(start),
+                global_id: row.int(2)?,
+                port: row.int(3).unwrap_or(1),
+                list_id: row.int(4)?,
+                index: row.int(5)?,
+                value: row.int(6)?,
+            })
+        };
+        self.scan_rows(table, &cols, "1", decode, f)
     }
 }
