@@ -35,6 +35,7 @@ pub struct Progress {
 
 struct PlainLine {
     phase: String,
+    unit: String,
     total: Option<u64>,
     last: Instant,
     started: Instant,
@@ -77,6 +78,7 @@ impl Progress {
             bar: None,
             plain: Some(PlainLine {
                 phase: phase.to_string(),
+                unit: unit.to_string(),
                 total,
                 last: now,
                 started: now,
@@ -106,9 +108,14 @@ impl Progress {
         self.set(self.done + 1);
     }
 
+    /// Clears the bar; off a terminal, says how long the phase took.
     pub fn finish(self) {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();
+        }
+        if let Some(p) = self.plain {
+            let secs = p.started.elapsed().as_secs_f64();
+            eprintln!("{}: {} {} in {secs:.2} s", p.phase, self.done, p.unit);
         }
     }
 }

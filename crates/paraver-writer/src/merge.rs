@@ -1,6 +1,7 @@
 //! The k-way merge of sorted runs into the `.prv` body, then the `.pcf` and `.row`.
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io::Write;
 
@@ -615,22 +616,26 @@ impl<'a> BodyWriter<'a> {
         let mut next = Vec::new();
         gatherer.fill(cursors, &mut round, width)?;
         let mut ends_open = false;
+        let out = &mut self.out;
         while !round.is_empty() {
-            let (gathered, ()) = rayon::join(
+            let (gathered, written) = rayon::join(
                 || gatherer.fill(cursors, &mut next, width),
-                || {
+                || -> std::io::Result<bool> {
                     round
                         .par_iter()
                         .zip(formatters.par_iter_mut())
                         .for_each(|(batch, f)| batch.format(cursors, f));
+                    let mut ends_open = false;
+                    for f in &mut formatters[..round.len()] {
+                        out.write_all(&f.buf)?;
+                        f.buf.clear();
+                        ends_open = f.open_events.take().is_some();
+                    }
+                    Ok(ends_open)
                 },
             );
             gathered?;
-            for f in &mut formatters[..round.len()] {
-                self.out.write_all(&f.buf)?;
-                f.buf.clear();
-                ends_open = f.open_events.take().is_some();
-            }
+            ends_open = written?;
             progress(gatherer.gathered);
             std::mem::swap(&mut round, &mut next);
         }
@@ -867,9 +872,11 @@ impl<'a> Gatherer<'a> {
     fn fill_batch(&mut self, cursors: &[RunCursor], batch: &mut Batch) -> std::io::Result<()> {
         batch.clear(self.open_events);
         while batch.items.len() < self.batch_records {
-            let Some(Reverse((time, rank, _, index))) = self.heap.pop() else {
+            // The top is replaced in place (one sift) rather than popped and pushed.
+            let Some(mut top) = self.heap.peek_mut() else {
                 break;
             };
+            let Reverse((time, rank, _, index)) = *top;
             let stream = &self.streams[index];
             let run = stream.run;
             let current = stream.current(&cursors[run]);
@@ -879,7 +886,9 @@ impl<'a> Gatherer<'a> {
             };
             batch.push(run, time, &current);
             if self.streams[index].advance()? {
-                self.heap.push(self.streams[index].key(cursors, index));
+                *top = self.streams[index].key(cursors, index);
+            } else {
+                PeekMut::pop(top);
             }
         }
         self.gathered += batch.items.len() as u64;
