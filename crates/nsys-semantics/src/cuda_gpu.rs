@@ -153,7 +153,7 @@ fn nccl_fields(
     cache: &mut FxHashMap<u32, Vec<EventPair>>,
     name: EventPair,
 ) -> Vec<EventPair> {
-    let Value::Name(handle) = name.value else {
+    let Value::Name(handle) = name.value() else {
         return Vec::new();
     };
     if let Some(pairs) = cache.get(&handle) {

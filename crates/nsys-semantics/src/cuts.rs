@@ -183,7 +183,7 @@ pub fn nvtx_range_window(
                     }
                 } else {
                     let hit =
-                        matches!(pair.value, Value::Name(h) if targets.contains(&(pair.ty, h)));
+                        matches!(pair.value(), Value::Name(h) if targets.contains(&(pair.ty, h)));
                     stack.push(hit.then_some(time));
                 }
             }

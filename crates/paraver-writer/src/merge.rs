@@ -426,7 +426,7 @@ impl<'a> RunCursor<'a> {
 impl RunCursor<'_> {
     /// The value a pair is written with (names resolved to their global value).
     pub(crate) fn values_of(&self, pair: &EventPair) -> i64 {
-        match pair.value {
+        match pair.value() {
             Value::Raw(v) => v,
             Value::Name(id) => self.values.value(pair.ty, id),
         }

@@ -12,25 +12,44 @@ pub enum Value {
     Name(u32),
 }
 
-/// One `type:value` pair of an event line.
+/// One `type:value` pair of an event line. Laid out flat (16 bytes, not the 24 of a
+/// type and a [`Value`]): pairs are most of a run's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventPair {
     pub ty: u32,
-    pub value: Value,
+    is_name: bool,
+    number: i64,
 }
 
 impl EventPair {
+    pub fn new(ty: u32, value: Value) -> Self {
+        match value {
+            Value::Raw(v) => Self::raw(ty, v),
+            Value::Name(h) => Self::name(ty, h),
+        }
+    }
+
     pub fn raw(ty: u32, value: i64) -> Self {
         EventPair {
             ty,
-            value: Value::Raw(value),
+            is_name: false,
+            number: value,
         }
     }
 
     pub fn name(ty: u32, handle: u32) -> Self {
         EventPair {
             ty,
-            value: Value::Name(handle),
+            is_name: true,
+            number: i64::from(handle),
+        }
+    }
+
+    pub fn value(&self) -> Value {
+        if self.is_name {
+            Value::Name(self.number as u32)
+        } else {
+            Value::Raw(self.number)
         }
     }
 }

@@ -326,6 +326,6 @@ mod tests {
         let run = b.finish().unwrap();
         assert_eq!(run.records[0].time, 7);
         assert_eq!(run.records[1].time, 8);
-        assert_eq!(run.pairs[0].value, Value::Raw(5));
+        assert_eq!(run.pairs[0].value(), Value::Raw(5));
     }
 }

@@ -112,7 +112,7 @@ fn encode(out: &mut impl Write, r: &Record, pairs: &[EventPair], comms: &[Comm])
         Body::Events { first, count, .. } => {
             out.write_all(&count.to_le_bytes())?;
             for p in &pairs[first as usize..(first + count) as usize] {
-                let (kind, value) = match p.value {
+                let (kind, value) = match p.value() {
                     Value::Raw(v) => (VALUE_RAW, v),
                     Value::Name(h) => (VALUE_NAME, i64::from(h)),
                 };
@@ -205,7 +205,7 @@ impl ChunkReader {
                     } else {
                         Value::Raw(v)
                     };
-                    self.pairs.push(EventPair { ty, value });
+                    self.pairs.push(EventPair::new(ty, value));
                 }
                 DecodedBody::Events {
                     closing: tag == TAG_CLOSING,
