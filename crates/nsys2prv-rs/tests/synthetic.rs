@@ -173,7 +173,7 @@ fn gzip_output_holds_the_same_trace() {
     assert!(convert(&[&input], &gz, &[]).status.success());
     let mut text = String::new();
     std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+        &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&gz).unwrap()),
         &mut text,
     )
     .unwrap();

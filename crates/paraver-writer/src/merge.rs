@@ -15,7 +15,7 @@ use crate::layout::{GlobalThread, TraceLayout};
 use crate::lines::{EventsKey, LineFormatter};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
-use crate::output::{OutputPaths, PendingFile, TraceSink};
+use crate::output::{gzip_member, OutputPaths, PendingFile, TraceSink};
 use crate::pcf::{PcfCatalog, UsedLabels};
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 use crate::run::Run;
@@ -617,6 +617,9 @@ impl<'a> BodyWriter<'a> {
         gatherer.fill(cursors, &mut round, width)?;
         let mut ends_open = false;
         let out = &mut self.out;
+        // Compressed output: each batch's text is compressed where it was formatted.
+        let compress = out.compresses();
+        let mut members: Vec<Vec<u8>> = vec![Vec::new(); width];
         while !round.is_empty() {
             let (gathered, written) = rayon::join(
                 || gatherer.fill(cursors, &mut next, width),
@@ -624,11 +627,23 @@ impl<'a> BodyWriter<'a> {
                     round
                         .par_iter()
                         .zip(formatters.par_iter_mut())
-                        .for_each(|(batch, f)| batch.format(cursors, f));
+                        .zip(members.par_iter_mut())
+                        .try_for_each(|((batch, f), member)| {
+                            batch.format(cursors, f);
+                            if compress {
+                                *member = gzip_member(&f.buf)?;
+                                f.buf.clear();
+                            }
+                            Ok::<(), std::io::Error>(())
+                        })?;
                     let mut ends_open = false;
-                    for f in &mut formatters[..round.len()] {
-                        out.write_all(&f.buf)?;
-                        f.buf.clear();
+                    for (f, member) in formatters.iter_mut().zip(&mut members).take(round.len()) {
+                        if compress {
+                            out.write_member(std::mem::take(member))?;
+                        } else {
+                            out.write_all(&f.buf)?;
+                            f.buf.clear();
+                        }
                         ends_open = f.open_events.take().is_some();
                     }
                     Ok(ends_open)

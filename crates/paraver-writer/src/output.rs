@@ -204,11 +204,14 @@ impl PendingFile {
     }
 }
 
-/// A buffered writer over a pending file: plain, or gzip-compressed on a thread of
-/// its own (compression costs about as much as formatting, so the two overlap).
+/// A buffered writer over a pending file: plain, or gzip-compressed. A `.prv.gz`
+/// is a series of gzip members (one per block of text, like pigz's): zlib, and so
+/// Paraver, reads them as one stream, and blocks can be compressed on any thread
+/// (see [`TraceSink::write_member`]). Text written directly is compressed on a
+/// thread of its own, so that compression overlaps formatting.
 pub enum TraceSink<'a> {
     Plain(BufWriter<&'a File>),
-    Gzip(GzEncoder<BufWriter<&'a File>>),
+    Gzip(GzipMembers<'a>),
     ThreadedGzip(ThreadedGzip),
 }
 
@@ -221,15 +224,34 @@ impl<'a> TraceSink<'a> {
         }
         match file.try_clone().and_then(ThreadedGzip::start) {
             Ok(threaded) => TraceSink::ThreadedGzip(threaded),
-            Err(_) => TraceSink::Gzip(gzip_encoder(BufWriter::with_capacity(BUFFER, file))),
+            Err(_) => TraceSink::Gzip(GzipMembers {
+                block: Vec::with_capacity(BUFFER),
+                out: BufWriter::with_capacity(BUFFER, file),
+            }),
         }
     }
 
     pub fn finish(self) -> std::io::Result<()> {
         match self {
             TraceSink::Plain(mut w) => w.flush(),
-            TraceSink::Gzip(gz) => gz.finish()?.flush(),
+            TraceSink::Gzip(gz) => gz.finish(),
             TraceSink::ThreadedGzip(t) => t.finish(),
+        }
+    }
+
+    /// Whether the sink compresses: then text may be handed over already
+    /// compressed, as members made by [`gzip_member`].
+    pub fn compresses(&self) -> bool {
+        !matches!(self, TraceSink::Plain(_))
+    }
+
+    /// Appends a gzip member made by [`gzip_member`] after everything written so
+    /// far (plain sinks take `member` as text).
+    pub fn write_member(&mut self, member: Vec<u8>) -> std::io::Result<()> {
+        match self {
+            TraceSink::Plain(w) => w.write_all(&member),
+            TraceSink::Gzip(gz) => gz.write_member(&member),
+            TraceSink::ThreadedGzip(t) => t.write_member(member),
         }
     }
 
@@ -247,6 +269,68 @@ fn gzip_encoder<W: Write>(inner: W) -> GzEncoder<W> {
     GzEncoder::new(inner, Compression::fast())
 }
 
+/// `text` compressed as one gzip member.
+pub fn gzip_member(text: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut gz = gzip_encoder(Vec::with_capacity(text.len() / 3 + 64));
+    gz.write_all(text)?;
+    gz.finish()
+}
+
+/// Writes `text` as one gzip member into `out`.
+fn write_gzip_member(out: &mut impl Write, text: &[u8]) -> std::io::Result<()> {
+    let mut gz = gzip_encoder(out);
+    gz.write_all(text)?;
+    gz.finish().map(|_| ())
+}
+
+/// Compression on the writing thread (when no thread can be started): text in
+/// blocks, each compressed as a member.
+pub struct GzipMembers<'a> {
+    block: Vec<u8>,
+    out: BufWriter<&'a File>,
+}
+
+impl GzipMembers<'_> {
+    fn write_block(&mut self) -> std::io::Result<()> {
+        if !self.block.is_empty() {
+            write_gzip_member(&mut self.out, &self.block)?;
+            self.block.clear();
+        }
+        Ok(())
+    }
+
+    fn write_member(&mut self, member: &[u8]) -> std::io::Result<()> {
+        self.write_block()?;
+        self.out.write_all(member)
+    }
+
+    fn finish(mut self) -> std::io::Result<()> {
+        self.write_block()?;
+        self.out.flush()
+    }
+}
+
+impl Write for GzipMembers<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.block.extend_from_slice(buf);
+        if self.block.len() >= BUFFER {
+            self.write_block()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the compression thread is handed: text to compress, or a member
+/// compressed elsewhere.
+enum GzBlock {
+    Text(Vec<u8>),
+    Member(Vec<u8>),
+}
+
 impl Write for TraceSink<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.writer().write(buf)
@@ -261,25 +345,28 @@ impl Write for TraceSink<'_> {
     }
 }
 
-/// Collects text in 1 MiB blocks and hands them to a thread that compresses and
-/// writes them, in order, into one gzip stream.
+/// Collects text in 1 MiB blocks and hands them to a thread that compresses each
+/// as a gzip member and writes them, with the members it is given, in order.
 pub struct ThreadedGzip {
     block: Vec<u8>,
-    blocks: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    blocks: Option<std::sync::mpsc::SyncSender<GzBlock>>,
     worker: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
 impl ThreadedGzip {
     fn start(file: File) -> std::io::Result<Self> {
-        let (blocks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let (blocks, received) = std::sync::mpsc::sync_channel::<GzBlock>(4);
         let worker = std::thread::Builder::new()
             .name("gzip".into())
             .spawn(move || {
-                let mut gz = gzip_encoder(BufWriter::with_capacity(BUFFER, file));
+                let mut out = BufWriter::with_capacity(BUFFER, file);
                 for block in received {
-                    gz.write_all(&block)?;
+                    match block {
+                        GzBlock::Text(text) => write_gzip_member(&mut out, &text)?,
+                        GzBlock::Member(member) => out.write_all(&member)?,
+                    }
                 }
-                gz.finish()?.flush()
+                out.flush()
             })?;
         Ok(ThreadedGzip {
             block: Vec::with_capacity(BUFFER),
@@ -290,6 +377,17 @@ impl ThreadedGzip {
 
     fn send_block(&mut self) -> std::io::Result<()> {
         let block = std::mem::replace(&mut self.block, Vec::with_capacity(BUFFER));
+        self.send(GzBlock::Text(block))
+    }
+
+    fn write_member(&mut self, member: Vec<u8>) -> std::io::Result<()> {
+        if !self.block.is_empty() {
+            self.send_block()?;
+        }
+        self.send(GzBlock::Member(member))
+    }
+
+    fn send(&mut self, block: GzBlock) -> std::io::Result<()> {
         let sent = self.blocks.as_ref().map(|tx| tx.send(block));
         match sent {
             Some(Ok(())) => Ok(()),
@@ -388,7 +486,7 @@ mod gzip_tests {
     use std::io::Read;
 
     #[test]
-    fn threaded_gzip_writes_one_stream_with_everything_in_order() {
+    fn threaded_gzip_writes_everything_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.prv.gz");
         let file = File::create(&path).unwrap();
@@ -402,9 +500,46 @@ mod gzip_tests {
         }
         sink.finish().unwrap();
         let mut text = Vec::new();
-        flate2::read::GzDecoder::new(File::open(&path).unwrap())
+        flate2::read::MultiGzDecoder::new(File::open(&path).unwrap())
             .read_to_end(&mut text)
             .unwrap();
         assert!(text == expected);
+    }
+
+    /// Text and members compressed elsewhere, in any mix, read back as one text in
+    /// the order written, with the threaded sink and the one without a thread.
+    #[test]
+    fn members_and_text_interleave_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for threaded in [true, false] {
+            let path = dir.path().join(format!("m{threaded}.prv.gz"));
+            let file = File::create(&path).unwrap();
+            let mut sink = if threaded {
+                TraceSink::new(&file, true)
+            } else {
+                TraceSink::Gzip(GzipMembers {
+                    block: Vec::new(),
+                    out: BufWriter::new(&file),
+                })
+            };
+            assert!(sink.compresses());
+            let mut expected = Vec::new();
+            for i in 0..2_000u32 {
+                let text = format!("line {i}\n").repeat(1 + (i as usize % 300));
+                if i % 3 == 0 {
+                    sink.write_member(gzip_member(text.as_bytes()).unwrap())
+                        .unwrap();
+                } else {
+                    sink.write_all(text.as_bytes()).unwrap();
+                }
+                expected.extend_from_slice(text.as_bytes());
+            }
+            sink.finish().unwrap();
+            let mut text = Vec::new();
+            flate2::read::MultiGzDecoder::new(File::open(&path).unwrap())
+                .read_to_end(&mut text)
+                .unwrap();
+            assert!(text == expected, "threaded: {threaded}");
+        }
     }
 }
