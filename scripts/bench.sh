@@ -24,8 +24,8 @@
 #        multi:   16 ranks x 2M rows on 2 hosts, MPI ring pattern   (quick: 4 x 200k)
 #        single:  1 rank x 10M rows, one file                       (quick: 1 x 1M)
 #        metrics: 1 rank, 1M CUDA rows + 10M GPU-metric rows        (quick: 100k + 1M)
-#   3. times nsys2prv-rs on each with /usr/bin/time -v: default -j (all cores), -j 1, and,
-#      on multi, --memory-limit 256M; reports wall, user+sys, max RSS, the .prv's lines,
+#   3. times nsys2prv-rs on each with /usr/bin/time -v: default -j (all cores), -j 1,
+#      on multi --memory-limit 256M, on single a .prv.gz output; reports wall, user+sys, max RSS, the .prv's lines,
 #      input rows/s, and lines/s per wall second and per CPU second (user+sys)
 #   4. with --with-nsys2prv: generates cmp-multi (4 ranks, MPI, 2 hosts), cmp-single
 #      (1 rank) and cmp-metrics (1 rank, 96% GPU-metric rows) of --n2p-rows rows each,
@@ -163,10 +163,11 @@ rate() { awk -v n="$1" -v t="$2" 'BEGIN { if (t > 0) printf "%.3g", n / t / 1e6;
 rows_md=()
 
 # run_rs NAME LABEL ARGS...: times nsys2prv-rs on input NAME; adds a table row; sets
-# rs_wall/rs_rss/rs_lines for the caller.
+# rs_wall/rs_rss/rs_lines for the caller. A LABEL of "-> .prv.gz" writes a gzip trace.
 run_rs() {
     local name=$1 label=$2; shift 2
     local dir="$scratch/$name" out="$scratch/out-rs/$name.prv"
+    [ "$label" = "-> .prv.gz" ] && out="$out.gz"
     local rows
     rows=$(cat "$dir/.rows")
     mkdir -p "$scratch/out-rs"
@@ -181,7 +182,10 @@ run_rs() {
     log "nsys2prv-rs $label on $name ($rows rows)"
     timed "$scratch/out-rs/time.txt" "$tool" -q "$@" "$dir" "$out"
     local lines
-    lines=$(wc -l < "$out")
+    case "$out" in
+        *.gz) lines=$(gzip -dc "$out" | wc -l) ;;
+        *) lines=$(wc -l < "$out") ;;
+    esac
     rm -rf "$scratch/out-rs/$name".*
     rs_wall=$wall; rs_cpu=$cpu; rs_rss=$rss_mb; rs_lines=$lines
     rows_md+=("| $name | $rows | nsys2prv-rs ${label:-(default -j)} | $wall | $cpu | $rss_mb | $lines \
@@ -193,6 +197,7 @@ for name in "$tag-multi" "$tag-single" "$tag-metrics"; do
     run_rs "$name" "-j 1" -j 1
 done
 run_rs "$tag-multi" "--memory-limit 256M" --memory-limit 256M
+run_rs "$tag-single" "-> .prv.gz"
 
 # ---------------------------------------------------------------- nsys2prv
 cmp_md=()
