@@ -26,6 +26,7 @@ fn report(rank: u32) -> ReportTranslation {
         threads,
         thread_names: HashMap::new(),
         process_names: HashMap::from([(pid, "app".to_string())]),
+        row_labels: HashMap::new(),
         counts: BTreeMap::new(),
         warnings: Vec::new(),
         extra_types: Vec::new(),

@@ -107,6 +107,8 @@ pub(crate) struct ReportContext<'a> {
     pub nvtx_thread_names: FxHashMap<(u32, u32), String>,
     /// pid → rank from the `MPI Rank N` thread names of 2022-era MPI tracing.
     pub nvtx_ranks: FxHashMap<u32, u32>,
+    /// Names of device rows the export gives (a NIC's or an IB switch's name).
+    pub row_labels: FxHashMap<ThreadKey, String>,
     /// Times every rank shares, for aligning clocks.
     pub sync_points: SyncPoints,
 }
@@ -128,6 +130,7 @@ impl<'a> ReportContext<'a> {
             extra_types: Vec::new(),
             nvtx_thread_names: FxHashMap::default(),
             nvtx_ranks: FxHashMap::default(),
+            row_labels: FxHashMap::default(),
             sync_points: SyncPoints::default(),
         }
     }

@@ -191,9 +191,21 @@ fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
         }
         ThreadKind::Stream { device, stream } => format!("CUDA-D{device}.S{stream}"),
         ThreadKind::Metrics { device } => format!("GPU{device} metrics"),
-        ThreadKind::Nic { nic } => format!("NIC{nic} counters"),
-        ThreadKind::IbSwitch { switch } => format!("IB switch{switch} counters"),
+        ThreadKind::Nic { nic } => labelled(format!("NIC{nic} counters"), report, thread),
+        ThreadKind::IbSwitch { switch } => {
+            labelled(format!("IB switch{switch} counters"), report, thread)
+        }
         ThreadKind::SocMetrics { soc } => format!("SoC{soc} metrics"),
+    }
+}
+
+/// `row (label)` when the export names the device behind the row.
+fn labelled(row: String, report: &ReportTranslation, thread: &ThreadKey) -> String {
+    match report.row_labels.get(thread) {
+        Some(label) if !label.trim().is_empty() => {
+            format!("{row} ({})", label.replace(['\n', '\r'], " "))
+        }
+        _ => row,
     }
 }
 

@@ -194,6 +194,7 @@ fn nic_counters(
         return Ok(());
     }
     let nic_ids = export.nic_ids()?;
+    let nic_names = export.nic_names()?;
     // Without NIC_ID_MAP, NICs are numbered by their globalId order: that needs
     // the distinct globalIds first (a handful).
     let mut dense: BTreeMap<i64, u32> = BTreeMap::new();
@@ -215,10 +216,14 @@ fn nic_counters(
                 .map(|&n| n as u32)
                 .or_else(|| dense.get(&s.global_id).copied())
                 .unwrap_or(0);
-            ctx.thread(ThreadKey {
+            let key = ThreadKey {
                 pid: owner,
                 kind: ThreadKind::Nic { nic },
-            })
+            };
+            if let Some(name) = nic_names.get(&i64::from(nic)) {
+                ctx.row_labels.insert(key, name.clone());
+            }
+            ctx.thread(key)
         });
         tally.sample(ctx, &mut types, metrics, thread, s);
     })?;
@@ -275,6 +280,7 @@ impl Tally {
 struct Switches {
     owner: u32,
     numbers: FxHashMap<i64, u32>,
+    names: BTreeMap<i64, String>,
     next: u32,
     rows: FxHashMap<i64, LocalThread>,
 }
@@ -287,6 +293,7 @@ impl Switches {
             owner,
             next: numbers.len() as u32,
             numbers,
+            names: known,
             rows: FxHashMap::default(),
         })
     }
@@ -299,10 +306,14 @@ impl Switches {
             self.next += 1;
             self.next - 1
         });
-        let t = ctx.thread(ThreadKey {
+        let key = ThreadKey {
             pid: self.owner,
             kind: ThreadKind::IbSwitch { switch },
-        });
+        };
+        if let Some(name) = self.names.get(&global_id) {
+            ctx.row_labels.insert(key, name.clone());
+        }
+        let t = ctx.thread(key);
         self.rows.insert(global_id, t);
         t
     }

@@ -29,6 +29,8 @@ pub struct ReportTranslation {
     pub threads: Vec<ThreadKey>,
     pub thread_names: HashMap<(u32, u32), String>,
     pub process_names: HashMap<u32, String>,
+    /// Names of device rows (NICs, IB switches) where the export has them.
+    pub row_labels: HashMap<ThreadKey, String>,
     /// Rows translated per table (and other counts).
     pub counts: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
@@ -136,6 +138,7 @@ fn finish(
         nvtx_thread_names,
         nvtx_ranks,
         sync_points,
+        row_labels,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -173,6 +176,7 @@ fn finish(
         threads: thread_keys,
         thread_names: thread_names(export, nvtx_thread_names)?,
         process_names: export.process_names()?,
+        row_labels: row_labels.into_iter().collect(),
         counts,
         warnings,
         extra_types,

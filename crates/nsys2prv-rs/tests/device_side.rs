@@ -400,7 +400,10 @@ fn nic_counters_are_on_a_nic_row() {
     run(&[&input], &output, &[]);
     check_trace(&output);
     let lines = event_lines(&output);
-    let nic: Vec<&EventLine> = lines.iter().filter(|l| l.row == "NIC0 counters").collect();
+    let nic: Vec<&EventLine> = lines
+        .iter()
+        .filter(|l| l.row == "NIC0 counters (mlx5_0)")
+        .collect();
     let pairs: usize = nic.iter().map(|l| l.pairs.len()).sum();
     assert_eq!(pairs as u64, counts.nic_samples);
     let pcf = std::fs::read_to_string(output.with_extension("pcf")).unwrap();
@@ -449,7 +452,7 @@ fn ib_switch_counters_and_congestion_events_are_on_the_switch_row() {
     run(&[&input], &output, &[]);
     let stats = check_trace(&output);
     let lines = event_lines(&output);
-    let row = "IB switch0 counters";
+    let row = "IB switch0 counters (Quantum-2 leaf-01)";
     // Every sample, on the switch row, within the recorded 0 .. 5e7.
     let samples = pairs_on(&lines, row, SWITCH_COUNTERS);
     assert_eq!(samples.len() as u64, counts.ib_switch_samples);
@@ -484,7 +487,7 @@ fn ib_switch_counters_and_congestion_events_are_on_the_switch_row() {
         Some("IB switch congestion event")
     );
     // NIC counters keep their own row and types.
-    let nic = pairs_on(&lines, "NIC0 counters", 66_700_001..=66_700_997);
+    let nic = pairs_on(&lines, "NIC0 counters (mlx5_0)", 66_700_001..=66_700_997);
     assert_eq!(nic.len() as u64, counts.nic_samples);
     // Excluding the network drops all of it.
     let without = dir.path().join("without.prv");
