@@ -148,7 +148,7 @@ impl Export {
     ) -> Result<TableScan, ReadError>
     where
         T: Send,
-        D: Fn(&RowView) -> Option<T> + Send,
+        D: Fn(&RowView) -> Option<T> + Sync,
         F: FnMut(&T),
     {
         if !self.schema.has_table(table) {
@@ -158,8 +158,23 @@ impl Export {
         if self.decode_ahead {
             return self.scan_rows_ahead(table, &sql, decode, f);
         }
+        self.scan_rows_here(table, &sql, &decode, &mut f)
+    }
+
+    /// [`Export::scan_rows`] decoding on the calling thread.
+    fn scan_rows_here<T, D, F>(
+        &self,
+        table: &str,
+        sql: &str,
+        decode: &D,
+        f: &mut F,
+    ) -> Result<TableScan, ReadError>
+    where
+        D: Fn(&RowView) -> Option<T>,
+        F: FnMut(&T),
+    {
         let mut scan = TableScan::default();
-        for_each_row(&self.path, &self.conn, table, &sql, |row| {
+        for_each_row(&self.path, &self.conn, table, sql, |row| {
             scan.rows += 1;
             match decode(row) {
                 Some(item) => f(&item),
@@ -171,7 +186,8 @@ impl Export {
     }
 
     /// [`Export::scan_rows`] with decoding on a scoped thread that reads through a
-    /// second read-only connection and hands batches over a bounded channel.
+    /// second read-only connection and hands batches over a bounded channel. When
+    /// no thread can be started (a cgroup's process limit), decodes here instead.
     fn scan_rows_ahead<T, D, F>(
         &self,
         table: &str,
@@ -181,21 +197,27 @@ impl Export {
     ) -> Result<TableScan, ReadError>
     where
         T: Send,
-        D: Fn(&RowView) -> Option<T> + Send,
+        D: Fn(&RowView) -> Option<T> + Sync,
         F: FnMut(&T),
     {
         use std::sync::mpsc::{channel, sync_channel};
         let (full_tx, full_rx) = sync_channel::<Result<DecodedBatch<T>, ReadError>>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = channel::<Vec<T>>();
         let path = self.path.as_path();
+        let decode = &decode;
         std::thread::scope(|s| {
-            s.spawn(move || {
-                let decoded = decode_batches(path, table, sql, &decode, &full_tx, &empty_rx);
-                if let Err(e) = decoded {
-                    // The consumer may be gone already; nothing else to tell.
-                    let _ = full_tx.send(Err(e));
-                }
-            });
+            let started = std::thread::Builder::new()
+                .name("decode".into())
+                .spawn_scoped(s, move || {
+                    let decoded = decode_batches(path, table, sql, decode, &full_tx, &empty_rx);
+                    if let Err(e) = decoded {
+                        // The consumer may be gone already; nothing else to tell.
+                        let _ = full_tx.send(Err(e));
+                    }
+                });
+            if started.is_err() {
+                return self.scan_rows_here(table, sql, decode, &mut f);
+            }
             let mut scan = TableScan::default();
             for batch in full_rx {
                 let mut batch = batch?;

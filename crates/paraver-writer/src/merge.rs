@@ -564,6 +564,11 @@ type MergeKey = Reverse<(i64, u8, u64, usize)>;
 const LINE_BLOCK: usize = 64 * 1024;
 /// Records per batch of the parallel merge.
 const BATCH_RECORDS: usize = 1 << 14;
+/// Event pairs per batch at most (records with many pairs, e.g. GPU metrics, end
+/// a batch early), so that a batch and its text stay near 1 MiB each. Batches end
+/// where the data says, never where timing does: the output is the same for any
+/// thread count (a `.prv.gz` has one gzip member per batch).
+const BATCH_PAIRS: usize = 1 << 16;
 
 /// Writes the merged records as lines. Without a cut, the merge gathers batches
 /// of records on one thread while other threads format the previous batches;
@@ -886,7 +891,7 @@ impl<'a> Gatherer<'a> {
 
     fn fill_batch(&mut self, cursors: &[RunCursor], batch: &mut Batch) -> std::io::Result<()> {
         batch.clear(self.open_events);
-        while batch.items.len() < self.batch_records {
+        while batch.items.len() < self.batch_records && batch.pairs.len() < BATCH_PAIRS {
             // The top is replaced in place (one sift) rather than popped and pushed.
             let Some(mut top) = self.heap.peek_mut() else {
                 break;
@@ -1126,53 +1131,115 @@ mod tests {
         text.lines().skip(1).collect()
     }
 
-    /// Batches of any size give the same bytes, event lines that straddle a
-    /// batch boundary included (thread 0 has three event records at time 20 and
-    /// two at 60, ends and begins).
-    #[test]
-    fn batch_size_does_not_change_the_output() {
-        let dir = tempfile::tempdir().unwrap();
-        let write = |batch: usize| {
-            let paths = OutputPaths::for_trace(&dir.path().join(format!("b{batch}.prv"))).unwrap();
-            let mut b = RunBuilder::new();
-            b.add_thread(0);
-            b.add_thread(1);
-            b.events(0, 20, &[EventPair::raw(SAMPLE, 1)]);
-            b.events(0, 20, &[EventPair::raw(MARK, 2)]);
-            b.interval(
-                0,
-                20,
-                60,
-                &[EventPair::raw(RANGE, 5), EventPair::raw(SAMPLE, 3)],
-            );
-            b.interval(0, 60, 90, &[EventPair::raw(RANGE, 6)]);
-            b.state(1, 0, 90, 1);
-            b.interval(1, 20, 30, &[EventPair::raw(RANGE, 4)]);
-            let inputs = [MergeInput {
-                run: b.finish().unwrap(),
-                time_offset: 0,
-                threads: (0..2)
-                    .map(|t| GlobalThread { task: 0, thread: t })
-                    .collect(),
-            }];
-            let summary = write_trace_batched(
-                &paths,
-                &layout(),
-                &inputs,
-                &catalog(),
-                None,
-                batch,
-                &mut |_| {},
+    /// Thread 0: three event records at time 20 (one line) and two at 60, ends
+    /// and begins; thread 1: a state and a range. Spilled in tiny chunks if asked.
+    fn joined_lines_run(spill: Option<&std::path::Path>) -> Run {
+        let mut b = match spill {
+            Some(dir) => RunBuilder::with_spill(SpillPolicy {
+                dir: dir.to_path_buf(),
+                chunk_bytes: 64,
+                budget: MemoryBudget::new(0),
+            }),
+            None => RunBuilder::new(),
+        };
+        b.add_thread(0);
+        b.add_thread(1);
+        b.events(0, 20, &[EventPair::raw(SAMPLE, 1)]);
+        b.events(0, 20, &[EventPair::raw(MARK, 2)]);
+        b.interval(
+            0,
+            20,
+            60,
+            &[EventPair::raw(RANGE, 5), EventPair::raw(SAMPLE, 3)],
+        );
+        b.interval(0, 60, 90, &[EventPair::raw(RANGE, 6)]);
+        b.state(1, 0, 90, 1);
+        b.interval(1, 20, 30, &[EventPair::raw(RANGE, 4)]);
+        b.finish().unwrap()
+    }
+
+    /// Writes `joined_lines_run` on a pool of `threads` with `batch` records per
+    /// batch; returns the file's bytes (compressed for `.prv.gz`) and its text.
+    fn write_batched(
+        dir: &std::path::Path,
+        threads: usize,
+        batch: usize,
+        gzip: bool,
+        spill: bool,
+    ) -> (Vec<u8>, String) {
+        let name = format!(
+            "t{threads}b{batch}s{spill}.prv{}",
+            if gzip { ".gz" } else { "" }
+        );
+        let paths = OutputPaths::for_trace(&dir.join(name)).unwrap();
+        let inputs = [MergeInput {
+            run: joined_lines_run(spill.then_some(dir)),
+            time_offset: 0,
+            threads: (0..2)
+                .map(|t| GlobalThread { task: 0, thread: t })
+                .collect(),
+        }];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let summary = pool
+            .install(|| {
+                write_trace_batched(
+                    &paths,
+                    &layout(),
+                    &inputs,
+                    &catalog(),
+                    None,
+                    batch,
+                    &mut |_| {},
+                )
+            })
+            .unwrap();
+        let bytes = std::fs::read(&paths.prv).unwrap();
+        let mut text = String::new();
+        if gzip {
+            std::io::Read::read_to_string(
+                &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+                &mut text,
             )
             .unwrap();
-            let text = std::fs::read_to_string(&paths.prv).unwrap();
-            assert_eq!(summary.lines as usize, body(&text).len(), "batch {batch}");
-            text
-        };
-        let whole = write(1 << 14);
+        } else {
+            text = String::from_utf8(bytes.clone()).unwrap();
+        }
+        assert_eq!(
+            summary.lines as usize,
+            body(&text).len(),
+            "{threads} threads, batch {batch}"
+        );
+        (bytes, text)
+    }
+
+    /// Any batch size, thread count, spilling, and compression give the same
+    /// text, event lines that straddle a batch boundary included; a `.prv.gz` has
+    /// the same bytes whatever the thread count.
+    #[test]
+    fn batches_and_threads_do_not_change_the_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, whole) = write_batched(dir.path(), 1, 1 << 14, false, false);
         assert!(whole.contains(":20:300:1:200:2:100:5:300:3\n"), "{whole}");
-        for batch in 1..=4 {
-            assert_eq!(write(batch), whole, "batch {batch}");
+        for batch in [1, 2, 3, 4, 1 << 14] {
+            let (gz_one_thread, _) = write_batched(dir.path(), 1, batch, true, false);
+            for threads in [1, 3, 8] {
+                for spill in [false, true] {
+                    let (_, text) = write_batched(dir.path(), threads, batch, false, spill);
+                    assert_eq!(
+                        text, whole,
+                        "{threads} threads, batch {batch}, spill {spill}"
+                    );
+                    let (gz, text) = write_batched(dir.path(), threads, batch, true, spill);
+                    assert_eq!(text, whole, "gzip, {threads} threads, batch {batch}");
+                    assert!(
+                        gz == gz_one_thread,
+                        "gzip bytes, {threads} threads, batch {batch}"
+                    );
+                }
+            }
         }
     }
 
