@@ -122,7 +122,11 @@ impl<'a> ReportContext<'a> {
                 Some(policy) => RunBuilder::with_spill(policy.clone()),
                 None => RunBuilder::new(),
             },
-            states: StateTiler::new(),
+            // State intervals spill too: a quarter of a run's share each.
+            states: match &options.spill {
+                Some(policy) => StateTiler::with_spill(policy.dir.clone(), policy.chunk_bytes / 4),
+                None => StateTiler::new(),
+            },
             threads: FxHashMap::default(),
             thread_keys: Vec::new(),
             counts: BTreeMap::new(),

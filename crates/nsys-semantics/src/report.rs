@@ -142,13 +142,23 @@ fn finish(
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
-    states.tile_into(&mut run, |t| {
+    if states.spilled_chunks() > 0 {
+        counts.insert(
+            "spilled state chunks".to_string(),
+            states.spilled_chunks() as u64,
+        );
+    }
+    let written = states.tile_into(&mut run, |t| {
         Some(if thread_keys[t as usize].is_cpu() {
             state::RUNNING
         } else {
             state::IDLE
         })
     });
+    written.map_err(|source| TranslateError::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if run.is_empty() {
         return Err(TranslateError::Empty(path.to_path_buf()));
     }

@@ -272,9 +272,14 @@ fn spilling_gives_the_same_bytes_as_memory() {
             .output()
             .unwrap();
         assert!(result.status.success());
+        let log = String::from_utf8_lossy(&result.stderr);
         assert!(
-            String::from_utf8_lossy(&result.stderr).contains("spilled chunks="),
+            log.contains("spilled chunks="),
             "the small limit made runs spill"
+        );
+        assert!(
+            log.contains("spilled state chunks="),
+            "the small limit made state intervals spill"
         );
         assert!(
             read_all(&memory) == read_all(&spilled),

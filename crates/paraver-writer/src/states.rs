@@ -1,9 +1,17 @@
 //! Turns possibly nested or overlapping state intervals into the non-overlapping,
 //! begin-ordered state records Paraver needs (paraver-format.md §2.6).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use rayon::slice::ParallelSliceMut;
+
 use crate::record::LocalThread;
 use crate::run::RunBuilder;
-use rayon::slice::ParallelSliceMut;
+use crate::WriteError;
 
 #[derive(Clone, Copy, Debug)]
 struct Interval {
@@ -13,11 +21,27 @@ struct Interval {
     state: u32,
 }
 
+/// Order of the sweep: by thread and begin; outer intervals first when two begin
+/// together, so the inner one ends on top.
+type SweepKey = (LocalThread, i64, Reverse<i64>);
+
+impl Interval {
+    fn key(&self) -> SweepKey {
+        (self.thread, self.begin, Reverse(self.end))
+    }
+}
+
 /// Collects state intervals of one run; the most recently begun interval that is
-/// still open decides the state (the innermost call of a nest).
+/// still open decides the state (the innermost call of a nest). With a spill
+/// directory, intervals beyond `max_in_memory` are sorted and written to
+/// temporary files, and merged back when tiling: memory stays bounded however
+/// many calls a report holds.
 #[derive(Default)]
 pub struct StateTiler {
     intervals: Vec<Interval>,
+    spill: Option<(PathBuf, usize)>,
+    chunks: Vec<IntervalChunk>,
+    spill_error: Option<io::Error>,
 }
 
 impl StateTiler {
@@ -25,97 +49,323 @@ impl StateTiler {
         Self::default()
     }
 
-    pub fn add(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
-        if end > begin {
-            self.intervals.push(Interval {
-                thread,
-                begin,
-                end,
-                state,
-            });
+    /// A tiler that spills to `dir` when it holds `max_bytes` of intervals.
+    pub fn with_spill(dir: PathBuf, max_bytes: usize) -> Self {
+        let max_in_memory = (max_bytes / std::mem::size_of::<Interval>()).max(16);
+        StateTiler {
+            spill: Some((dir, max_in_memory)),
+            ..Self::default()
         }
+    }
+
+    pub fn add(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
+        if end <= begin {
+            return;
+        }
+        self.intervals.push(Interval {
+            thread,
+            begin,
+            end,
+            state,
+        });
+        if matches!(&self.spill, Some((_, max)) if self.intervals.len() >= *max) {
+            if let Err(e) = self.spill_chunk() {
+                self.spill_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Chunks of intervals written to disk so far.
+    pub fn spilled_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    fn spill_chunk(&mut self) -> io::Result<()> {
+        let Some((dir, _)) = &self.spill else {
+            return Ok(());
+        };
+        if self.spill_error.is_some() {
+            return Ok(());
+        }
+        self.intervals.par_sort_by_key(Interval::key);
+        self.chunks
+            .push(IntervalChunk::write(dir, &self.intervals)?);
+        self.intervals.clear();
+        Ok(())
     }
 
     /// Writes the tiles into `run`. Between the first begin and the last end of a
     /// thread, time covered by no interval gets `fill(thread)` when that is `Some`.
-    pub fn tile_into(mut self, run: &mut RunBuilder, fill: impl Fn(LocalThread) -> Option<u32>) {
-        // Outer intervals first when two begin together, so the inner one ends on top.
-        self.intervals
-            .par_sort_by_key(|i| (i.thread, i.begin, std::cmp::Reverse(i.end)));
-        for group in self.intervals.chunk_by(|a, b| a.thread == b.thread) {
-            let thread = group[0].thread;
-            let mut out = TileSink::new(thread, run);
-            tile_thread(group, fill(thread), &mut out);
-            out.flush();
+    pub fn tile_into(
+        mut self,
+        run: &mut RunBuilder,
+        fill: impl Fn(LocalThread) -> Option<u32>,
+    ) -> Result<(), WriteError> {
+        let dir = self
+            .spill
+            .as_ref()
+            .map(|(d, _)| d.clone())
+            .unwrap_or_default();
+        if let Some(source) = self.spill_error.take() {
+            return Err(WriteError::Spill { dir, source });
+        }
+        // Stable: intervals with the same key keep the order they were added in.
+        self.intervals.par_sort_by_key(Interval::key);
+        if self.chunks.is_empty() {
+            tile_sorted(self.intervals.iter().copied().map(Ok), run, fill)
+                .map_err(WriteError::SpillRead)
+        } else {
+            let merged = MergedIntervals::new(&self.chunks, &self.intervals)
+                .map_err(WriteError::SpillRead)?;
+            tile_sorted(merged, run, fill).map_err(WriteError::SpillRead)
         }
     }
 }
 
-/// Sweeps one thread's intervals (sorted by begin) keeping a stack of open ones.
-fn tile_thread(group: &[Interval], fill: Option<u32>, out: &mut TileSink) {
-    let mut open: Vec<(i64, u32)> = Vec::new(); // (end, state), latest begun on top
-    let mut cursor = group[0].begin;
-    for iv in group {
-        close_until(&mut open, &mut cursor, iv.begin, out);
-        if open.is_empty() && cursor < iv.begin {
-            if let Some(state) = fill {
-                out.tile(cursor, iv.begin, state);
+/// Tiles intervals sorted by [`Interval::key`], one thread after the other.
+fn tile_sorted(
+    intervals: impl Iterator<Item = io::Result<Interval>>,
+    run: &mut RunBuilder,
+    fill: impl Fn(LocalThread) -> Option<u32>,
+) -> io::Result<()> {
+    let mut sweep: Option<ThreadSweep> = None;
+    for interval in intervals {
+        let interval = interval?;
+        if sweep.as_ref().map(|s| s.out.thread) != Some(interval.thread) {
+            if let Some(done) = sweep.take() {
+                done.finish(run);
+            }
+            sweep = Some(ThreadSweep::new(&interval, fill(interval.thread)));
+        }
+        if let Some(s) = sweep.as_mut() {
+            s.push(&interval, run);
+        }
+    }
+    if let Some(done) = sweep {
+        done.finish(run);
+    }
+    Ok(())
+}
+
+/// Sweeps one thread's intervals (in begin order) keeping a stack of open ones.
+struct ThreadSweep {
+    open: Vec<(i64, u32)>, // (end, state), latest begun on top
+    cursor: i64,
+    fill: Option<u32>,
+    out: TileSink,
+}
+
+impl ThreadSweep {
+    fn new(first: &Interval, fill: Option<u32>) -> Self {
+        ThreadSweep {
+            open: Vec::new(),
+            cursor: first.begin,
+            fill,
+            out: TileSink::new(first.thread),
+        }
+    }
+
+    fn push(&mut self, iv: &Interval, run: &mut RunBuilder) {
+        close_until(
+            &mut self.open,
+            &mut self.cursor,
+            iv.begin,
+            &mut self.out,
+            run,
+        );
+        if self.open.is_empty() && self.cursor < iv.begin {
+            if let Some(state) = self.fill {
+                self.out.tile(self.cursor, iv.begin, state, run);
             }
         }
-        if let Some(&(_, state)) = open.last() {
-            out.tile(cursor, iv.begin, state);
+        if let Some(&(_, state)) = self.open.last() {
+            self.out.tile(self.cursor, iv.begin, state, run);
         }
-        cursor = cursor.max(iv.begin);
-        open.push((iv.end, iv.state));
+        self.cursor = self.cursor.max(iv.begin);
+        self.open.push((iv.end, iv.state));
     }
-    close_until(&mut open, &mut cursor, i64::MAX, out);
+
+    fn finish(mut self, run: &mut RunBuilder) {
+        close_until(
+            &mut self.open,
+            &mut self.cursor,
+            i64::MAX,
+            &mut self.out,
+            run,
+        );
+        self.out.flush(run);
+    }
 }
 
 /// Emits tiles for every open interval that ends at or before `limit`.
-fn close_until(open: &mut Vec<(i64, u32)>, cursor: &mut i64, limit: i64, out: &mut TileSink) {
+fn close_until(
+    open: &mut Vec<(i64, u32)>,
+    cursor: &mut i64,
+    limit: i64,
+    out: &mut TileSink,
+    run: &mut RunBuilder,
+) {
     while let Some(first_end) = open.iter().map(|&(end, _)| end).min() {
         if first_end > limit {
             break;
         }
         let (_, state) = *open.last().expect("non-empty");
-        out.tile(*cursor, first_end, state);
+        out.tile(*cursor, first_end, state, run);
         *cursor = (*cursor).max(first_end);
         open.retain(|&(end, _)| end != first_end);
     }
 }
 
 /// Joins adjacent tiles of equal state before they become records.
-struct TileSink<'a> {
+struct TileSink {
     thread: LocalThread,
-    run: &'a mut RunBuilder,
     pending: Option<(i64, i64, u32)>,
 }
 
-impl<'a> TileSink<'a> {
-    fn new(thread: LocalThread, run: &'a mut RunBuilder) -> Self {
+impl TileSink {
+    fn new(thread: LocalThread) -> Self {
         TileSink {
             thread,
-            run,
             pending: None,
         }
     }
 
-    fn tile(&mut self, begin: i64, end: i64, state: u32) {
+    fn tile(&mut self, begin: i64, end: i64, state: u32, run: &mut RunBuilder) {
         if end <= begin {
             return;
         }
         match &mut self.pending {
             Some((_, p_end, p_state)) if *p_end == begin && *p_state == state => *p_end = end,
             _ => {
-                self.flush();
+                self.flush(run);
                 self.pending = Some((begin, end, state));
             }
         }
     }
 
-    fn flush(&mut self) {
+    fn flush(&mut self, run: &mut RunBuilder) {
         if let Some((begin, end, state)) = self.pending.take() {
-            self.run.state(self.thread, begin, end, state);
+            run.state(self.thread, begin, end, state);
+        }
+    }
+}
+
+/// Sorted intervals in an anonymous temporary file, 24 bytes each.
+struct IntervalChunk {
+    file: File,
+    intervals: u64,
+}
+
+const INTERVAL_BYTES: usize = 24;
+
+impl IntervalChunk {
+    fn write(dir: &std::path::Path, intervals: &[Interval]) -> io::Result<Self> {
+        let file = tempfile::tempfile_in(dir)?;
+        let mut out = BufWriter::with_capacity(1 << 20, &file);
+        for iv in intervals {
+            let mut bytes = [0u8; INTERVAL_BYTES];
+            bytes[0..4].copy_from_slice(&iv.thread.to_le_bytes());
+            bytes[4..8].copy_from_slice(&iv.state.to_le_bytes());
+            bytes[8..16].copy_from_slice(&iv.begin.to_le_bytes());
+            bytes[16..24].copy_from_slice(&iv.end.to_le_bytes());
+            out.write_all(&bytes)?;
+        }
+        out.flush()?;
+        drop(out);
+        Ok(IntervalChunk {
+            file,
+            intervals: intervals.len() as u64,
+        })
+    }
+
+    fn reader(&self) -> io::Result<IntervalReader> {
+        let mut file = self.file.try_clone()?;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(IntervalReader {
+            input: BufReader::with_capacity(64 << 10, file),
+            left: self.intervals,
+        })
+    }
+}
+
+struct IntervalReader {
+    input: BufReader<File>,
+    left: u64,
+}
+
+impl IntervalReader {
+    fn next_interval(&mut self) -> io::Result<Option<Interval>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let mut b = [0u8; INTERVAL_BYTES];
+        self.input.read_exact(&mut b)?;
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let i64_at = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i..i + 8]);
+            i64::from_le_bytes(x)
+        };
+        Ok(Some(Interval {
+            thread: u32_at(0),
+            state: u32_at(4),
+            begin: i64_at(8),
+            end: i64_at(16),
+        }))
+    }
+}
+
+/// The spilled chunks (in spill order) and the sorted in-memory intervals, merged
+/// by sweep key; equal keys come in the order they were added.
+struct MergedIntervals<'a> {
+    readers: Vec<IntervalReader>,
+    memory: std::slice::Iter<'a, Interval>,
+    heads: Vec<Option<Interval>>,
+    heap: BinaryHeap<Reverse<(SweepKey, usize)>>,
+}
+
+impl<'a> MergedIntervals<'a> {
+    fn new(chunks: &[IntervalChunk], memory: &'a [Interval]) -> io::Result<Self> {
+        let readers = chunks
+            .iter()
+            .map(IntervalChunk::reader)
+            .collect::<io::Result<_>>()?;
+        let mut merged = MergedIntervals {
+            readers,
+            memory: memory.iter(),
+            heads: vec![None; chunks.len() + 1],
+            heap: BinaryHeap::new(),
+        };
+        for source in 0..merged.heads.len() {
+            merged.refill(source)?;
+        }
+        Ok(merged)
+    }
+
+    /// Reads the next interval of `source` (the last source is memory).
+    fn refill(&mut self, source: usize) -> io::Result<()> {
+        let next = match self.readers.get_mut(source) {
+            Some(reader) => reader.next_interval()?,
+            None => self.memory.next().copied(),
+        };
+        if let Some(iv) = next {
+            self.heap.push(Reverse((iv.key(), source)));
+        }
+        self.heads[source] = next;
+        Ok(())
+    }
+}
+
+impl Iterator for MergedIntervals<'_> {
+    type Item = io::Result<Interval>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Reverse((_, source)) = self.heap.pop()?;
+        let interval = self.heads[source].take()?;
+        match self.refill(source) {
+            Ok(()) => Some(Ok(interval)),
+            Err(e) => Some(Err(e)),
         }
     }
 }
@@ -131,7 +381,7 @@ mod tests {
             tiler.add(0, b, e, s);
         }
         let mut run = RunBuilder::new();
-        tiler.tile_into(&mut run, |_| fill);
+        tiler.tile_into(&mut run, |_| fill).unwrap();
         run.finish()
             .unwrap()
             .records
@@ -157,6 +407,62 @@ mod tests {
             tiles(&[(0, 10, 5), (20, 30, 5), (30, 40, 5)], Some(1)),
             vec![(0, 10, 5), (10, 20, 1), (20, 40, 5)]
         );
+    }
+
+    /// Tiles of `intervals` (thread, begin, end, state) as (thread, begin, end, state).
+    fn tiles_of(
+        tiler: StateTiler,
+        intervals: &[(u32, i64, i64, u32)],
+    ) -> Vec<(u32, i64, i64, u32)> {
+        let mut tiler = tiler;
+        for &(t, b, e, s) in intervals {
+            tiler.add(t, b, e, s);
+        }
+        let mut run = RunBuilder::new();
+        tiler
+            .tile_into(&mut run, |t| (t != 1).then_some(9))
+            .unwrap();
+        run.finish()
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| match r.body {
+                Body::State { end, state } => (r.thread, r.time, end, state),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    /// Spilling in chunks of 16 intervals tiles exactly as in memory, intervals
+    /// that begin and end together (with other states) included.
+    #[test]
+    fn spilled_intervals_tile_as_in_memory() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let intervals: Vec<(u32, i64, i64, u32)> = (0..2_000)
+            .map(|_| {
+                let begin = next(5_000) as i64;
+                (
+                    next(3) as u32,
+                    begin,
+                    begin + 1 + next(300) as i64,
+                    next(6) as u32,
+                )
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let in_memory = tiles_of(StateTiler::new(), &intervals);
+        let spilled = tiles_of(
+            StateTiler::with_spill(dir.path().to_path_buf(), 0),
+            &intervals,
+        );
+        assert!(in_memory.len() > 1_000);
+        assert_eq!(spilled, in_memory);
     }
 
     #[test]

@@ -108,7 +108,7 @@ fn build(items: &[Item], spill: Option<(&std::path::Path, usize)>) -> Run {
             ),
         }
     }
-    tiler.tile_into(&mut run, |_| Some(0));
+    tiler.tile_into(&mut run, |_| Some(0)).unwrap();
     run.finish().unwrap()
 }
 
