@@ -172,7 +172,9 @@ impl RunBuilder {
     }
 
     fn spill_if_full(&mut self) {
-        let full = matches!(&self.spill, Some(p) if self.bytes() >= p.chunk_bytes);
+        // Sorting a chunk takes a buffer as large as its records: count it in.
+        let sorting = self.records.len() * std::mem::size_of::<Record>();
+        let full = matches!(&self.spill, Some(p) if self.bytes() + sorting >= p.chunk_bytes);
         if full {
             if let Err(e) = self.spill_chunk() {
                 self.spill_error.get_or_insert(e);
