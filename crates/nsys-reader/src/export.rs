@@ -53,6 +53,15 @@ impl TableScan {
         self.rows += other.rows;
         self.skipped += other.skipped;
     }
+
+    /// Counts a row read, as skipped too when it did not decode.
+    fn count<T>(&mut self, decoded: Option<T>) -> Option<T> {
+        self.rows += 1;
+        if decoded.is_none() {
+            self.skipped += 1;
+        }
+        decoded
+    }
 }
 
 /// One row of a `Schema::select`, read by position.
@@ -175,10 +184,8 @@ impl Export {
     {
         let mut scan = TableScan::default();
         for_each_row(&self.path, &self.conn, table, sql, |row| {
-            scan.rows += 1;
-            match decode(row) {
-                Some(item) => f(&item),
-                None => scan.skipped += 1,
+            if let Some(item) = scan.count(decode(row)) {
+                f(&item);
             }
             true
         })?;
@@ -375,10 +382,8 @@ where
     };
     let mut consumer_gone = false;
     for_each_row(path, &conn, table, sql, |row| {
-        batch.scan.rows += 1;
-        match decode(row) {
-            Some(item) => batch.items.push(item),
-            None => batch.scan.skipped += 1,
+        if let Some(item) = batch.scan.count(decode(row)) {
+            batch.items.push(item);
         }
         if batch.items.len() < DECODE_BATCH {
             return true;

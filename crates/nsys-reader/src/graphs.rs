@@ -126,21 +126,14 @@ impl Export {
             if !self.schema().has_column(table, "graphNodeId") {
                 continue;
             }
-            scan.rows += self.scan_where(
-                table,
-                &cols,
-                "graphNodeId IS NOT NULL AND graphNodeId != 0",
-                |row| {
-                    match (place(row), row.int(7)) {
-                        (Some(place), Some(node)) => f(&GraphNodeOperation {
-                            place,
-                            graph_node_id: node,
-                        }),
-                        _ => scan.skipped += 1,
-                    }
-                    Ok(())
-                },
-            )?;
+            let decode = |row: &RowView| {
+                Some(GraphNodeOperation {
+                    place: place(row)?,
+                    graph_node_id: row.int(7)?,
+                })
+            };
+            let condition = "graphNodeId IS NOT NULL AND graphNodeId != 0";
+            scan.add(self.scan_rows(table, &cols, condition, decode, &mut f)?);
         }
         Ok(scan)
     }

@@ -134,18 +134,13 @@ impl Export {
         self.scan_rows(UM_GPU_PAGE_FAULTS, &cols, "1", decode, f)
     }
 
-    pub fn cpu_page_faults(
-        &self,
-        mut f: impl FnMut(&CpuPageFault),
-    ) -> Result<TableScan, ReadError> {
-        let mut scan = TableScan::default();
-        scan.rows = self.scan(UM_CPU_PAGE_FAULTS, &["start", "globalPid"], |row| {
-            match (row.int(0), row.int(1)) {
-                (Some(start), Some(global_pid)) => f(&CpuPageFault { start, global_pid }),
-                _ => scan.skipped += 1,
-            }
-            Ok(())
-        })?;
-        Ok(scan)
+    pub fn cpu_page_faults(&self, f: impl FnMut(&CpuPageFault)) -> Result<TableScan, ReadError> {
+        let decode = |row: &RowView| {
+            Some(CpuPageFault {
+                start: row.int(0)?,
+                global_pid: row.int(1)?,
+            })
+        };
+        self.scan_rows(UM_CPU_PAGE_FAULTS, &["start", "globalPid"], "1", decode, f)
     }
 }

@@ -373,22 +373,74 @@ pub fn for_each_event(run: &Run, visit: &mut EventVisitor) -> std::io::Result<()
         order: (0..threads.max(1)).collect(),
         values: RunValues::default(),
     }];
-    let mut streams = Stream::all(&cursors)?;
-    let mut heap: BinaryHeap<MergeKey> = streams
-        .iter()
-        .enumerate()
-        .map(|(i, s)| s.key(&cursors, i))
-        .collect();
-    while let Some(Reverse((_, _, _, index))) = heap.pop() {
-        let current = streams[index].current(&cursors[0]);
-        if let View::Events { closing, pairs } = current.body {
-            visit(current.time, current.thread, closing, pairs);
+    let mut merger = Merger::new(&cursors)?;
+    let mut visit_events = |m: Merged| {
+        if let View::Events { closing, pairs } = m.record.body {
+            visit(m.record.time, m.record.thread, closing, pairs);
         }
-        if streams[index].advance()? {
-            heap.push(streams[index].key(&cursors, index));
-        }
-    }
+    };
+    while merger.next(&cursors, &mut visit_events)?.is_some() {}
     Ok(())
+}
+
+/// The k-way merge of the streams of every run: their records in trace order.
+struct Merger<'a> {
+    streams: Vec<Stream<'a>>,
+    heap: BinaryHeap<MergeKey>,
+}
+
+/// A record as the merge hands it out: its run, its key (time on the common
+/// clock, rank, global thread) and the record.
+struct Merged<'s> {
+    run: usize,
+    time: i64,
+    rank: u8,
+    thread: u64,
+    record: Current<'s>,
+}
+
+impl<'a> Merger<'a> {
+    fn new(cursors: &[RunCursor<'a>]) -> std::io::Result<Self> {
+        let streams = Stream::all(cursors)?;
+        let heap = streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.key(cursors, i))
+            .collect();
+        Ok(Merger { streams, heap })
+    }
+
+    fn is_done(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// Hands the next record to `visit` and moves past it; `None` once every
+    /// stream is done.
+    fn next<R>(
+        &mut self,
+        cursors: &[RunCursor],
+        visit: impl FnOnce(Merged) -> R,
+    ) -> std::io::Result<Option<R>> {
+        // The top is replaced in place (one sift) rather than popped and pushed.
+        let Some(mut top) = self.heap.peek_mut() else {
+            return Ok(None);
+        };
+        let Reverse((time, rank, thread, index)) = *top;
+        let stream = &self.streams[index];
+        let result = visit(Merged {
+            run: stream.run,
+            time,
+            rank,
+            thread,
+            record: stream.current(&cursors[stream.run]),
+        });
+        if self.streams[index].advance()? {
+            *top = self.streams[index].key(cursors, index);
+        } else {
+            PeekMut::pop(top);
+        }
+        Ok(Some(result))
+    }
 }
 
 /// A run being merged, with its threads preformatted as `0:1:TASK:THREAD`.
@@ -549,10 +601,25 @@ impl<'a> Stream<'a> {
         }
     }
 
+    /// Time, rank and run thread of the current record (without its body).
+    fn position(&self, c: &RunCursor) -> (i64, u8, LocalThread) {
+        match &self.source {
+            Source::Memory { records, pos } => {
+                let r = &records[*pos];
+                (r.time, r.rank(), r.thread)
+            }
+            Source::Disk(reader) => (
+                reader.time,
+                reader.rank(),
+                c.run.new_of_old[reader.thread as usize],
+            ),
+        }
+    }
+
     fn key(&self, cursors: &[RunCursor], index: usize) -> MergeKey {
         let c = &cursors[self.run];
-        let r = self.current(c);
-        Reverse((r.time + c.shift, r.rank, c.order[r.thread as usize], index))
+        let (time, rank, thread) = self.position(c);
+        Reverse((time + c.shift, rank, c.order[thread as usize], index))
     }
 }
 
@@ -613,7 +680,7 @@ impl<'a> BodyWriter<'a> {
         progress: &mut dyn FnMut(u64),
     ) -> std::io::Result<()> {
         let width = rayon::current_num_threads().max(1);
-        let mut gatherer = Gatherer::new(Stream::all(cursors)?, cursors, self.batch_records);
+        let mut gatherer = Gatherer::new(Merger::new(cursors)?, self.batch_records);
         let mut formatters: Vec<LineFormatter> = (0..width)
             .map(|_| LineFormatter::new(self.catalog, 0))
             .collect();
@@ -673,32 +740,14 @@ impl<'a> BodyWriter<'a> {
         cursors: &[RunCursor],
         progress: &mut dyn FnMut(u64),
     ) -> std::io::Result<()> {
-        let mut streams = Stream::all(cursors)?;
-        let mut heap: BinaryHeap<MergeKey> = streams
-            .iter()
-            .enumerate()
-            .map(|(i, s)| s.key(cursors, i))
-            .collect();
+        let mut merger = Merger::new(cursors)?;
         let mut written: u64 = 0;
-        while let Some(Reverse((time, rank, thread, index))) = heap.pop() {
-            let stream = &streams[index];
-            let cursor = &cursors[stream.run];
-            let current = stream.current(cursor);
-            match self.cut.as_ref().map(|c| c.phase(time, rank)) {
-                None => self.lines.record(cursor, stream.run, &current, time),
-                Some(Phase::Before) => self.before_window(cursor, &current, thread),
-                Some(Phase::Edge) => self.record_cut(cursor, stream.run, &current, time, thread),
-                Some(Phase::Inside) => {
-                    self.open_window();
-                    self.record_cut(cursor, stream.run, &current, time, thread);
-                }
-                Some(Phase::After) => break,
+        while let Some(inside) = merger.next(cursors, |m| self.cut_record(cursors, &m))? {
+            if !inside {
+                break;
             }
             if self.lines.buf.len() >= LINE_BLOCK {
                 self.flush_lines()?;
-            }
-            if streams[index].advance()? {
-                heap.push(streams[index].key(cursors, index));
             }
             written += 1;
             if written.is_multiple_of(PROGRESS_STEP) {
@@ -711,6 +760,21 @@ impl<'a> BodyWriter<'a> {
         self.flush_lines()?;
         progress(written);
         Ok(())
+    }
+
+    /// Takes one merged record through the window; `false` once past its end.
+    fn cut_record(&mut self, cursors: &[RunCursor], m: &Merged) -> bool {
+        let cursor = &cursors[m.run];
+        match self.cut.as_ref().expect("a cut").phase(m.time, m.rank) {
+            Phase::Before => self.before_window(cursor, &m.record, m.thread),
+            Phase::Edge => self.record_cut(cursor, m.run, &m.record, m.time, m.thread),
+            Phase::Inside => {
+                self.open_window();
+                self.record_cut(cursor, m.run, &m.record, m.time, m.thread);
+            }
+            Phase::After => return false,
+        }
+        true
     }
 
     /// A record before the window: only what it leaves open at the start is kept.
@@ -847,8 +911,7 @@ impl<'a> BodyWriter<'a> {
 /// holds copies of its records' pairs and communications, and the event line
 /// left open by the batch before it.
 struct Gatherer<'a> {
-    streams: Vec<Stream<'a>>,
-    heap: BinaryHeap<MergeKey>,
+    merger: Merger<'a>,
     batch_records: usize,
     /// The key of the last record gathered, when it was an event record.
     open_events: Option<EventsKey>,
@@ -856,15 +919,9 @@ struct Gatherer<'a> {
 }
 
 impl<'a> Gatherer<'a> {
-    fn new(streams: Vec<Stream<'a>>, cursors: &[RunCursor], batch_records: usize) -> Self {
-        let heap = streams
-            .iter()
-            .enumerate()
-            .map(|(i, s)| s.key(cursors, i))
-            .collect();
+    fn new(merger: Merger<'a>, batch_records: usize) -> Self {
         Gatherer {
-            streams,
-            heap,
+            merger,
             batch_records: batch_records.max(1),
             open_events: None,
             gathered: 0,
@@ -881,7 +938,7 @@ impl<'a> Gatherer<'a> {
     ) -> std::io::Result<()> {
         batches.resize_with(count, Batch::default);
         let mut filled = 0;
-        while filled < count && !self.heap.is_empty() {
+        while filled < count && !self.merger.is_done() {
             self.fill_batch(cursors, &mut batches[filled])?;
             filled += 1;
         }
@@ -892,24 +949,17 @@ impl<'a> Gatherer<'a> {
     fn fill_batch(&mut self, cursors: &[RunCursor], batch: &mut Batch) -> std::io::Result<()> {
         batch.clear(self.open_events);
         while batch.items.len() < self.batch_records && batch.pairs.len() < BATCH_PAIRS {
-            // The top is replaced in place (one sift) rather than popped and pushed.
-            let Some(mut top) = self.heap.peek_mut() else {
+            let gathered = self.merger.next(cursors, |m| {
+                batch.push(m.run, m.time, &m.record);
+                match m.record.body {
+                    View::Events { .. } => Some((m.run, m.record.thread, m.time, m.rank)),
+                    _ => None,
+                }
+            })?;
+            let Some(open_events) = gathered else {
                 break;
             };
-            let Reverse((time, rank, _, index)) = *top;
-            let stream = &self.streams[index];
-            let run = stream.run;
-            let current = stream.current(&cursors[run]);
-            self.open_events = match current.body {
-                View::Events { .. } => Some((run, current.thread, time, rank)),
-                _ => None,
-            };
-            batch.push(run, time, &current);
-            if self.streams[index].advance()? {
-                *top = self.streams[index].key(cursors, index);
-            } else {
-                PeekMut::pop(top);
-            }
+            self.open_events = open_events;
         }
         self.gathered += batch.items.len() as u64;
         Ok(())
@@ -1063,18 +1113,23 @@ mod tests {
         }
     }
 
-    /// Thread 0: ranges 5 over [0,100) and 6 over [20,60) nested in it, state 1
-    /// over [0,100), a mark at 30, samples 7 at 10 and 9 at 50; thread 1: state 1
-    /// over [40,45); messages 0→1 at 40→45 (inside) and 10→70 (straddling).
-    fn run(spill: Option<&std::path::Path>) -> Run {
-        let mut b = match spill {
+    /// A run builder, spilling in tiny chunks into `spill` when given.
+    fn builder(spill: Option<&std::path::Path>) -> RunBuilder {
+        match spill {
             Some(dir) => RunBuilder::with_spill(SpillPolicy {
                 dir: dir.to_path_buf(),
                 chunk_bytes: 64,
                 budget: MemoryBudget::new(0),
             }),
             None => RunBuilder::new(),
-        };
+        }
+    }
+
+    /// Thread 0: ranges 5 over [0,100) and 6 over [20,60) nested in it, state 1
+    /// over [0,100), a mark at 30, samples 7 at 10 and 9 at 50; thread 1: state 1
+    /// over [40,45); messages 0→1 at 40→45 (inside) and 10→70 (straddling).
+    fn run(spill: Option<&std::path::Path>) -> Run {
+        let mut b = builder(spill);
         b.add_thread(0);
         b.add_thread(1);
         b.interval(0, 0, 100, &[EventPair::raw(RANGE, 5)]);
@@ -1134,14 +1189,7 @@ mod tests {
     /// Thread 0: three event records at time 20 (one line) and two at 60, ends
     /// and begins; thread 1: a state and a range. Spilled in tiny chunks if asked.
     fn joined_lines_run(spill: Option<&std::path::Path>) -> Run {
-        let mut b = match spill {
-            Some(dir) => RunBuilder::with_spill(SpillPolicy {
-                dir: dir.to_path_buf(),
-                chunk_bytes: 64,
-                budget: MemoryBudget::new(0),
-            }),
-            None => RunBuilder::new(),
-        };
+        let mut b = builder(spill);
         b.add_thread(0);
         b.add_thread(1);
         b.events(0, 20, &[EventPair::raw(SAMPLE, 1)]);

@@ -271,9 +271,9 @@ fn gzip_encoder<W: Write>(inner: W) -> GzEncoder<W> {
 
 /// `text` compressed as one gzip member.
 pub fn gzip_member(text: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut gz = gzip_encoder(Vec::with_capacity(text.len() / 3 + 64));
-    gz.write_all(text)?;
-    gz.finish()
+    let mut member = Vec::with_capacity(text.len() / 3 + 64);
+    write_gzip_member(&mut member, text)?;
+    Ok(member)
 }
 
 /// Writes `text` as one gzip member into `out`.

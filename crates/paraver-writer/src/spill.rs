@@ -74,6 +74,20 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// Small: the merge may read hundreds of chunks at once.
 const READ_BUFFER: usize = 64 << 10;
 
+/// A buffered reader of a whole spill file, whatever was read or written before.
+pub(crate) fn read_from_start(file: &File) -> io::Result<BufReader<File>> {
+    let mut file = file.try_clone()?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(BufReader::with_capacity(READ_BUFFER, file))
+}
+
+/// A buffered writer of a new anonymous spill file in `dir`.
+pub(crate) fn spill_file(dir: &std::path::Path) -> io::Result<(File, BufWriter<File>)> {
+    let file = tempfile::tempfile_in(dir)?;
+    let writer = BufWriter::with_capacity(WRITE_BUFFER, file.try_clone()?);
+    Ok((file, writer))
+}
+
 /// Writes `records` (already sorted) with their payloads inline.
 pub(crate) fn write_chunk(
     dir: &std::path::Path,
@@ -81,8 +95,7 @@ pub(crate) fn write_chunk(
     pairs: &[EventPair],
     comms: &[Comm],
 ) -> io::Result<SpilledChunk> {
-    let file = tempfile::tempfile_in(dir)?;
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER, &file);
+    let (file, mut out) = spill_file(dir)?;
     for r in records {
         encode(&mut out, r, pairs, comms)?;
     }
@@ -159,10 +172,8 @@ pub(crate) struct ChunkReader {
 
 impl ChunkReader {
     pub fn open(chunk: &SpilledChunk) -> io::Result<Self> {
-        let mut file = chunk.file.try_clone()?;
-        file.seek(SeekFrom::Start(0))?;
         Ok(ChunkReader {
-            input: BufReader::with_capacity(READ_BUFFER, file),
+            input: read_from_start(&chunk.file)?,
             left: chunk.records,
             time: 0,
             thread: 0,

@@ -4,13 +4,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::PathBuf;
 
 use rayon::slice::ParallelSliceMut;
 
 use crate::record::LocalThread;
 use crate::run::RunBuilder;
+use crate::spill::{read_from_start, spill_file};
 use crate::WriteError;
 
 #[derive(Clone, Copy, Debug)]
@@ -260,8 +261,7 @@ const INTERVAL_BYTES: usize = 24;
 
 impl IntervalChunk {
     fn write(dir: &std::path::Path, intervals: &[Interval]) -> io::Result<Self> {
-        let file = tempfile::tempfile_in(dir)?;
-        let mut out = BufWriter::with_capacity(1 << 20, &file);
+        let (file, mut out) = spill_file(dir)?;
         for iv in intervals {
             let mut bytes = [0u8; INTERVAL_BYTES];
             bytes[0..4].copy_from_slice(&iv.thread.to_le_bytes());
@@ -279,10 +279,8 @@ impl IntervalChunk {
     }
 
     fn reader(&self) -> io::Result<IntervalReader> {
-        let mut file = self.file.try_clone()?;
-        file.seek(SeekFrom::Start(0))?;
         Ok(IntervalReader {
-            input: BufReader::with_capacity(64 << 10, file),
+            input: read_from_start(&self.file)?,
             left: self.intervals,
         })
     }
