@@ -4,26 +4,8 @@
 use rusqlite::Connection;
 use tempfile::TempDir;
 
+use crate::tests::{count, has_column, has_table};
 use crate::{write_export, SchemaVersion, SynthCounts, SynthDeviceSide, SynthGraphMode, SynthSpec};
-
-fn count(conn: &Connection, sql: &str) -> i64 {
-    conn.query_row(sql, [], |row| row.get(0))
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-fn has_table(conn: &Connection, table: &str) -> bool {
-    count(
-        conn,
-        &format!("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"),
-    ) == 1
-}
-
-fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
-    count(
-        conn,
-        &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = '{column}'"),
-    ) == 1
-}
 
 fn rows(conn: &Connection, table: &str) -> u64 {
     if !has_table(conn, table) {

@@ -8,6 +8,7 @@ use rusqlite::Connection;
 use tempfile::TempDir;
 
 use crate::ids::global_tid;
+use crate::tests::count;
 use crate::{write_export, MpiPattern, SchemaVersion, SynthCounts, SynthMpi, SynthSpec};
 
 const JOB_START: i64 = 1_735_732_800_000_000_000;
@@ -64,11 +65,6 @@ fn job(version: SchemaVersion, pattern: MpiPattern, ranks: u32) -> (TempDir, Vec
         })
         .collect();
     (dir, files)
-}
-
-fn count(conn: &Connection, sql: &str) -> i64 {
-    conn.query_row(sql, [], |row| row.get(0))
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 fn tables_like(conn: &Connection, pattern: &str) -> HashSet<String> {

@@ -33,19 +33,19 @@ fn small_exports() -> (TempDir, Vec<(SchemaVersion, Connection, SynthCounts)>) {
     (dir, exports)
 }
 
-fn count(conn: &Connection, sql: &str) -> i64 {
+pub(crate) fn count(conn: &Connection, sql: &str) -> i64 {
     conn.query_row(sql, [], |row| row.get(0))
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
-fn has_table(conn: &Connection, table: &str) -> bool {
+pub(crate) fn has_table(conn: &Connection, table: &str) -> bool {
     count(
         conn,
         &format!("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"),
     ) == 1
 }
 
-fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
+pub(crate) fn has_column(conn: &Connection, table: &str, column: &str) -> bool {
     count(
         conn,
         &format!("SELECT count(*) FROM pragma_table_info('{table}') WHERE name = '{column}'"),
