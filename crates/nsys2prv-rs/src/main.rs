@@ -3,6 +3,11 @@
 mod cli;
 mod convert;
 mod inputs;
+#[cfg(all(
+    target_arch = "x86_64",
+    any(test, all(target_env = "musl", not(debug_assertions)))
+))]
+mod musl_memcpy;
 mod nsys_export;
 mod progress;
 mod report;
