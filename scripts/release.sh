@@ -9,11 +9,13 @@
 #                         another target directory, and fail unless both binaries are the same bytes
 #
 # The build: target x86_64-unknown-linux-musl with `--features mimalloc` (musl's own malloc is
-# slow) and the `dist` profile (fat LTO, one codegen unit, stripped). The musl target is added
+# slow; musl's memcpy is replaced by the binary's own, see src/musl_memcpy.rs) and the `dist`
+# profile (fat LTO, one codegen unit, stripped). The musl target is added
 # with rustup and musl-gcc (for the bundled SQLite) installed with apt-get when missing. If that
-# fails, the script says so and falls back to the gnu target with `-C target-feature=+crt-static`:
-# also static, but glibc warns that static programs may need the host's NSS libraries for user and
-# host name lookups (nsys2prv-rs does none).
+# fails, the script says so and falls back to the gnu target with `-C target-feature=+crt-static`
+# and glibc's malloc (as fast here, and less memory than mimalloc): also static, but glibc warns
+# that static programs may need the host's NSS libraries for user and host name lookups
+# (nsys2prv-rs does none).
 #
 # Reproducible: source paths are remapped (--remap-path-prefix, -ffile-prefix-map for C) to fixed
 # names, SOURCE_DATE_EPOCH is the last commit's time, and the build is `--locked`; so the same
@@ -84,8 +86,10 @@ cargo_home=${CARGO_HOME:-$HOME/.cargo}
 # Same bytes across machines: no absolute path of this checkout or of cargo's registry, no date.
 rustflags=(--remap-path-prefix="$ROOT=/build/nsys2prv-rs" --remap-path-prefix="$cargo_home=/build/cargo")
 cflags="-ffile-prefix-map=$ROOT=/build/nsys2prv-rs -ffile-prefix-map=$cargo_home=/build/cargo"
+features=(--features mimalloc)
 if [ "$target" = "$GNU" ]; then
     rustflags+=(-C target-feature=+crt-static)
+    features=()
 fi
 source_date_epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
 
@@ -100,7 +104,7 @@ build() {
         export CARGO_TARGET_DIR=$target_dir
         export RUSTFLAGS=$flags
         export "CFLAGS_${target//-/_}=${cflags//$ROOT/$src} -ffile-prefix-map=$target_dir=/build/target"
-        cargo build --locked --profile dist --target "$target" --features mimalloc -p nsys2prv-rs >&2
+        cargo build --locked --profile dist --target "$target" "${features[@]}" -p nsys2prv-rs >&2
     ) || return 1
     echo "$target_dir/$target/dist/nsys2prv-rs"
 }
@@ -108,7 +112,7 @@ build() {
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
 mkdir -p "$target_dir"
 target_dir=$(cd "$target_dir" && pwd)
-say "cargo build --locked --profile dist --target $target --features mimalloc"
+say "cargo build --locked --profile dist --target $target ${features[*]}"
 built=$(build "$ROOT" "$target_dir") || die "cargo build failed"
 
 # Static: no program interpreter, and ldd agrees.
