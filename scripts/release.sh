@@ -131,9 +131,14 @@ if $check_reproducible; then
     trap 'rm -rf "$scratch"' EXIT
     say "reproducibility: a second build from a copy of the sources in $scratch"
     mkdir "$scratch/src"
-    # The files git knows (with their uncommitted changes), not target/ or stray files.
-    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard |
-        xargs -0 cp --parents --no-dereference -t "$scratch/src" 2>/dev/null || true)
+    # The files git knows, with their uncommitted changes; not target/ or ignored files.
+    git -C "$ROOT" ls-files -z --cached --others --exclude-standard >"$scratch/files" ||
+        die "--check-reproducible needs a git checkout"
+    while IFS= read -r -d '' file; do
+        [ -e "$ROOT/$file" ] || continue # deleted, not yet committed
+        mkdir -p "$scratch/src/$(dirname "$file")"
+        cp -P "$ROOT/$file" "$scratch/src/$file"
+    done <"$scratch/files"
     second=$(build "$scratch/src" "$scratch/target") || die "the second build failed"
     if ! cmp -s "$built" "$second"; then
         die "not reproducible: $built and $second differ ($(cmp "$built" "$second" | head -1))"
