@@ -93,8 +93,11 @@ impl Survey {
     }
 }
 
+/// Counts the rows of the export at `path`; `name` is the report as given (see
+/// [`crate::translate_report`]).
 pub fn survey_report(
     path: &Path,
+    name: &Path,
     options: &Options,
     several_reports: bool,
 ) -> Result<Survey, ReadError> {
@@ -125,9 +128,9 @@ pub fn survey_report(
     let rank = RANK_VARIABLES
         .iter()
         .find_map(|v| meta.env(v)?.trim().parse().ok())
-        .or_else(|| several_reports.then(|| rank_in_file_name(path)).flatten());
+        .or_else(|| several_reports.then(|| rank_in_file_name(name)).flatten());
     Ok(Survey {
-        path: path.to_path_buf(),
+        path: name.to_path_buf(),
         host: meta.hostname.clone(),
         product_version: meta.product_version.clone(),
         rank,

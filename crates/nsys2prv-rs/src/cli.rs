@@ -64,16 +64,39 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
 
-    /// Keep only this part of the trace, in the uncut trace's time (ns unless
-    /// suffixed us, ms or s; either end may be left out: 2s:, :500ms); every
-    /// category is cut and the result starts at 0
-    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with = "nvtx_range")]
+    /// Keep only this part of the trace, in the uncut trace's time, each end with
+    /// its unit (ns, us, ms or s: 1.5s:2500ms; either end may be left out: 2s:,
+    /// :500ms); every category is cut and the result starts at 0
+    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with_all = ["nvtx_range", "filter_nvtx"])]
     pub time_window: Option<TimeWindowArg>,
 
     /// Keep only the time of an NVTX range: NAME (from the first such range to the
     /// last) or NAME#N (the N-th such range of every thread that has one)
-    #[arg(long, value_name = "NAME[#N]")]
+    #[arg(long, value_name = "NAME[#N]", conflicts_with = "filter_nvtx")]
     pub nvtx_range: Option<NvtxRangeSpec>,
+
+    /// BSC nsys2prv's -f: the same as --nvtx-range (which cuts every category;
+    /// BSC's filtered the CUDA API calls only)
+    #[arg(short = 'f', long = "filter-nvtx", value_name = "NAME[#N]")]
+    pub filter_nvtx: Option<NvtxRangeSpec>,
+
+    /// Write NAME.prv.gz (gzip) whatever the output's name (BSC nsys2prv's -z)
+    #[arg(short = 'z', long)]
+    pub compress: bool,
+
+    /// Export .nsys-rep reports again even when an export exists beside them or
+    /// in NAME.cache/ (BSC nsys2prv's --force-sqlite)
+    #[arg(long)]
+    pub force_sqlite: bool,
+
+    /// Show the threads Nsight Systems adds to every process (its injection
+    /// and daemon threads), hidden by default
+    #[arg(long)]
+    pub keep_nsys_threads: bool,
+
+    /// Accepted for compatibility with BSC nsys2prv: the trace is always sorted
+    #[arg(short = 's', long)]
+    pub sort: bool,
 
     /// After writing the trace, print its GPU efficiency report and write it as
     /// NAME.report.json and NAME.report.*.csv (see the report subcommand)
@@ -90,7 +113,7 @@ pub struct Args {
     pub jobs: Option<usize>,
 
     /// Accepted for compatibility with BSC nsys2prv: several inputs are always merged
-    #[arg(short = 'm', long = "multi-report", hide = true)]
+    #[arg(short = 'm', long = "multi-report")]
     pub multi_report: bool,
 
     /// Only errors
@@ -148,7 +171,7 @@ pub struct TimeWindowArg {
     pub end: Option<i64>,
 }
 
-/// `START:END`, each `1500000`, `1500us`, `1.5ms`, `0.0015s` or empty.
+/// `START:END`, each `1500000ns`, `1500us`, `1.5ms`, `0.0015s`, `0` or empty.
 pub fn parse_time_window(text: &str) -> Result<TimeWindowArg, String> {
     let (start, end) = text
         .split_once(':')
@@ -167,16 +190,26 @@ pub fn parse_time_window(text: &str) -> Result<TimeWindowArg, String> {
     Ok(TimeWindowArg { start, end })
 }
 
-/// A time in ns: a number with an optional unit (ns, us, ms, s).
+/// A time in ns: a number with its unit (ns, us, ms, s); a bare number is
+/// refused (is 1500 ns or s?), except 0.
 fn parse_time(text: &str) -> Result<i64, String> {
-    let (number, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+    let unit = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
         .iter()
-        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)))
-        .unwrap_or((text, 1.0));
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)));
+    let (number, scale) = match unit {
+        Some(found) => found,
+        None if text.trim().parse::<f64>().is_ok_and(|v| v == 0.0) => (text, 1.0),
+        None if text.trim().parse::<f64>().is_ok() => {
+            return Err(format!(
+                "'{text}' has no unit: write {text}ns, {text}us, {text}ms or {text}s"
+            ))
+        }
+        None => (text, 1.0),
+    };
     let value: f64 = number
         .trim()
         .parse()
-        .map_err(|_| format!("'{text}' is not a time like 2.5s, 300ms, 40us or 1000 (ns)"))?;
+        .map_err(|_| format!("'{text}' is not a time like 2.5s, 300ms, 40us or 1000ns"))?;
     if !value.is_finite() || value < 0.0 || value * scale >= 9.0e18 {
         return Err(format!("'{text}': a time from 0 up"));
     }
@@ -268,6 +301,88 @@ impl Args {
     pub fn output(&self) -> &PathBuf {
         self.paths.last().expect("clap requires at least two paths")
     }
+
+    /// The trace to write: OUTPUT as given when it ends in `.prv` or `.prv.gz`;
+    /// `NAME.prv` for another name, as BSC nsys2prv does; `.gz` added with `-z`.
+    pub fn output_trace(&self) -> Result<PathBuf, UsageError> {
+        trace_name(self.output(), self.compress)
+    }
+
+    /// `--nvtx-range`, or BSC's `-f`.
+    pub fn nvtx_range_spec(&self) -> Option<&NvtxRangeSpec> {
+        self.nvtx_range.as_ref().or(self.filter_nvtx.as_ref())
+    }
+}
+
+/// Output names that are surely a mistake (an input given last, or one file of
+/// a trace) rather than a trace name to complete with `.prv`.
+const NOT_TRACE_NAMES: &[&str] = &[
+    ".sqlite",
+    ".nsys-rep",
+    ".qdrep",
+    ".pcf",
+    ".row",
+    ".cfg",
+    ".gz",
+];
+
+fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, UsageError> {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let gz = if compress { ".gz" } else { "" };
+    let trace = if name.ends_with(".prv.gz") {
+        name
+    } else if name.ends_with(".prv") {
+        format!("{name}{gz}")
+    } else if name.is_empty() || NOT_TRACE_NAMES.iter().any(|e| name.ends_with(e)) {
+        return Err(UsageError(format!(
+            "{}: the output must be NAME.prv, NAME.prv.gz or NAME (then NAME.prv is written)",
+            output.display()
+        )));
+    } else {
+        format!("{name}.prv{gz}")
+    };
+    Ok(output.with_file_name(trace))
+}
+
+/// Options of BSC nsys2prv (0.5.8 and 0.6) that have no equivalent here, and
+/// what to use instead.
+const BSC_OPTIONS_WITHOUT_EQUIVALENT: &[(&str, &str)] = &[
+    ("--time-limit-start", "use --time-window START:END (e.g. --time-window 2s:5s)"),
+    ("--time-limit-end", "use --time-window START:END (e.g. --time-window :5s)"),
+    ("--exclude-kernels", "use --exclude kernels"),
+    ("--clean", "nothing to clean: no intermediate files are left; .nsys-rep exports are cached in NAME.cache/ (delete it to free the space)"),
+    ("-c", "nothing to clean: no intermediate files are left; .nsys-rep exports are cached in NAME.cache/ (delete it to free the space)"),
+    ("--config", "there is no configuration file: give the options on the command line"),
+    ("--thread-name", "the .row names every thread already (thread names from the report)"),
+    ("-N", "the .row names every thread already (thread names from the report)"),
+    ("--label", "no labels: the .row names tasks by rank and host"),
+    ("-L", "no labels: the .row names tasks by rank and host"),
+    ("--description-file", "no trace description: keep notes beside the trace"),
+    ("--description-text", "no trace description: keep notes beside the trace"),
+    ("--timing", "each phase's time is printed off a terminal; use -v for per-report counts"),
+    ("--filter-cuda-calls-duration", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
+    ("--filter-cuda-calls-include-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
+    ("--filter-cuda-calls-exclude-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
+];
+
+/// The message for a BSC nsys2prv option that has no equivalent, if `args`
+/// (the command line after the program name) holds one.
+pub fn bsc_option_without_equivalent(args: &[String]) -> Option<String> {
+    for arg in args.iter().take_while(|a| a.as_str() != "--") {
+        let flag = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
+        if let Some((_, instead)) = BSC_OPTIONS_WITHOUT_EQUIVALENT
+            .iter()
+            .find(|(f, _)| *f == flag)
+        {
+            return Some(format!(
+                "{flag} is an option of BSC nsys2prv with no equivalent here: {instead}"
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -341,16 +456,53 @@ mod tests {
             })
         );
         assert_eq!(
-            parse_time_window("100:250"),
+            parse_time_window("100ns:250ns"),
             Ok(TimeWindowArg {
                 start: 100,
                 end: Some(250)
             })
         );
+        assert_eq!(
+            parse_time_window("0:1ms"),
+            Ok(TimeWindowArg {
+                start: 0,
+                end: Some(1_000_000)
+            })
+        );
+        let bare = parse_time_window("100:250").unwrap_err();
+        assert!(bare.contains("no unit") && bare.contains("100ns"), "{bare}");
         assert!(parse_time_window("3s:1s").is_err());
         assert!(parse_time_window("1s").is_err());
-        assert!(parse_time_window("-1:2").is_err());
+        assert!(parse_time_window("-1s:2s").is_err());
         assert!(parse_time_window("abc:2").is_err());
+    }
+
+    #[test]
+    fn output_names_follow_bsc() {
+        let name = |o: &str, z: bool| trace_name(std::path::Path::new(o), z).map_err(|e| e.0);
+        assert_eq!(name("out", false), Ok(PathBuf::from("out.prv")));
+        assert_eq!(name("d/out", true), Ok(PathBuf::from("d/out.prv.gz")));
+        assert_eq!(name("out.prv", true), Ok(PathBuf::from("out.prv.gz")));
+        assert_eq!(name("out.prv.gz", false), Ok(PathBuf::from("out.prv.gz")));
+        assert_eq!(name("run.v2", false), Ok(PathBuf::from("run.v2.prv")));
+        for bad in ["b.sqlite", "x.nsys-rep", "out.pcf", "out.row", "out.gz"] {
+            assert!(name(bad, false).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bsc_options_without_equivalent_say_what_to_use() {
+        let said = |a: &[&str]| {
+            bsc_option_without_equivalent(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert!(said(&["--time-limit-start=5", "a.sqlite", "o"])
+            .unwrap()
+            .contains("--time-window"));
+        assert!(said(&["--exclude-kernels", "a"])
+            .unwrap()
+            .contains("--exclude kernels"));
+        assert_eq!(said(&["-t", "nvtx", "a.sqlite", "out"]), None);
+        assert_eq!(said(&["--", "-c"]), None);
     }
 
     #[test]

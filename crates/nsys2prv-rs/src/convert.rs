@@ -24,7 +24,9 @@ use paraver_writer::{
 use rayon::prelude::*;
 
 use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
-use crate::inputs;
+use crate::inputs::{self, Found, Input};
+use crate::interrupt::checkpoint;
+use crate::output_set::{marker_text, OutputSet};
 use crate::progress::Progress;
 use crate::report;
 use crate::views;
@@ -41,15 +43,25 @@ pub fn run(args: &Args) -> Result<()> {
 
 fn convert(args: &Args) -> Result<()> {
     let started = Instant::now();
-    let paths = OutputPaths::for_trace(args.output())?;
-    let inputs = inputs::expand(args.inputs(), &export_settings(args, &paths))?;
+    let paths = OutputPaths::for_trace(&args.output_trace()?)?;
+    let settings = export_settings(args, &paths);
+    if args.dry_run {
+        let found = inputs::find(args.inputs(), &settings)?;
+        let options = options(args, found.len())?;
+        return dry_run(&found, &options);
+    }
+    let inputs = inputs::expand(args.inputs(), &settings)?;
+    checkpoint("inputs found");
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
-    if args.dry_run {
-        return dry_run(&inputs, &options);
-    }
+    let cfgs_dir = args
+        .cfgs_dir
+        .clone()
+        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
+    let output_set = OutputSet::prepare(&paths, &cfgs_dir)?;
 
     let reports = translate_all(&inputs, &options, args)?;
+    checkpoint("reports translated");
     let report_count = reports.len();
     let mut plan = plan_layout(&reports, &paths.stem());
     warn_about_limits(&plan.layout);
@@ -76,27 +88,26 @@ fn convert(args: &Args) -> Result<()> {
         })
         .collect();
     merge_inputs.extend(messages);
-    // Views are written first and renamed into place after the trace: a full disk
-    // fails before anything is committed, and an interrupted run leaves neither.
-    let cfgs_dir = args
-        .cfgs_dir
-        .clone()
-        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
-    let views = views::prepare(&cfgs_dir)
+    checkpoint("layout planned");
+    views::write(&output_set.staged_views(), &marker_text(&paths))
         .with_context(|| format!("{}: cannot write the views", paths.prv.display()))?;
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
     let summary = write_trace_cut(
-        &paths,
+        &output_set.staged_trace(),
         &plan.layout,
         &merge_inputs,
         &catalog,
         cut.as_ref(),
-        &mut |n| progress.set(n),
+        &mut |n| {
+            progress.set(n);
+            checkpoint("merging");
+        },
     )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
-    views.commit()?;
+    checkpoint("trace written");
+    output_set.commit()?;
 
     if !args.quiet {
         eprintln!(
@@ -130,7 +141,7 @@ fn nvtx_range(
     reports: &[ReportTranslation],
     plan: &TracePlan,
 ) -> Result<Option<RangeWindow>> {
-    let Some(spec) = &args.nvtx_range else {
+    let Some(spec) = args.nvtx_range_spec() else {
         return Ok(None);
     };
     let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
@@ -175,12 +186,21 @@ fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Op
     })
 }
 
-/// Prints what a conversion would translate, from row counts only.
-fn dry_run(inputs: &[std::path::PathBuf], options: &Options) -> Result<()> {
-    let several = inputs.len() > 1;
-    let surveys: Vec<Survey> = inputs
+/// Prints what a conversion would translate, from row counts only, creating,
+/// exporting and changing nothing. Reports without an export yet are listed
+/// with the time their export would take.
+fn dry_run(found: &[Found], options: &Options) -> Result<()> {
+    let several = found.len() > 1;
+    let ready: Vec<&Input> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Ready(input) => Some(input),
+            Found::NeedsExport(_) => None,
+        })
+        .collect();
+    let surveys: Vec<Survey> = ready
         .par_iter()
-        .map(|p| survey_report(p, options, several))
+        .map(|i| survey_report(&i.export, &i.name, options, several))
         .collect::<Result<_, _>>()?;
     println!(
         "{:<40} {:<16} {:>5} {:>14}  rows per category",
@@ -201,17 +221,58 @@ fn dry_run(inputs: &[std::path::PathBuf], options: &Options) -> Result<()> {
             per.join(" ")
         );
     }
+    let to_export: Vec<&std::path::PathBuf> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::NeedsExport(report) => Some(report),
+            Found::Ready(_) => None,
+        })
+        .collect();
+    for report in &to_export {
+        println!(
+            "{:<40} needs `nsys export` first (rows counted once exported)",
+            report.display()
+        );
+    }
     let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
     let lines: u64 = surveys.iter().map(Survey::estimated_lines).sum();
     let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
     let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
     println!(
-        "{} reports on {} hosts: {rows} rows; about {lines} trace lines, {:.1} MB of .prv (before gzip)",
+        "{} reports on {} hosts: {rows} rows; about {lines} trace lines, {:.1} MB of .prv (before gzip); about {:.0} s to convert on {} threads",
         surveys.len(),
         hosts.len(),
-        bytes as f64 / 1e6
+        bytes as f64 / 1e6,
+        estimated_seconds(lines, jobs()),
+        jobs()
     );
+    if !to_export.is_empty() {
+        let report_bytes: u64 = to_export
+            .iter()
+            .filter_map(|r| std::fs::metadata(r).ok())
+            .map(|m| m.len())
+            .sum();
+        println!(
+            "{} reports need exporting with nsys first: {:.1} MB of reports, about {:.0} s of `nsys export` ({} at once)",
+            to_export.len(),
+            report_bytes as f64 / 1e6,
+            report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / jobs().min(to_export.len()) as f64,
+            jobs().min(to_export.len())
+        );
+    }
     Ok(())
+}
+
+/// Trace lines written per second and thread, conservatively (BENCHMARKS.md
+/// measures 1.2-2.5 M lines/s on 2 cores).
+const LINES_PER_SECOND_PER_THREAD: f64 = 500_000.0;
+
+/// `nsys export --type sqlite` throughput on report bytes (nsys 2022.4 here:
+/// about 1 MB/s on the samples, most of it start-up; large reports go faster).
+const NSYS_EXPORT_BYTES_PER_SECOND: f64 = 1.0e6;
+
+fn estimated_seconds(lines: u64, threads: usize) -> f64 {
+    lines as f64 / (LINES_PER_SECOND_PER_THREAD * threads.max(1) as f64)
 }
 
 fn sync_mode(arg: SyncArg) -> SyncMode {
@@ -353,9 +414,9 @@ fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Categ
     Ok(set)
 }
 
-fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[std::path::PathBuf]) -> Result<()> {
+fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result<()> {
     let out = [&paths.prv, &paths.pcf, &paths.row];
-    for input in inputs {
+    for input in inputs.iter().flat_map(|i| [&i.export, &i.name]) {
         let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.clone());
         if out
             .iter()
@@ -370,7 +431,7 @@ fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[std::path::PathBu
 /// Translates every report on the rayon pool (`-j` threads). Empty reports are left
 /// out with a warning unless all are empty.
 fn translate_all(
-    inputs: &[std::path::PathBuf],
+    inputs: &[Input],
     options: &Options,
     args: &Args,
 ) -> Result<Vec<ReportTranslation>> {
@@ -382,8 +443,8 @@ fn translate_all(
     ));
     let results: Vec<Result<ReportTranslation, TranslateError>> = inputs
         .par_iter()
-        .map(|path| {
-            let result = translate_report(path, options);
+        .map(|input| {
+            let result = translate_report(&input.export, &input.name, options);
             progress.lock().expect("progress lock").inc();
             result
         })
@@ -482,5 +543,6 @@ fn export_settings(args: &Args, paths: &OutputPaths) -> crate::nsys_export::Expo
     crate::nsys_export::ExportSettings {
         cache_dir: paths.prv.with_file_name(format!("{}.cache", paths.stem())),
         jobs: args.jobs.unwrap_or(0),
+        force: args.force_sqlite,
     }
 }

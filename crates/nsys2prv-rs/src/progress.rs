@@ -119,18 +119,3 @@ impl Progress {
         }
     }
 }
-
-/// On SIGINT/SIGTERM (Ctrl-C, Slurm's time limit), removes the files being
-/// written and exits 130: a killed run leaves no partial trace. (Spill files are
-/// unlinked at creation and vanish with the process.)
-pub fn remove_partial_output_on_interrupt() {
-    let installed = ctrlc::set_handler(|| {
-        paraver_writer::output::remove_pending_files_and_exit(
-            130,
-            "error: interrupted; partial output removed",
-        )
-    });
-    if let Err(e) = installed {
-        tracing::debug!("no interrupt handler: {e}");
-    }
-}

@@ -27,6 +27,12 @@ fn completions_and_man_page_are_generated() {
 fn usage_errors_exit_2() {
     let out = binary().arg("only-one-path.sqlite").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = binary().args(["a.sqlite", "b.txt"]).output().unwrap();
+    // An input given last by mistake is not taken as a trace name.
+    let out = binary().args(["a.sqlite", "b.sqlite"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("b.sqlite") && stderr.contains("NAME.prv"),
+        "{stderr}"
+    );
 }
