@@ -20,6 +20,7 @@ use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::time_span;
 use paraver_writer::{
     write_trace_cut, Cut, MemoryBudget, MergeInput, OutputPaths, SpillPolicy, TimeWindow,
+    WriteError,
 };
 use rayon::prelude::*;
 
@@ -67,13 +68,22 @@ fn convert(args: &Args) -> Result<()> {
     warn_about_limits(&plan.layout);
     let sync = align_clocks(&mut plan, &reports, sync_mode(args.sync));
     report_alignment(&sync, &reports, args.quiet);
+    if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
+        tracing::warn!(
+            "all {} reports come from {host} and share its clock, so their session start times already align them exactly; --sync {} moved them by up to {:.3} us to make the {} coincide, which hides the ranks' real skew (leave --sync out to keep it)",
+            reports.len(),
+            clap::ValueEnum::to_possible_value(&args.sync)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+            sync.skew_before_ns as f64 / 1e3,
+            sync.mode.describe(),
+        );
+    }
     let (messages, message_stats) = match_messages(&reports, &plan);
     report_messages(&message_stats);
 
     let range = nvtx_range(args, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
-    let records: u64 = reports.iter().map(|r| r.run.len() as u64).sum();
-    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -89,6 +99,9 @@ fn convert(args: &Args) -> Result<()> {
         .collect();
     merge_inputs.extend(messages);
     checkpoint("layout planned");
+    // MPI messages are records of their own.
+    let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
+    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
     views::write(&output_set.staged_views(), &marker_text(&paths))
         .with_context(|| format!("{}: cannot write the views", paths.prv.display()))?;
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
@@ -111,13 +124,14 @@ fn convert(args: &Args) -> Result<()> {
 
     if !args.quiet {
         eprintln!(
-            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} lines, {:.3} s of trace, in {:.2} s",
+            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} records ({} lines with the header), {:.3} s of trace, in {:.2} s",
             paths.prv.display(),
             report_count,
             plan.layout.nodes.len(),
             plan.layout.tasks.len(),
             plan.layout.thread_count(),
             summary.lines,
+            summary.lines + 1,
             summary.end_time as f64 / 1e9,
             started.elapsed().as_secs_f64()
         );
@@ -202,8 +216,8 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
         .par_iter()
         .map(|i| survey_report(&i.export, &i.name, options, several))
         .collect::<Result<_, _>>()?;
-    println!(
-        "{:<40} {:<16} {:>5} {:>14}  rows per category",
+    let mut text = format!(
+        "{:<40} {:<16} {:>5} {:>14}  rows per category\n",
         "report", "host", "rank", "rows"
     );
     for s in &surveys {
@@ -212,8 +226,8 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
             .iter()
             .map(|(c, n)| format!("{}={n}", c.name()))
             .collect();
-        println!(
-            "{:<40} {:<16} {:>5} {:>14}  {}",
+        text += &format!(
+            "{:<40} {:<16} {:>5} {:>14}  {}\n",
             s.path.display(),
             s.host.as_deref().unwrap_or("?"),
             s.rank.map_or("-".to_string(), |r| r.to_string()),
@@ -229,21 +243,20 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
         })
         .collect();
     for report in &to_export {
-        println!(
-            "{:<40} needs `nsys export` first (rows counted once exported)",
+        text += &format!(
+            "{:<40} needs `nsys export` first (its rows are counted once exported)\n",
             report.display()
         );
     }
     let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
-    let lines: u64 = surveys.iter().map(Survey::estimated_lines).sum();
     let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
     let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
-    println!(
-        "{} reports on {} hosts: {rows} rows; about {lines} trace lines, {:.1} MB of .prv (before gzip); about {:.0} s to convert on {} threads",
+    text += &format!(
+        "{} reports on {} hosts: {rows} rows; about {} of .prv (before gzip), {} to convert on {} threads\n",
         surveys.len(),
         hosts.len(),
-        bytes as f64 / 1e6,
-        estimated_seconds(lines, jobs()),
+        human_size(bytes),
+        human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * jobs() as f64)),
         jobs()
     );
     if !to_export.is_empty() {
@@ -252,27 +265,83 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
             .filter_map(|r| std::fs::metadata(r).ok())
             .map(|m| m.len())
             .sum();
-        println!(
-            "{} reports need exporting with nsys first: {:.1} MB of reports, about {:.0} s of `nsys export` ({} at once)",
+        let at_once = jobs().min(to_export.len());
+        text += &format!(
+            "{} reports need exporting with nsys first ({} of reports): {} of `nsys export`, {at_once} at once\n",
             to_export.len(),
-            report_bytes as f64 / 1e6,
-            report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / jobs().min(to_export.len()) as f64,
-            jobs().min(to_export.len())
+            human_size(report_bytes),
+            human_seconds(
+                to_export.len() as f64 * NSYS_EXPORT_START_SECONDS / at_once as f64
+                    + report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / at_once as f64
+            ),
         );
     }
-    Ok(())
+    print_stdout(&text)
 }
 
-/// Trace lines written per second and thread, conservatively (BENCHMARKS.md
-/// measures 1.2-2.5 M lines/s on 2 cores).
-const LINES_PER_SECOND_PER_THREAD: f64 = 500_000.0;
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn print_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("stdout"),
+        _ => Ok(()),
+    }
+}
 
-/// `nsys export --type sqlite` throughput on report bytes (nsys 2022.4 here:
-/// about 1 MB/s on the samples, most of it start-up; large reports go faster).
-const NSYS_EXPORT_BYTES_PER_SECOND: f64 = 1.0e6;
+/// `.prv` bytes written per second and worker thread, conservatively
+/// (BENCHMARKS.md: 1.2-2.5 M lines/s of ~50 bytes on 2 cores).
+const PRV_BYTES_PER_SECOND_PER_THREAD: f64 = 25.0e6;
 
-fn estimated_seconds(lines: u64, threads: usize) -> f64 {
-    lines as f64 / (LINES_PER_SECOND_PER_THREAD * threads.max(1) as f64)
+/// `nsys export --type sqlite`: nsys 2022.4 exports a 167 kB sample report in
+/// 0.03 s here; the rate on large reports is a conservative guess (no large
+/// real report to measure it on).
+const NSYS_EXPORT_START_SECONDS: f64 = 0.1;
+const NSYS_EXPORT_BYTES_PER_SECOND: f64 = 10.0e6;
+
+/// 3 significant digits: `25.9 kB`, `637 kB`, `1.27 MB`.
+fn human_size(bytes: u64) -> String {
+    let mut value = bytes as f64;
+    let mut unit = "B";
+    for next in ["kB", "MB", "GB", "TB"] {
+        if value < 1000.0 {
+            break;
+        }
+        value /= 1000.0;
+        unit = next;
+    }
+    let decimals = if unit == "B" || value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
+fn human_seconds(seconds: f64) -> String {
+    match seconds {
+        s if s < 1.0 => "under a second".into(),
+        s if s < 120.0 => format!("about {s:.0} s"),
+        s => format!("about {:.0} min", s / 60.0),
+    }
+}
+
+/// The host of every report, when there are several and all share one.
+fn one_host(reports: &[ReportTranslation]) -> Option<String> {
+    let hosts: std::collections::BTreeSet<_> =
+        reports.iter().map(|r| r.meta.hostname.clone()).collect();
+    match (reports.len(), hosts.into_iter().next()) {
+        (n, Some(Some(host)))
+            if n > 1
+                && reports
+                    .iter()
+                    .all(|r| r.meta.hostname.as_deref() == Some(&host)) =>
+        {
+            Some(host)
+        }
+        _ => None,
+    }
 }
 
 fn sync_mode(arg: SyncArg) -> SyncMode {
@@ -453,24 +522,30 @@ fn translate_all(
 
     let mut reports = Vec::with_capacity(results.len());
     let mut empty = Vec::new();
-    for result in results {
+    for (result, input) in results.into_iter().zip(inputs) {
         match result {
             Ok(report) => reports.push(report),
-            Err(TranslateError::Empty(path)) => empty.push(path),
-            Err(e) => return Err(e.into()),
+            Err(TranslateError::Empty(_)) => empty.push(input),
+            Err(e) => return Err(blame_the_right_place(e)),
         }
     }
     if reports.is_empty() {
         match empty.as_slice() {
-            [one] => return Err(TranslateError::Empty(one.clone()).into()),
+            [one] => bail!("{}: {}", one.name.display(), why_empty(one, options)),
             _ => bail!(
-                "none of the {} reports has events to translate",
-                empty.len()
+                "none of the {} reports has events in the selected categories ({})",
+                empty.len(),
+                selected(options)
             ),
         }
     }
-    for path in &empty {
-        tracing::warn!("{}: no events to translate; left out", path.display());
+    for input in &empty {
+        let why = why_empty(input, options);
+        if why.starts_with("nothing selected") {
+            tracing::info!("{}: {why}; left out", input.name.display());
+        } else {
+            tracing::warn!("{}: {why}; left out", input.name.display());
+        }
     }
     let reports = drop_duplicate_reports(reports);
     for report in &reports {
@@ -483,6 +558,46 @@ fn translate_all(
         log_counts(Path::new("all reports"), &total_counts(&reports));
     }
     Ok(reports)
+}
+
+/// Why a report gave no records: nothing at all, or only categories that
+/// `-t`/`--exclude` leave out (then it is not a problem of the report).
+fn why_empty(input: &Input, options: &Options) -> String {
+    let everything = Options::default();
+    let present: Vec<String> = survey_report(&input.export, &input.name, &everything, false)
+        .map(|s| s.rows)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(c, _)| !options.wants(*c))
+        .map(|(c, n)| format!("{} ({n} rows)", c.name()))
+        .collect();
+    if present.is_empty() {
+        "the report has no events to translate (no traced process has activity)".into()
+    } else {
+        format!(
+            "nothing selected to translate: the report has {}, which -t/--exclude leave out",
+            present.join(", ")
+        )
+    }
+}
+
+fn selected(options: &Options) -> String {
+    let names: Vec<&str> = options.categories.iter().map(|c| c.name()).collect();
+    names.join(", ")
+}
+
+/// A spill that fails is about the temporary directory, not the report.
+fn blame_the_right_place(e: TranslateError) -> anyhow::Error {
+    match e {
+        TranslateError::Write {
+            source: WriteError::Spill { dir, source },
+            ..
+        } => anyhow::anyhow!(
+            "{}: cannot write temporary files there ({source}); the reports are fine: free space there or give another directory with --tmp-dir DIR",
+            dir.display()
+        ),
+        e => e.into(),
+    }
 }
 
 /// The same report under two names (a copy, or a re-export) would double every
