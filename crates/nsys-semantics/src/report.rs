@@ -179,6 +179,7 @@ fn finish(
         .iter()
         .map(|&old| thread_keys[old as usize])
         .collect();
+    p2p.retain(|e| e.thread != paraver_writer::DISCARDED);
     for e in &mut p2p {
         e.thread = run.new_of_old[e.thread as usize];
     }

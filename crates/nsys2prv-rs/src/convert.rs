@@ -423,6 +423,7 @@ fn options(args: &Args, reports: usize) -> Result<Options> {
     }
     options.spill = Some(spill_policy(args, reports)?);
     options.decode_ahead = reports < jobs();
+    options.keep_nsys_threads = args.keep_nsys_threads;
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,

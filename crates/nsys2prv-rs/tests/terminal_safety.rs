@@ -304,6 +304,26 @@ fn the_dry_run_size_estimate_is_within_ten_percent_on_every_sample() {
 }
 
 // ---------------------------------------------------------------------------
+// Item 8: Nsight's own threads are hidden unless asked for.
+
+#[test]
+fn nsys_threads_are_hidden_unless_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = sample("samples/sched/sched.sqlite");
+    let prv = tmp.path().join("t.prv");
+    for (keep, shown) in [(false, false), (true, true)] {
+        let extra: &[&str] = if keep { &["--keep-nsys-threads"] } else { &[] };
+        let out = convert(&[&input], &prv, extra);
+        assert!(out.status.success(), "{}", stderr(&out));
+        check_trace(&prv);
+        let row = fs::read_to_string(tmp.path().join("t.row")).unwrap();
+        assert_eq!(row.contains("[NSys] ("), shown, "{row}");
+        assert_eq!(row.contains("[NSys Comms] ("), shown, "{row}");
+        assert!(row.contains("NVTX main ("), "{row}");
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Item 5: BSC nsys2prv's command lines, unchanged.
 
 /// `nsys2prv -t cuda_api_trace,nvtx_pushpop_trace -m in.sqlite out` as BSC's
