@@ -13,10 +13,9 @@ use nsys_semantics::cuts::NvtxRangeSpec;
     name = "nsys2prv-rs",
     version,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
-    after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),\n\
-                  graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx,\n\
-                  nccl, mpi, osrt, openmp, openacc, sched, or all.\n\
-                  Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv",
+    override_usage = USAGE,
+    after_help = SHORT_GUIDE,
+    after_long_help = long_guide(),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -24,9 +23,10 @@ pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// Nsight Systems exports (.sqlite) or directories holding them, then the
-    /// output trace (NAME.prv or NAME.prv.gz)
-    #[arg(required = true, num_args = 2.., value_name = "INPUT... OUTPUT")]
+    /// The reports (.nsys-rep, .qdrep, .sqlite exports, or directories of
+    /// them), then the output trace: NAME.prv, NAME.prv.gz, or NAME (NAME.prv is
+    /// written)
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
     /// Categories to translate, comma-separated (default: every category present)
@@ -60,7 +60,8 @@ pub struct Args {
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
     pub memory_limit: u64,
 
-    /// Where spilled records go (default: next to the output); removed at exit
+    /// Where spilled records go (default: the output's directory), in unnamed
+    /// files that vanish with the process
     #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
 
@@ -104,7 +105,8 @@ pub struct Args {
     pub report: bool,
 
     /// Only say what would be translated: reports, hosts, ranks, rows per
-    /// category, estimated trace size (row counts only; nothing is written)
+    /// category, estimated trace size and time, reports that need exporting
+    /// (row counts only; creates, exports and changes nothing)
     #[arg(long)]
     pub dry_run: bool,
 
@@ -161,6 +163,63 @@ pub struct ReportArgs {
     /// Print only; write no JSON or CSV files
     #[arg(long)]
     pub no_files: bool,
+}
+
+const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
+       nsys2prv-rs report [OPTIONS] <TRACE>
+       nsys2prv-rs completions <SHELL>
+       nsys2prv-rs man";
+
+const CATEGORIES: &str =
+    "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),
+graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt,
+openmp, openacc, sched, or all; BSC nsys2prv's names (cuda_api_trace, cuda_gpu_trace,
+nvtx_pushpop_trace, nvtx_startend_trace, mpi_event_trace, pthread) too.";
+
+const SHORT_GUIDE: &str = concat!(
+    "Categories: cuda-api, kernels, memory, sync (cuda), graphs, host-functions, cuda-events,\n",
+    "gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, openacc, sched, all.\n",
+    "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep run.prv\n",
+    "--help tells more: inputs and nsys, the output set, exit status, signals, environment."
+);
+
+/// The long help's sections, also the man page's (title, text).
+pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
+    ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR). They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
+    ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
+    ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
+    ("BSC NSYS2PRV", "Its command lines run unchanged: its -t names are accepted; -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; an output name without extension gets .prv. Its options without an equivalent are refused with what to use instead."),
+];
+
+const EXAMPLE: &str = "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep run.prv";
+
+/// `--help`'s text after the options: the categories, an example and the
+/// sections of the man page.
+fn long_guide() -> String {
+    let mut text = format!("{CATEGORIES}\n\n{EXAMPLE}");
+    for (title, body) in GUIDE_SECTIONS {
+        text += &format!("\n\n{title}\n{}", wrap(body, 96));
+    }
+    text
+}
+
+/// `text` broken into lines of at most `width` columns, at spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines.join("\n")
 }
 
 /// `--time-window`: nanoseconds from the start of the uncut trace.
@@ -278,11 +337,54 @@ pub fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the man page (roff) to stdout.
+/// Writes the man page (roff) to stdout: clap's sections, then the
+/// subcommands (without references to pages that do not exist) and the guide.
 pub fn print_man_page() -> anyhow::Result<()> {
     let command = <Args as clap::CommandFactory>::command();
-    clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+    let man = clap_mangen::Man::new(command.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    out.extend_from_slice(b".SH COMMANDS\n");
+    for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        out.extend_from_slice(
+            format!(".TP\n\\fB{}\\fR\n{}\n", roff(sub.get_name()), roff(&about)).as_bytes(),
+        );
+    }
+    out.extend_from_slice(
+        format!(
+            ".PP\n{}\n",
+            roff("See `nsys2prv-rs report --help` for the report's options.")
+        )
+        .as_bytes(),
+    );
+    out.extend_from_slice(format!(".SH CATEGORIES\n{}\n", roff(CATEGORIES)).as_bytes());
+    out.extend_from_slice(format!(".SH EXAMPLE\n{}\n", roff(EXAMPLE)).as_bytes());
+    for (title, text) in GUIDE_SECTIONS {
+        out.extend_from_slice(format!(".SH {title}\n{}\n", roff(text)).as_bytes());
+    }
+    man.render_version_section(&mut out)?;
+    use std::io::Write;
+    std::io::stdout().write_all(&out)?;
     Ok(())
+}
+
+/// Text safe in roff: backslashes and hyphens escaped, no line starting with a
+/// control character.
+fn roff(text: &str) -> String {
+    text.replace('\\', "\\e")
+        .replace('-', "\\-")
+        .lines()
+        .map(|l| match l.starts_with(['.', '\'']) {
+            true => format!("\\&{l}"),
+            false => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub fn is_usage_error(e: &anyhow::Error) -> bool {
