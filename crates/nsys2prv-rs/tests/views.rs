@@ -821,3 +821,63 @@ fn a_conversion_installs_every_bundled_cfg() {
         assert!(pcf.contains(label), "{label}");
     }
 }
+
+/// The views written beside a trace list only the event types it has (Paraver
+/// asks whether to go on for each listed type it does not find): on a CUDA trace
+/// without NCCL kernels, no view lists the NCCL kernel type next to others.
+#[test]
+fn views_beside_a_trace_list_only_its_types() {
+    use nsys_synth::{write_export, SchemaVersion, SynthSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("no_nccl.sqlite");
+    write_export(&SynthSpec::small(SchemaVersion::V3_24), &input).unwrap();
+    let conn = rusqlite::Connection::open(&input).unwrap();
+    let removed = conn
+        .execute(
+            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName IN
+             (SELECT id FROM StringIds WHERE value LIKE 'nccl%')",
+            [],
+        )
+        .unwrap();
+    drop(conn);
+    assert!(removed > 0);
+    let out = dir.path().join("t.prv");
+    let result = convert(&[&input], &out, &[]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let stats = check_trace(&out);
+    assert_eq!(begins(&stats, 63_000_007), 0);
+    let occurs =
+        |ty: u32| stats.event_begins.contains_key(&ty) || stats.event_ends.contains_key(&ty);
+    let installed = dir.path().join("t.cfgs");
+    let mut fitted = Vec::new();
+    for path in all_cfgs(&installed) {
+        let rel = path.strip_prefix(&installed).unwrap().display().to_string();
+        let cfg = parse_cfg(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        check_cfg(&cfg).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        for w in cfg
+            .windows
+            .iter()
+            .filter(|w| w.types.iter().any(|&t| occurs(t)))
+        {
+            let missing: Vec<u32> = w.types.iter().copied().filter(|&t| !occurs(t)).collect();
+            assert!(missing.is_empty(), "{rel}: '{}' lists {missing:?}", w.name);
+        }
+        let bundled = std::fs::read_to_string(cfgs_dir().join(&rel)).unwrap();
+        if std::fs::read_to_string(&path).unwrap() != bundled {
+            fitted.push(rel);
+        }
+    }
+    assert_eq!(
+        fitted,
+        [
+            "analysis/gpu_active.cfg",
+            "efficiency/communication_efficiency.cfg",
+            "efficiency/orchestration_efficiency.cfg",
+            "views/cuda_activities.cfg",
+        ]
+    );
+}
