@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::*;
-use nsys_semantics::catalog::{pcf_catalog, TAG_LAUNCH, TAG_MEMORY};
+use nsys_semantics::catalog::{pcf_catalog, CUDA_TAGS};
 
 const THREAD_FUNCTIONS: &[&str] = &[
     "State As Is",
@@ -622,9 +622,13 @@ fn check_cfg(cfg: &Cfg) -> Result<Vec<(u32, String)>, String> {
             return Err(at("tag filter function and tag list disagree"));
         }
         for tag in &w.tags {
-            if ![TAG_LAUNCH, TAG_MEMORY].contains(tag) {
+            if !CUDA_TAGS.contains(tag) {
                 return Err(at(&format!("tag {tag} is not one the tool writes")));
             }
+        }
+        // "Everything but CUDA lines" (MPI messages) must leave out every CUDA tag.
+        if tag_fn == "!=" && CUDA_TAGS.iter().any(|t| !w.tags.contains(t)) {
+            return Err(at("a tag filter for MPI messages lets CUDA lines through"));
         }
         types.extend(w.types.iter().copied().zip(w.labels.iter().cloned()));
     }
@@ -761,6 +765,17 @@ fn the_checker_rejects_what_paraver_rejects() {
     );
     assert_ne!(swapped, good);
     assert!(parse_cfg_text(dir.path(), &swapped).is_err());
+    // MPI messages without CUDA event waits and host callbacks (paramedir found
+    // the view empty, yet drawing those lines, on CUDA traces).
+    let mpi = std::fs::read_to_string(cfgs_dir().join("views/mpi_messages.cfg")).unwrap();
+    assert!(parse_cfg_text(dir.path(), &mpi).is_ok());
+    let leaky = mpi.replacen(
+        "tag_msg 4 55001 55002 55003 55004",
+        "tag_msg 2 55001 55002",
+        1,
+    );
+    assert_ne!(leaky, mpi);
+    assert!(parse_cfg_text(dir.path(), &leaky).is_err());
 }
 
 /// Parses and checks cfg text, including the types against the catalog.
