@@ -183,6 +183,7 @@ const WINDOW_TAGS: &[&str] = &[
     "window_selected_functions",
     "window_compose_functions",
     "window_filter_module",
+    "window_semantic_module",
     "window_factors",
     "window_operation",
     "window_identifiers",
@@ -279,6 +280,39 @@ fn parse_functions(text: &str) -> Result<(usize, Vec<(String, String)>), String>
         entries.push((level.to_string(), function.to_string()));
     }
     Ok((count, entries))
+}
+
+/// `LEVEL FUNCTION { N, { K v1 ... vK, ... } }` (the parameters of the window's
+/// function at LEVEL) → (level, function, each parameter's values).
+fn parse_semantic_module(text: &str) -> Result<(&str, &str, Vec<Vec<f64>>), String> {
+    let (level, rest) = text.split_once(' ').ok_or("no level")?;
+    let (function, params) = rest.split_once(" { ").ok_or("no { N, { ... } }")?;
+    let (count, list) = params.split_once(", { ").ok_or("no parameter list")?;
+    let count: usize = count.parse().map_err(|_| "bad parameter count")?;
+    let list = list
+        .strip_suffix(" } }")
+        .ok_or("parameter list not closed")?;
+    let values = list
+        .split(", ")
+        .map(|param| {
+            let mut words = param.split(' ');
+            let n: usize = words
+                .next()
+                .and_then(|n| n.parse().ok())
+                .ok_or("bad value count")?;
+            let values: Vec<f64> = words
+                .map(|v| v.parse().map_err(|_| "bad value"))
+                .collect::<Result<_, _>>()?;
+            if values.len() != n {
+                return Err("value count differs from the values listed");
+            }
+            Ok(values)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if values.len() != count {
+        return Err("parameter count differs from the parameters listed".into());
+    }
+    Ok((level, function, values))
 }
 
 /// Quoted labels: `"a" "b c"`.
@@ -525,6 +559,18 @@ fn parse_cfg(path: &Path) -> Result<Cfg, String> {
                         }
                     }
                     _ => return Err(at("filter module not used by the views".into())),
+                }
+            }
+            "window_semantic_module" => {
+                let (level, function, params) = parse_semantic_module(value).map_err(at)?;
+                // Paraver ignores parameters of a function the window does not use.
+                if w.functions.get(level).map(String::as_str) != Some(function) {
+                    return Err(at(format!(
+                        "parameters of '{function}', not the window's {level} function"
+                    )));
+                }
+                if params.is_empty() {
+                    return Err(at("no parameters".into()));
                 }
             }
             "window_factors" => {
@@ -776,6 +822,16 @@ fn the_checker_rejects_what_paraver_rejects() {
     );
     assert_ne!(leaky, mpi);
     assert!(parse_cfg_text(dir.path(), &leaky).is_err());
+    // Parameters must be those of the window's function, or Paraver drops them.
+    let gaps = std::fs::read_to_string(cfgs_dir().join("analysis/gpu_idle_gaps.cfg")).unwrap();
+    assert!(parse_cfg_text(dir.path(), &gaps).is_ok());
+    let misplaced = gaps.replacen(
+        "window_semantic_module thread State Record Dur.",
+        "window_semantic_module thread State As Is",
+        1,
+    );
+    assert_ne!(misplaced, gaps);
+    assert!(parse_cfg_text(dir.path(), &misplaced).is_err());
 }
 
 /// Parses and checks cfg text, including the types against the catalog.
