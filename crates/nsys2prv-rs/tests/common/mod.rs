@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use paraver_writer::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
+pub mod fixtures;
+pub mod paramedir;
+
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("NSYS2PRV_CORPUS")
