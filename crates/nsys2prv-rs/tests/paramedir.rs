@@ -348,20 +348,9 @@ fn expected(windows: &[ViewWindow], trace: &Trace) -> Expected {
 
 /// Every `.cfg` under `dir`, sorted.
 fn views_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "cfg") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut views = files_under(dir);
+    views.retain(|p| p.extension().is_some_and(|e| e == "cfg"));
+    views
 }
 
 /// What paramedir did with the views of a trace.

@@ -210,23 +210,6 @@ fn cfgs_dir() -> PathBuf {
     workspace_root().join("cfgs")
 }
 
-fn all_cfgs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// One window as the loader builds it.
 #[derive(Default, Debug)]
 struct Window {
@@ -743,7 +726,7 @@ fn every_bundled_cfg_parses_and_names_emitted_types_by_their_labels() {
         .into_iter()
         .map(|t| (t.ty, t.label))
         .collect();
-    let files = all_cfgs(&cfgs_dir());
+    let files = files_under(&cfgs_dir());
     assert!(files.len() >= 40, "only {} cfgs", files.len());
     let mut folders = BTreeSet::new();
     let mut failures = Vec::new();
@@ -811,27 +794,32 @@ fn the_checker_rejects_what_paraver_rejects() {
     );
     assert_ne!(swapped, good);
     assert!(parse_cfg_text(dir.path(), &swapped).is_err());
-    // MPI messages without CUDA event waits and host callbacks (paramedir found
-    // the view empty, yet drawing those lines, on CUDA traces).
-    let mpi = std::fs::read_to_string(cfgs_dir().join("views/mpi_messages.cfg")).unwrap();
-    assert!(parse_cfg_text(dir.path(), &mpi).is_ok());
-    let leaky = mpi.replacen(
-        "tag_msg 4 55001 55002 55003 55004",
-        "tag_msg 2 55001 55002",
-        1,
-    );
-    assert_ne!(leaky, mpi);
-    assert!(parse_cfg_text(dir.path(), &leaky).is_err());
-    // Parameters must be those of the window's function, or Paraver drops them.
-    let gaps = std::fs::read_to_string(cfgs_dir().join("analysis/gpu_idle_gaps.cfg")).unwrap();
-    assert!(parse_cfg_text(dir.path(), &gaps).is_ok());
-    let misplaced = gaps.replacen(
-        "window_semantic_module thread State Record Dur.",
-        "window_semantic_module thread State As Is",
-        1,
-    );
-    assert_ne!(misplaced, gaps);
-    assert!(parse_cfg_text(dir.path(), &misplaced).is_err());
+    // Edits of other views.
+    let others = [
+        // MPI messages that let CUDA event waits and host callbacks through
+        // (paramedir found the view empty on CUDA traces, yet drawing them).
+        (
+            "views/mpi_messages.cfg",
+            "tag_msg 4 55001 55002 55003 55004",
+            "tag_msg 2 55001 55002",
+        ),
+        // Parameters of another function than the window's: Paraver drops them.
+        (
+            "analysis/gpu_idle_gaps.cfg",
+            "window_semantic_module thread State Record Dur.",
+            "window_semantic_module thread State As Is",
+        ),
+    ];
+    for (view, from, to) in others {
+        let good = std::fs::read_to_string(cfgs_dir().join(view)).unwrap();
+        assert!(parse_cfg_text(dir.path(), &good).is_ok(), "{view}");
+        assert!(good.contains(from), "{view}: {from}");
+        let bad = good.replacen(from, to, 1);
+        assert!(
+            parse_cfg_text(dir.path(), &bad).is_err(),
+            "{view}: accepted {from} -> {to}"
+        );
+    }
 }
 
 /// Parses and checks cfg text, including the types against the catalog.
@@ -864,8 +852,8 @@ fn a_conversion_installs_every_bundled_cfg() {
         String::from_utf8_lossy(&result.stderr)
     );
     let installed = dir.path().join("t.cfgs");
-    let bundled = all_cfgs(&cfgs_dir());
-    let copies = all_cfgs(&installed);
+    let bundled = files_under(&cfgs_dir());
+    let copies = files_under(&installed);
     let rel = |base: &Path, files: &[PathBuf]| -> Vec<String> {
         files
             .iter()
@@ -925,7 +913,7 @@ fn views_beside_a_trace_list_only_its_types() {
         |ty: u32| stats.event_begins.contains_key(&ty) || stats.event_ends.contains_key(&ty);
     let installed = dir.path().join("t.cfgs");
     let mut fitted = Vec::new();
-    for path in all_cfgs(&installed) {
+    for path in files_under(&installed) {
         let rel = path.strip_prefix(&installed).unwrap().display().to_string();
         let cfg = parse_cfg(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
         check_cfg(&cfg).unwrap_or_else(|e| panic!("{rel}: {e}"));
