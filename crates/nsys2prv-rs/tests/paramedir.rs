@@ -30,6 +30,8 @@ use paraver_writer::validate::{validate_trace, TraceStats};
 struct Case {
     name: String,
     inputs: Vec<PathBuf>,
+    /// Written as `.prv.gz` (in gzip members, compressed in parallel).
+    gzip: bool,
 }
 
 impl Case {
@@ -37,6 +39,7 @@ impl Case {
         Case {
             name: name.to_owned(),
             inputs,
+            gzip: false,
         }
     }
 }
@@ -59,6 +62,13 @@ fn sample_cases() -> Vec<Case> {
         Case::new("mpi_2ranks", ranks("mpi_2ranks", 2)),
         Case::new("mpi_3ranks", ranks("mpi_3ranks", 3)),
         Case::new("cuda_2025.5", vec![sample("synthetic/cuda_2025.5.sqlite")]),
+        Case {
+            gzip: true,
+            ..Case::new(
+                "cuda_2025.5 gzip",
+                vec![sample("synthetic/cuda_2025.5.sqlite")],
+            )
+        },
         Case::new(
             "4ranks_2hosts_2022.4",
             ranks("synthetic/4ranks_2hosts_2022.4", 4),
@@ -231,6 +241,8 @@ fn synthetic_job(
 /// A converted trace and what it holds, as far as views care.
 struct Trace {
     prv: PathBuf,
+    /// `NAME.cfgs`, the views written for it.
+    views: PathBuf,
     stats: TraceStats,
 }
 
@@ -246,7 +258,7 @@ fn convert_case(case: &Case, dir: &Path) -> Trace {
             }
         })
         .collect();
-    let prv = dir.join(format!("{name}.prv"));
+    let prv = dir.join(format!("{name}.prv{}", if case.gzip { ".gz" } else { "" }));
     let refs: Vec<&Path> = case.inputs.iter().map(PathBuf::as_path).collect();
     let result = convert(&refs, &prv, &[]);
     assert!(
@@ -260,15 +272,19 @@ fn convert_case(case: &Case, dir: &Path) -> Trace {
     assert!(errors.is_empty(), "{}:\n{}", case.name, errors.join("\n"));
     Trace {
         prv,
+        views: dir.join(format!("{name}.cfgs")),
         stats: report.stats,
     }
 }
 
-impl Trace {
-    fn views_dir(&self) -> PathBuf {
-        self.prv.with_extension("cfgs")
-    }
+/// `NAME.<ext>` beside a `NAME.prv[.gz]`.
+fn sibling(prv: &Path, ext: &str) -> PathBuf {
+    let name = prv.to_str().unwrap();
+    let base = name.strip_suffix(".gz").unwrap_or(name);
+    PathBuf::from(format!("{}.{ext}", base.strip_suffix(".prv").unwrap()))
+}
 
+impl Trace {
     /// A type occurs in the body (with any value): paramedir's "loaded".
     fn loads(&self, ty: u32) -> bool {
         self.stats.event_begins.contains_key(&ty) || self.stats.event_ends.contains_key(&ty)
@@ -368,8 +384,8 @@ struct Outcome {
 /// Evaluates every view written for `trace` in one paramedir run and checks what
 /// it did against [`expected`].
 fn check_views(paramedir: &Path, case: &Case, trace: &Trace) -> Outcome {
-    let dir = trace.views_dir();
-    let views = views_under(&dir);
+    let dir = &trace.views;
+    let views = views_under(dir);
     let run = run(paramedir, &trace.prv, &views, &["-npr"]);
     let mut out = Outcome::default();
     let mut problem = |p: String| out.problems.push(format!("{}: {p}", case.name));
@@ -380,7 +396,7 @@ fn check_views(paramedir: &Path, case: &Case, trace: &Trace) -> Outcome {
         problem(format!("paramedir: {line}"));
     }
     for (i, view) in views.iter().enumerate() {
-        let rel = view.strip_prefix(&dir).unwrap().display().to_string();
+        let rel = view.strip_prefix(dir).unwrap().display().to_string();
         let windows = view_windows(&std::fs::read_to_string(view).unwrap());
         let want = expected(&windows, trace);
         let said = run.messages(i);
@@ -444,12 +460,11 @@ fn every_view_loads_in_paramedir_on_every_trace() {
             outcome.absent
         );
         problems.extend(outcome.problems);
-        all_views.extend(views_under(&trace.views_dir()).iter().map(|v| {
-            v.strip_prefix(trace.views_dir())
-                .unwrap()
-                .display()
-                .to_string()
-        }));
+        all_views.extend(
+            views_under(&trace.views)
+                .iter()
+                .map(|v| v.strip_prefix(&trace.views).unwrap().display().to_string()),
+        );
         for view in outcome.filled {
             filled.entry(view).or_default().push(case.name.clone());
         }
@@ -473,7 +488,7 @@ fn every_view_loads_in_paramedir_on_every_trace() {
 
 /// `NAME.report.<suffix>` of `report`, as rows of fields (header first).
 fn report_csv(prv: &Path, suffix: &str) -> Vec<Vec<String>> {
-    let path = prv.with_extension(format!("report.{suffix}"));
+    let path = sibling(prv, &format!("report.{suffix}"));
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()
@@ -491,7 +506,7 @@ struct ReportGpu {
 
 /// Tasks (1-based) of the `.row`.
 fn task_count(prv: &Path) -> usize {
-    let row = std::fs::read_to_string(prv.with_extension("row")).unwrap();
+    let row = std::fs::read_to_string(sibling(prv, "row")).unwrap();
     let header = row
         .lines()
         .find(|l| l.starts_with("LEVEL TASK SIZE "))
@@ -543,7 +558,7 @@ fn compare_efficiency(paramedir: &Path, case: &Case, trace: &Trace) -> (Vec<Stri
         "parallel_efficiency",
     ]
     .iter()
-    .map(|v| trace.views_dir().join(format!("efficiency/{v}.cfg")))
+    .map(|v| trace.views.join(format!("efficiency/{v}.cfg")))
     .collect();
     let run = run(paramedir, &trace.prv, &views, &["-npr"]);
     assert!(
@@ -653,7 +668,7 @@ fn report_efficiency_equals_what_paramedir_computes_from_the_efficiency_views() 
 
 /// State labels of the `.pcf` (`STATES` section): label → state.
 fn state_labels(prv: &Path) -> BTreeMap<String, u32> {
-    let pcf = std::fs::read_to_string(prv.with_extension("pcf")).unwrap();
+    let pcf = std::fs::read_to_string(sibling(prv, "pcf")).unwrap();
     pcf.lines()
         .skip_while(|l| *l != "STATES")
         .skip(1)
@@ -692,7 +707,7 @@ fn gpu_idle_gaps_averages_the_records_of_every_state() {
             .or_default();
         *cell = (cell.0 + end - begin, cell.1 + 1.0);
     }
-    let view = trace.views_dir().join("analysis/gpu_idle_gaps.cfg");
+    let view = trace.views.join("analysis/gpu_idle_gaps.cfg");
     let run = run(&paramedir, &trace.prv, &[view], &["-npr"]);
     assert!(run.unexpected_lines().is_empty() && run.messages(0).is_empty());
     let Some(Ok(ViewResult::Histogram(h))) = run.result(0) else {
