@@ -119,6 +119,7 @@ fn convert(args: &Args) -> Result<()> {
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
+    views::fit_to(&output_set.staged_views(), &summary.event_types)?;
     checkpoint("trace written");
     output_set.commit()?;
 
