@@ -149,7 +149,7 @@ mod tests {
     fn rates_have_three_significant_digits() {
         assert_eq!(super::rate(849.7), "850/s");
         assert_eq!(super::rate(12_345.678), "12.3 k/s");
-        assert_eq!(super::rate(523_424.1234), "523 k/s");
+        assert_eq!(super::rate(523_424.123_4), "523 k/s");
         assert_eq!(super::rate(1_523_424.0), "1.52 M/s");
     }
 }
