@@ -357,10 +357,13 @@ fn parse_owner(owner: &str) -> Option<(&str, u32)> {
 fn is_old_temporary(file: &str, name: &str) -> bool {
     let random = |s: &str| s.len() == 6 && s.chars().all(|c| c.is_ascii_alphanumeric());
     if let Some(rest) = file.strip_prefix(&format!(".{name}.")) {
-        for ext in ["prv.", "prv.gz.", "pcf.", "row."] {
-            if let Some(r) = rest.strip_prefix(ext).and_then(|r| r.strip_suffix(".tmp")) {
-                return random(r);
-            }
+        let temporary = ["prv.", "prv.gz.", "pcf.", "row."].iter().any(|ext| {
+            rest.strip_prefix(ext)
+                .and_then(|r| r.strip_suffix(".tmp"))
+                .is_some_and(random)
+        });
+        if temporary {
+            return true;
         }
     }
     // Views: `.NAME.XXXXXX` where NAME is a views directory's name.
