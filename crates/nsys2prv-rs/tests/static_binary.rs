@@ -55,26 +55,14 @@ fn directory_with(reports: &[&Path]) -> tempfile::TempDir {
     dir
 }
 
-/// Every file under `dir`, as (path relative to `dir`, contents), sorted by path.
-fn files_under(dir: &Path, skip: &[&str]) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        for entry in fs::read_dir(&current).unwrap() {
-            let path = entry.unwrap().path();
-            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
-            if skip.iter().any(|name| relative == Path::new(name)) {
-                continue;
-            }
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                files.push((relative, fs::read(&path).unwrap()));
-            }
-        }
-    }
-    files.sort();
-    files
+/// Every file under `dir` but those named in `skip`, as (path relative to `dir`, contents).
+fn written_files(dir: &Path, skip: &[&str]) -> Vec<(PathBuf, Vec<u8>)> {
+    files_under(dir)
+        .into_iter()
+        .map(|path| (path.strip_prefix(dir).unwrap().to_path_buf(), path))
+        .filter(|(relative, _)| !skip.iter().any(|name| relative == Path::new(name)))
+        .map(|(relative, path)| (relative, fs::read(path).unwrap()))
+        .collect()
 }
 
 /// Converts `reports` into `output` with the static binary inside an empty root and with the
@@ -135,8 +123,8 @@ fn converts_like_the_normal_build(
 
     let mut skip = names.clone();
     skip.push("nsys2prv-rs");
-    let from_static = files_under(root.path(), &skip);
-    let from_normal = files_under(normal_dir.path(), &names);
+    let from_static = written_files(root.path(), &skip);
+    let from_normal = written_files(normal_dir.path(), &names);
     let listed = |files: &[(PathBuf, Vec<u8>)]| -> Vec<PathBuf> {
         files.iter().map(|(path, _)| path.clone()).collect()
     };
