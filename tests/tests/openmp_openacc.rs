@@ -1,12 +1,10 @@
 //! OpenMP on real LLVM libomp exports (every row kept, nesting kept, ranges nsys
 //! left open closed, valid traces) and OpenACC on a small synthetic export.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use end_to_end::*;
 use rusqlite::Connection;
 
 const OMP_PARALLEL: u32 = 60_002;

@@ -1,14 +1,12 @@
 //! `nsys2prv-rs report` on hand-made traces with known answers (4 ranks with a
 //! designed imbalance), on `.prv.gz`, and `--report` after a conversion.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
+use end_to_end::*;
 
 /// Threads of the 4 tasks: a CPU thread, then GPU stream rows.
 const TASKS: [&[&str]; 4] = [

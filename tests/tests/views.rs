@@ -6,12 +6,10 @@
 //! the tool (`pcf_catalog()`) under the label the `.pcf` gives it. The conversion
 //! installs exactly these files.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::*;
+use end_to_end::*;
 use nsys_semantics::catalog::{pcf_catalog, TAG_LAUNCH, TAG_MEMORY};
 
 const THREAD_FUNCTIONS: &[&str] = &[

@@ -1,10 +1,8 @@
 //! An interrupted run (SIGINT, or Slurm's SIGTERM) leaves no partial output.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthSpec};
 
 #[test]

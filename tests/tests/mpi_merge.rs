@@ -2,12 +2,10 @@
 //! `--sync mpi-init` lining up the MPI_Init ends, and (with `MPI_*` tables) every
 //! send paired with its receive.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use end_to_end::*;
 
 const MPI_OTHER: u32 = 50_000_003;
 const MPI_INIT: i64 = 31;

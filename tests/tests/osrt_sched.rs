@@ -4,12 +4,10 @@
 //! call states sit on CPU threads only, switch-ins become 66600000 runs with the
 //! right CPUs, switch-out states become 66600001 values, and the trace validates.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::*;
+use end_to_end::*;
 
 const OSRT_CALL: u32 = 66_400_000;
 const PTHREAD_CALL: u32 = 61_000_000;

@@ -5,15 +5,13 @@
 //! input twice) translate into a valid trace. A property test mutates real and
 //! synthetic exports and checks that the tool either translates or fails cleanly.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::*;
+use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthCounts, SynthSpec};
 use paraver_writer::validate::{validate_trace, TraceStats};
 use proptest::prelude::*;
@@ -636,7 +634,7 @@ fn disk_full_by_file_size_limit(case: &Case, input: &Path) {
         .arg("-c")
         .arg("ulimit -f 128; trap '' XFSZ; exec \"$@\"")
         .arg("sh")
-        .arg(env!("CARGO_BIN_EXE_nsys2prv-rs"))
+        .arg(binary_path())
         .arg("-q")
         .arg(input)
         .arg(&prv)

@@ -2,12 +2,10 @@
 //! the cut (every record inside is the uncut trace's record, shifted), re-open at
 //! the start what straddles it, and close at the end what is still open.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use common::*;
+use end_to_end::*;
 
 /// A record line: kind, `cpu:appl:task:thread`, times and the rest.
 #[derive(Clone, Debug)]

@@ -1,11 +1,9 @@
 //! End-to-end tests on synthetic exports of every supported schema version: counts
 //! preserved, traces valid, golden files, input-order independence, gzip output.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthCounts, SynthSpec};
 
 fn small_export(dir: &Path, schema: SchemaVersion) -> (PathBuf, SynthCounts) {

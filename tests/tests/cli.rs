@@ -1,8 +1,6 @@
 //! The binary's own helpers: completions, man page, usage errors.
 
-mod common;
-
-use common::*;
+use end_to_end::*;
 
 #[test]
 fn completions_and_man_page_are_generated() {

@@ -3,12 +3,10 @@
 //! file must translate into a trace that passes the validator and `ptd comprovar`,
 //! with as many kernel, memory and API intervals as the export has rows.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::*;
+use end_to_end::*;
 
 struct Entry {
     relpath: String,

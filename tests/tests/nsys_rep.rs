@@ -2,12 +2,10 @@
 //! NSYS_HOME or PATH (a scripted stand-in here, so the test needs no Nsight
 //! install), reused on re-runs, and clear errors when `nsys` is missing or too old.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
+use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthSpec};
 
 /// An NSYS_HOME whose `bin/nsys` copies `source` to the requested output, or

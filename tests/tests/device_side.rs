@@ -4,12 +4,10 @@
 //! corpus exports that have CUDA events. Counts preserved, samples on the right GPU
 //! row, values within the recorded range, every trace valid.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use common::*;
+use end_to_end::*;
 use nsys_synth::{
     write_export, SchemaVersion, SynthCounts, SynthDeviceSide, SynthGraphMode, SynthSpec,
 };

@@ -2,12 +2,10 @@
 //! nesting survives (replayed per thread and type from the trace), overlapping
 //! start/end ranges get lanes, and NCCL payloads reach the kernels they launched.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::*;
+use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthSpec};
 
 /// NVTX range and mark types: default domain block, named domain blocks, lanes.

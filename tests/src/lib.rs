@@ -1,0 +1,123 @@
+//! Helpers shared by the end-to-end tests (`tests/tests/*.rs`): the binary under
+//! test, the corpus, conversions and trace checks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use paraver_writer::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
+
+/// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("NSYS2PRV_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("../shared/corpus"));
+    if dir.join("MANIFEST.tsv").is_file() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "note: no corpus at {} (set NSYS2PRV_CORPUS); corpus checks skipped",
+            dir.display()
+        );
+        None
+    }
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `nsys2prv-rs` binary under test: `$NSYS2PRV_BIN` when set (e.g. a release or
+/// static build), else the workspace's own, built by cargo on first use.
+///
+/// `CARGO_BIN_EXE_*` exists only for the binary's own package, and a path guessed
+/// beside this test's executable may hold a stale binary (`cargo test -p end-to-end`
+/// does not build it). So the first call asks cargo to build it, with the profile this
+/// test was built with, and takes its path from cargo's JSON messages: nothing is
+/// guessed, and an up-to-date binary costs one no-op build per test executable.
+/// `cargo test` releases its build lock before it runs the tests, so the nested build
+/// cannot wait on it.
+pub fn binary_path() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| match std::env::var_os("NSYS2PRV_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => build_binary(),
+    })
+}
+
+pub fn binary() -> Command {
+    Command::new(binary_path())
+}
+
+fn build_binary() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["build", "--message-format=json-render-diagnostics"])
+        .args(["-p", "nsys2prv-rs", "--bin", "nsys2prv-rs"])
+        .args(["--profile", test_profile()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("run cargo to build nsys2prv-rs (set NSYS2PRV_BIN to test a given binary)");
+    assert!(out.status.success(), "cargo could not build nsys2prv-rs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "nsys2prv-rs")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .expect("cargo reported no nsys2prv-rs executable")
+}
+
+/// The cargo profile this test executable was built with, from the directory cargo
+/// put it in (`target/debug/deps/`, `target/release/deps/`, `target/NAME/deps/`).
+fn test_profile() -> &'static str {
+    static PROFILE: OnceLock<String> = OnceLock::new();
+    PROFILE.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test's own path");
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name);
+        match dir.and_then(|d| d.to_str()) {
+            None | Some("debug") => "dev".to_string(),
+            Some(name) => name.to_string(),
+        }
+    })
+}
+
+/// Runs the converter quietly on `inputs` into `output`.
+pub fn convert(inputs: &[&Path], output: &Path, extra: &[&str]) -> Output {
+    let mut cmd = binary();
+    cmd.arg("-q").args(extra).args(inputs).arg(output);
+    cmd.output().expect("run nsys2prv-rs")
+}
+
+/// Validates a produced trace with the project's validator and with BSC's
+/// `ptd comprovar` (when installed); panics with every finding on failure.
+pub fn check_trace(prv: &Path) -> TraceStats {
+    let report = validate_trace(prv).expect("read the trace");
+    let errors: Vec<String> = report.errors().map(|f| f.to_string()).collect();
+    assert!(
+        errors.is_empty(),
+        "{}:\n{}",
+        prv.display(),
+        errors.join("\n")
+    );
+    match ptd_comprovar(prv) {
+        Ok(PtdOutcome::Passed) => {}
+        Ok(PtdOutcome::NotInstalled) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("ptd (pip install pertalde) is required in CI");
+            }
+            eprintln!("note: ptd not installed; `ptd comprovar` skipped");
+        }
+        Err(out) => panic!("ptd comprovar rejected {}:\n{out}", prv.display()),
+    }
+    report.stats
+}
+
+/// Count of intervals (non-zero values) of an event type in a trace.
+pub fn begins(stats: &TraceStats, ty: u32) -> u64 {
+    stats.event_begins.get(&ty).copied().unwrap_or(0)
+}
