@@ -68,6 +68,38 @@ run_case() {
     fi
 }
 
+# run_report_case NAME TRACE_NAME REPORT_ARGS -- INPUTS...: the old binary writes the
+# trace in each directory, then each binary's `report` subcommand reads it.
+run_report_case() {
+    local name=$1 trace=$2
+    shift 2
+    local report_args=()
+    while [ "$1" != -- ]; do
+        report_args+=("$1")
+        shift
+    done
+    shift
+    local which
+    for which in old new; do
+        local dir="$scratch/$which/$name"
+        mkdir -p "$dir/out"
+        local bin=$old
+        [ "$which" = new ] && bin=$new
+        (cd "$dir/out" && "$old" -q "$@" "$trace")
+        set +e
+        (cd "$dir/out" && "$bin" report "${report_args[@]}" "$trace" >"$dir/stdout" 2>"$dir/stderr")
+        echo $? >"$dir/status"
+        set -e
+    done
+    cases=$((cases + 1))
+    files=$((files + $(find "$scratch/old/$name" -type f | wc -l)))
+    if ! diff -r "$scratch/old/$name" "$scratch/new/$name" >"$scratch/diff.txt" 2>&1; then
+        failures=$((failures + 1))
+        echo "DIFFERENT: $name (report ${report_args[*]})"
+        head -n 20 "$scratch/diff.txt" | sed 's/^/    /'
+    fi
+}
+
 samples=$root/samples
 single_samples=(
     nvtx_osrt/nvtx_osrt.sqlite
@@ -114,6 +146,12 @@ run_case variant-dry-run-t t.prv --dry-run -t cuda_api_trace "$cuda" @OUT@/t.prv
 run_case variant-report t.prv --report "${four[@]}" @OUT@/t.prv
 run_case variant-report-gz t.prv.gz --report "$cuda" @OUT@/t.prv.gz
 run_case variant-verbose t.prv -v "${four[@]}" @OUT@/t.prv
+run_report_case report-four t.prv --top 3 -- "${four[@]}"
+run_report_case report-iterations t.prv.gz --iterations iteration -- "$samples"/mpi_2ranks/*.sqlite
+run_report_case report-iterations-unknown t.prv --iterations bogus --no-files -- "$samples"/mpi_3ranks/*.sqlite
+run_case report-bad-name t.prv report @OUT@/p.txt
+run_case report-missing t.prv report @OUT@/missing.prv
+run_report_case report-guess t.prv -- "$samples/nvtx_osrt/nvtx_osrt.sqlite"
 
 # Every export of the corpus alone (the broken ones too: same error, same exit code),
 # and the per-rank MPI reports together.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use paraver_writer::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
+use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
 pub fn corpus_dir() -> Option<PathBuf> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthCounts, SynthSpec};
-use paraver_writer::validate::{validate_trace, TraceStats};
+use paraver_reader::validate::{validate_trace, TraceStats};
 use proptest::prelude::*;
 use rusqlite::Connection;
 

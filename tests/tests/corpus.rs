@@ -63,7 +63,7 @@ fn sqlite_count(path: &Path, sql: &str) -> u64 {
 /// (9600 + 100·k ranges and +4 marks), start/end lanes (9004..), NCCL regions, and
 /// the MPI calls that nsys 2022 recorded as the NVTX domain "MPI" (the corpus has
 /// no `MPI_*` tables, so every MPI call comes from NVTX).
-fn nvtx_items(stats: &paraver_writer::validate::TraceStats) -> u64 {
+fn nvtx_items(stats: &paraver_reader::validate::TraceStats) -> u64 {
     let nvtx = |ty: u32| {
         (9004..9100).contains(&ty)
             || ty == 9500

@@ -180,7 +180,7 @@ fn synthetic_job(
 }
 
 fn comms_with_tags(
-    stats: &paraver_writer::validate::TraceStats,
+    stats: &paraver_reader::validate::TraceStats,
     tags: std::ops::Range<i64>,
 ) -> u64 {
     stats

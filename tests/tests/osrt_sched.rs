@@ -173,7 +173,7 @@ fn thread_names(row: &Path) -> Vec<String> {
 /// Converts `export` alone (OS runtime, scheduling and CUDA, whose states share
 /// the CPU threads) and checks every rule of this category against it.
 /// Returns what was found, for checks particular to one file.
-fn check_export(export: &Path) -> (paraver_writer::validate::TraceStats, Found) {
+fn check_export(export: &Path) -> (paraver_reader::validate::TraceStats, Found) {
     let dir = tempfile::tempdir().unwrap();
     let prv = dir.path().join("out.prv");
     // NVTX and the other categories are checked by their own tests.

@@ -16,13 +16,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use paraver_writer::OutputPaths;
+use paraver_reader::pcf::{read_pcf, Pcf};
+use paraver_reader::prv::{
+    open_body, parse_header, parse_record, trim_trailing_blanks, Lines, Record, TimeUnit,
+};
+use paraver_reader::row::read_row;
+use paraver_reader::TraceFiles;
 
-use crate::cli::ReportArgs;
+use crate::cli::{ReportArgs, UsageError};
 
 const CUDA_KERNEL: u32 = 63_000_006;
 const NCCL_KERNEL: u32 = 63_000_007;
@@ -193,133 +197,33 @@ pub struct Report {
 // ---------------------------------------------------------------------------------------
 // Reading the trace.
 
-/// Threads per task, from the header.
-struct Header {
-    end: u64,
-    threads_per_task: Vec<usize>,
+/// The trace's tables of names: TASK and THREAD names of the `.row`, value labels of
+/// the `.pcf`.
+struct Names {
+    tasks: Vec<String>,
+    threads: Vec<String>,
+    pcf: Pcf,
 }
 
-/// `#Paraver (DATE):END_ns:RESOURCES:NAPPL:NTASKS(THREADS:NODE,...)[,NCOMM]`.
-fn parse_header(line: &str) -> Option<Header> {
-    let rest = line.strip_prefix("#Paraver (")?;
-    let rest = &rest[rest.find("):")? + 2..];
-    let (end, rest) = rest.split_once(':')?;
-    let end: u64 = end.strip_suffix("_ns")?.parse().ok()?;
-    // RESOURCES: `0` or `N(c,c,...)`.
-    let rest = match rest.find(['(', ':']) {
-        Some(i) if rest.as_bytes()[i] == b'(' => {
-            let close = rest.find(')')?;
-            rest[close + 1..].strip_prefix(':')?
-        }
-        Some(i) => &rest[i + 1..],
-        None => return None,
-    };
-    let (_napps, rest) = rest.split_once(':')?;
-    let open = rest.find('(')?;
-    let close = rest.find(')')?;
-    let threads_per_task = rest[open + 1..close]
-        .split(',')
-        .map(|t| t.split(':').next()?.trim().parse().ok())
-        .collect::<Option<Vec<usize>>>()?;
-    Some(Header {
-        end,
-        threads_per_task,
-    })
-}
-
-/// TASK and THREAD names of the `.row`.
-fn read_row(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read the trace's .row", path.display()))?;
-    let mut tasks = Vec::new();
-    let mut threads = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let mut words = line.split_whitespace();
-        if words.next() != Some("LEVEL") {
-            continue;
-        }
-        let level = words.next().unwrap_or("");
-        let size: usize = match (words.next(), words.next()) {
-            (Some("SIZE"), Some(n)) => n.parse().unwrap_or(0),
-            _ => 0,
-        };
-        let names: Vec<String> = lines.by_ref().take(size).map(str::to_string).collect();
-        match level {
-            "TASK" => tasks = names,
-            "THREAD" => threads = names,
-            _ => {}
-        }
-    }
-    Ok((tasks, threads))
-}
-
-/// Event type labels and value labels of the `.pcf`.
-#[derive(Default)]
-struct Pcf {
-    values: HashMap<u32, HashMap<i64, String>>,
-}
-
-impl Pcf {
-    fn read(path: &Path) -> Result<Pcf> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read the trace's .pcf", path.display()))?;
-        let mut pcf = Pcf::default();
-        let mut types: Vec<u32> = Vec::new();
-        let mut section = "";
-        for line in text.lines() {
-            let trimmed = line.trim();
-            match trimmed {
-                "" => {
-                    if section == "VALUES" {
-                        types.clear();
-                    }
-                    section = "";
-                    continue;
-                }
-                "EVENT_TYPE" => {
-                    section = "EVENT_TYPE";
-                    types.clear();
-                    continue;
-                }
-                "VALUES" => {
-                    section = "VALUES";
-                    continue;
-                }
-                _ => {}
-            }
-            let mut words = trimmed.splitn(2, char::is_whitespace);
-            let first = words.next().unwrap_or("");
-            let rest = words.next().unwrap_or("").trim();
-            match section {
-                "EVENT_TYPE" => {
-                    let mut more = rest.splitn(2, char::is_whitespace);
-                    if let Some(Ok(ty)) = more.next().map(str::parse::<u32>) {
-                        types.push(ty);
-                    }
-                }
-                "VALUES" => {
-                    if let Ok(value) = first.parse::<i64>() {
-                        for ty in &types {
-                            pcf.values
-                                .entry(*ty)
-                                .or_default()
-                                .insert(value, rest.to_string());
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(pcf)
+impl Names {
+    fn read(files: &TraceFiles) -> Result<Names> {
+        let row = std::fs::File::open(&files.row)
+            .and_then(|f| read_row(std::io::BufReader::new(f), &mut |_| {}))
+            .with_context(|| format!("{}: cannot read the trace's .row", files.row.display()))?;
+        let pcf = std::fs::File::open(&files.pcf)
+            .and_then(|f| read_pcf(std::io::BufReader::new(f), &mut |_| {}))
+            .with_context(|| format!("{}: cannot read the trace's .pcf", files.pcf.display()))?;
+        Ok(Names {
+            tasks: row.labels("TASK").to_vec(),
+            threads: row.labels("THREAD").to_vec(),
+            pcf,
+        })
     }
 
-    fn label(&self, ty: u32, value: i64) -> Option<&str> {
-        self.values.get(&ty)?.get(&value).map(String::as_str)
-    }
-
-    fn name(&self, ty: u32, value: i64, what: &str) -> String {
-        self.label(ty, value)
+    /// The `.pcf` label of a value, else `what value`.
+    fn value(&self, ty: u32, value: i64, what: &str) -> String {
+        self.pcf
+            .value_label(ty, value)
             .map(str::to_string)
             .unwrap_or_else(|| format!("{what} {value}"))
     }
@@ -397,56 +301,47 @@ fn gpu_device(thread_name: &str) -> Option<u32> {
     device.parse().ok()
 }
 
-/// Parses `a:b:c` into `out` (signed decimals); `false` on anything else.
-fn parse_fields(line: &[u8], out: &mut Vec<i64>) -> bool {
-    out.clear();
-    for field in line.split(|&b| b == b':') {
-        let (negative, digits) = match field.split_first() {
-            Some((b'-', rest)) => (true, rest),
-            _ => (false, field),
-        };
-        if digits.is_empty() {
-            return false;
-        }
-        let mut v: i64 = 0;
-        for &b in digits {
-            if !b.is_ascii_digit() {
-                return false;
-            }
-            v = v.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
-        }
-        out.push(if negative { -v } else { v });
-    }
-    true
-}
-
 /// Reads the trace and computes every table.
 pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
-    let paths = OutputPaths::for_trace(trace)?;
+    let paths = TraceFiles::of(trace);
+    if !paths.name_ok {
+        return Err(UsageError(format!(
+            "{}: the output name must end in .prv or .prv.gz",
+            trace.display()
+        ))
+        .into());
+    }
     if !paths.prv.is_file() {
         bail!("{}: no such trace", paths.prv.display());
     }
-    let (task_names, thread_names) = read_row(&paths.row)?;
-    let pcf = Pcf::read(&paths.pcf)?;
-    let mut body = paraver_writer::open_trace_body(&paths.prv, paths.gzip)
-        .with_context(|| format!("{}: cannot read the trace", paths.prv.display()))?;
-    let mut first = String::new();
-    body.read_line(&mut first)
-        .with_context(|| format!("{}: cannot read the trace", paths.prv.display()))?;
-    let header = parse_header(first.trim_end()).with_context(|| {
-        format!(
-            "{}: not a Paraver trace in nanoseconds (header '{}')",
-            paths.prv.display(),
-            first.trim_end()
-        )
-    })?;
+    let names = Names::read(&paths)?;
+    let (task_names, thread_names) = (&names.tasks, &names.threads);
+    let cannot_read = || format!("{}: cannot read the trace", paths.prv.display());
+    let mut body = Lines::new(open_body(&paths.prv, paths.gzip).with_context(cannot_read)?);
+    body.advance().with_context(cannot_read)?;
+    let first = String::from_utf8_lossy(body.line()).trim_end().to_string();
+    let header = parse_header(&first, &mut Vec::new())
+        .ok()
+        .filter(|h| h.unit == TimeUnit::Nanoseconds)
+        .with_context(|| {
+            format!(
+                "{}: not a Paraver trace in nanoseconds (header '{first}')",
+                paths.prv.display()
+            )
+        })?;
+    // Threads of each task of the (first) application.
+    let threads_per_task: Vec<usize> = header
+        .appls
+        .first()
+        .map(|tasks| tasks.iter().map(|t| t.threads as usize).collect())
+        .unwrap_or_default();
 
     // Threads: global index by (task, thread), and GPUs by (task, device).
-    let mut task_first = Vec::with_capacity(header.threads_per_task.len());
+    let mut task_first = Vec::with_capacity(threads_per_task.len());
     let mut threads: Vec<ThreadState> = Vec::new();
     let mut gpus: Vec<GpuTimes> = Vec::new();
     let mut gpu_of: BTreeMap<(usize, u32), usize> = BTreeMap::new();
-    for (t, &count) in header.threads_per_task.iter().enumerate() {
+    for (t, &count) in threads_per_task.iter().enumerate() {
         task_first.push(threads.len());
         for _ in 0..count {
             let name = thread_names
@@ -482,10 +377,12 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut clocks: Vec<GpuClock> = (0..gpus.len()).map(|_| GpuClock::default()).collect();
 
     // NVTX ranges that may be iterations, from the .pcf.
-    let candidates: HashMap<(u32, i64), String> = pcf
-        .values
+    let candidates: HashMap<(u32, i64), String> = names
+        .pcf
+        .types
         .iter()
         .filter(|(ty, _)| is_iteration_type(**ty))
+        .filter_map(|(ty, t)| Some((ty, t.values.as_ref()?)))
         .flat_map(|(ty, values)| {
             values.iter().filter_map(move |(v, label)| {
                 let wanted = match iterations {
@@ -501,40 +398,43 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut kernels: HashMap<i64, NamedStats> = HashMap::new();
     let mut nccl: HashMap<(bool, i64), NamedStats> = HashMap::new();
     let mut memory: HashMap<i64, NamedStats> = HashMap::new();
-    let mut line = Vec::with_capacity(256);
-    let mut f: Vec<i64> = Vec::with_capacity(32);
-    let mut lineno: u64 = 1;
-    loop {
-        line.clear();
-        let n = body
-            .read_until(b'\n', &mut line)
-            .with_context(|| format!("{}: cannot read the trace", paths.prv.display()))?;
-        if n == 0 {
-            break;
-        }
-        lineno += 1;
+    let mut fields: Vec<i128> = Vec::with_capacity(32);
+    let mut pairs: Vec<i64> = Vec::with_capacity(32);
+    while body.advance().with_context(cannot_read)? {
+        let lineno = body.number();
+        let line = trim_trailing_blanks(body.line());
         if line.first() != Some(&b'2') {
             continue;
         }
-        while matches!(line.last(), Some(b'\n' | b'\r' | b' ' | b'\t')) {
-            line.pop();
-        }
-        if !parse_fields(&line, &mut f) || f.len() < 8 || !(f.len() - 6).is_multiple_of(2) {
+        let Ok(Record::Event {
+            object,
+            time,
+            pairs: read,
+        }) = parse_record(line, &mut fields)
+        else {
+            bail!("{}:{lineno}: malformed event record", paths.prv.display());
+        };
+        if read.is_empty() {
             bail!("{}:{lineno}: malformed event record", paths.prv.display());
         }
-        let (task, thread, time) = (f[3] as usize, f[4] as usize, f[5].max(0) as u64);
+        pairs.clear();
+        pairs.extend(read.iter().map(|&v| v as i64));
+        let (task, thread) = (
+            usize::try_from(object.task).unwrap_or(usize::MAX),
+            usize::try_from(object.thread).unwrap_or(usize::MAX),
+        );
+        let time = time.clamp(0, i128::from(u64::MAX)) as u64;
         let Some(index) = task
             .checked_sub(1)
             .and_then(|t| task_first.get(t))
             .and_then(|first| thread.checked_sub(1).map(|th| first + th))
-            .filter(|&i| i < threads.len() && thread <= header.threads_per_task[task - 1])
+            .filter(|&i| i < threads.len() && thread <= threads_per_task[task - 1])
         else {
             bail!(
                 "{}:{lineno}: record of an object the header does not declare",
                 paths.prv.display()
             );
         };
-        let pairs = &f[6..];
         let state = &mut threads[index];
         if let Some(g) = state.gpu {
             clocks[g].advance(time);
@@ -624,7 +524,7 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
         let mut list: Vec<NamedStats> = map
             .into_iter()
             .map(|(v, s)| NamedStats {
-                name: pcf.name(ty, v, what),
+                name: names.value(ty, v, what),
                 ..s
             })
             .collect();
@@ -636,9 +536,9 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut by_collective: BTreeMap<String, NamedStats> = BTreeMap::new();
     for ((is_collective, v), s) in nccl {
         let name = if is_collective {
-            pcf.name(NCCL_COLLECTIVE, v, "collective")
+            names.value(NCCL_COLLECTIVE, v, "collective")
         } else {
-            pcf.name(NCCL_KERNEL, v, "NCCL kernel")
+            names.value(NCCL_KERNEL, v, "NCCL kernel")
         };
         let entry = by_collective.entry(name.clone()).or_insert(NamedStats {
             name,
@@ -657,20 +557,13 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut nccl: Vec<NamedStats> = by_collective.into_values().collect();
     nccl.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
 
-    let (iterations, iterations_note) = choose_iterations(occurrences, &task_names, iterations);
-    let base = {
-        let text = paths.prv.to_string_lossy();
-        text.strip_suffix(".gz")
-            .unwrap_or(&text)
-            .strip_suffix(".prv")
-            .unwrap_or(&text)
-            .to_string()
-    };
+    let (iterations, iterations_note) = choose_iterations(occurrences, task_names, iterations);
+    let base = paths.base().to_string_lossy().into_owned();
     Ok(Report {
         trace: paths.prv.clone(),
         base,
         elapsed_ns: elapsed,
-        tasks: header.threads_per_task.len(),
+        tasks: threads_per_task.len(),
         gpus,
         model,
         kernels,
@@ -1223,17 +1116,6 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn headers_give_end_and_threads_per_task() {
-        let h = parse_header("#Paraver (21/11/2025 at 10:00):1000_ns:2(8,8):1:3(2:1,3:2,1:1),5")
-            .unwrap();
-        assert_eq!(h.end, 1000);
-        assert_eq!(h.threads_per_task, [2, 3, 1]);
-        let h = parse_header("#Paraver (21/11/2025 at 10:00):77_ns:0:1:1(4:0)").unwrap();
-        assert_eq!((h.end, h.threads_per_task), (77, vec![4]));
-        assert!(parse_header("#Paraver (x):10_us:0:1:1(1:0)").is_none());
-    }
 
     #[test]
     fn gpu_rows_are_recognised() {

@@ -1069,7 +1069,7 @@ mod tests {
     use crate::pcf::{EventTypeInfo, StateInfo, ValueLabels};
     use crate::run::RunBuilder;
     use crate::spill::{MemoryBudget, SpillPolicy};
-    use crate::validate::validate_trace;
+    use paraver_reader::validate::validate_trace;
 
     const RANGE: u32 = 100;
     const MARK: u32 = 200;

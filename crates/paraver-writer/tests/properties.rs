@@ -2,7 +2,7 @@
 //! non-overlapping, every label present), no record is lost, and the same runs
 //! give byte-identical output whatever order their records were pushed in.
 
-use paraver_writer::validate::validate_trace;
+use paraver_reader::validate::validate_trace;
 use paraver_writer::*;
 use proptest::prelude::*;
 

@@ -1,38 +1,27 @@
-//! Independent validator for Paraver traces (`NAME.prv[.gz]` + `NAME.pcf` + `NAME.row`).
-//!
-//! Written from the format specification (`paraver-format.md`), not from our writer, so
-//! that it can catch the writer's mistakes. Paraver itself accepts many broken traces
+//! Independent validator for Paraver traces (`NAME.prv[.gz]` + `NAME.pcf` + `NAME.row`),
+//! on the crate's parsers. Paraver itself accepts many broken traces
 //! silently (wrong order, times past the end, wrapped numbers, missing labels), so this
 //! module is deliberately stricter than the Paraver loader.
 //!
 //! The `.prv` body is streamed: memory grows with the number of threads, event types,
 //! states and pcf values, never with the number of records.
 
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use flate2::read::MultiGzDecoder;
+use crate::pcf::{read_pcf, Pcf, PcfType};
+use crate::prv::{
+    open_body, parse_header, parse_record, trim_trailing_blanks, Comm, Header, Lines, Object,
+    Record, RecordError, MAX_EXACT_TIME,
+};
+use crate::row::{read_row, RowLevel};
+use crate::{shorten, Issue, TraceFiles};
 
-/// How bad a finding is: errors make [`ValidationReport::is_ok`] false.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    Warning,
-    Error,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Warning => "WARNING",
-            Severity::Error => "ERROR",
-        })
-    }
-}
+pub use crate::Severity;
 
 /// One problem found in one of the trace files.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,14 +107,14 @@ impl ValidationReport {
 /// Returns `Err` only when the trace file itself cannot be opened; every other problem
 /// (including a corrupt gzip stream or a missing `.pcf`/`.row`) is a finding.
 pub fn validate_trace(prv: &Path) -> io::Result<ValidationReport> {
-    let paths = TracePaths::new(prv);
+    let paths = TraceFiles::of(prv);
     let mut sink = Sink::default();
     if !paths.name_ok {
         sink.push(Severity::Error, prv, None, "file-name", || {
             "trace name must end in .prv or .prv.gz (Paraver rejects other suffixes)".into()
         });
     }
-    let reader = open_prv(&paths)?;
+    let reader = open_body(&paths.prv, paths.gzip)?;
     let pcf = load_pcf(&paths.pcf, &mut sink)?;
     let (header, stats) = check_prv(reader, &paths.prv, pcf.as_ref(), &mut sink);
     check_row(&paths.row, header.as_ref(), &mut sink)?;
@@ -174,6 +163,17 @@ impl Sink {
         }
     }
 
+    /// Records a parser's issue in `file`.
+    fn issue(&mut self, file: &Path, issue: Issue) {
+        let Issue {
+            severity,
+            line,
+            rule,
+            message,
+        } = issue;
+        self.push(severity, file, line, rule, || message);
+    }
+
     fn error(&mut self, file: &Path, line: u64, rule: &'static str, msg: impl FnOnce() -> String) {
         self.push(Severity::Error, file, Some(line), rule, msg);
     }
@@ -201,53 +201,8 @@ impl Sink {
         self.findings
     }
 }
-
 // ---------------------------------------------------------------------------------------
-// File set (§1): NAME.prv or NAME.prv.gz pairs with NAME.pcf and NAME.row.
-
-struct TracePaths {
-    prv: PathBuf,
-    pcf: PathBuf,
-    row: PathBuf,
-    gzip: bool,
-    name_ok: bool,
-}
-
-impl TracePaths {
-    fn new(prv: &Path) -> Self {
-        let text = prv.to_string_lossy();
-        let (base, gzip, name_ok) = if let Some(base) = text.strip_suffix(".prv.gz") {
-            (base.to_string(), true, true)
-        } else if let Some(base) = text.strip_suffix(".prv") {
-            (base.to_string(), false, true)
-        } else {
-            let gzip = text.ends_with(".gz");
-            let stem = prv.with_extension("");
-            (stem.to_string_lossy().into_owned(), gzip, false)
-        };
-        TracePaths {
-            prv: prv.to_path_buf(),
-            pcf: PathBuf::from(format!("{base}.pcf")),
-            row: PathBuf::from(format!("{base}.row")),
-            gzip,
-            name_ok,
-        }
-    }
-}
-
-const READ_BUFFER: usize = 1 << 20;
-
-fn open_prv(paths: &TracePaths) -> io::Result<Box<dyn BufRead>> {
-    let file = File::open(&paths.prv)?;
-    Ok(if paths.gzip {
-        Box::new(BufReader::with_capacity(
-            READ_BUFFER,
-            MultiGzDecoder::new(BufReader::new(file)),
-        ))
-    } else {
-        Box::new(BufReader::with_capacity(READ_BUFFER, file))
-    })
-}
+// Companion files: NAME.pcf and NAME.row.
 
 /// Opens an optional companion file; `None` (plus an error finding) when it is missing.
 fn open_companion(path: &Path, rule: &'static str, sink: &mut Sink) -> io::Result<Option<File>> {
@@ -263,791 +218,19 @@ fn open_companion(path: &Path, rule: &'static str, sink: &mut Sink) -> io::Resul
     }
 }
 
-/// Removes the line terminator; returns whether the line ended in CRLF.
-fn strip_eol(line: &mut Vec<u8>) -> bool {
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-        return true;
-    }
-    false
-}
-
-fn shorten(text: &str) -> String {
-    const MAX: usize = 80;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Header (§2.2): #Paraver (DATE):END[UNIT]:RESOURCES:NAPPL:APPL_1[:APPL_2...][,NCOMM]
-
-/// Object ids are 16-bit in the default Paraver build; larger ids are dropped silently.
-const MAX_OBJECTS: u64 = 65_535;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct TaskDecl {
-    threads: u64,
-    /// 1-based node, or 0 without a resource model.
-    node: u64,
-}
-
-#[derive(Debug, Clone)]
-struct Header {
-    end: u64,
-    /// CPUs per node; empty without a resource model (`RESOURCES = 0`).
-    cpus_per_node: Vec<u64>,
-    /// Global number of the first CPU of each node.
-    first_cpu: Vec<u64>,
-    total_cpus: u64,
-    appls: Vec<Vec<TaskDecl>>,
-    /// Global index of thread 1 of each task, per application.
-    first_thread: Vec<Vec<usize>>,
-    threads: usize,
-    tasks: usize,
-    ncomm: u64,
-}
-
-/// A problem found while parsing the header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HeaderIssue {
-    severity: Severity,
-    rule: &'static str,
-    message: String,
-}
-
-impl HeaderIssue {
-    fn error(rule: &'static str, message: String) -> Self {
-        HeaderIssue {
-            severity: Severity::Error,
-            rule,
-            message,
-        }
-    }
-
-    fn warning(rule: &'static str, message: String) -> Self {
-        HeaderIssue {
-            severity: Severity::Warning,
-            rule,
-            message,
-        }
-    }
-}
-
-/// Parses the header line. Warnings are pushed to `issues`; the first fatal problem is
-/// returned as `Err` (and the body is then checked without a resource model).
-fn parse_header(line: &str, issues: &mut Vec<HeaderIssue>) -> Result<Header, HeaderIssue> {
-    let syntax = || {
-        HeaderIssue::error(
-            "header",
-            format!(
-                "first line does not match '#Paraver (DATE):END_ns:RESOURCES:NAPPL:APPL...': '{}'",
-                shorten(line)
-            ),
-        )
-    };
-    let rest = line.strip_prefix("#Paraver (").ok_or_else(syntax)?;
-    let close = rest.find(')').ok_or_else(syntax)?;
-    let rest = rest[close + 1..].strip_prefix(':').ok_or_else(syntax)?;
-    let (body, ncomm) = split_ncomm(rest)?;
-    let parts = split_top_level(body, ':').ok_or_else(syntax)?;
-    if parts.len() < 4 {
-        return Err(syntax());
-    }
-    let end = parse_end_time(parts[0], issues)?;
-    let cpus_per_node = parse_resources(parts[1], issues)?;
-    let appls = parse_applications(parts[2], &parts[3..], cpus_per_node.len() as u64)?;
-    build_header(end, cpus_per_node, appls, ncomm)
-}
-
-/// Splits off the optional `,NCOMM` that follows the last application.
-fn split_ncomm(rest: &str) -> Result<(&str, u64), HeaderIssue> {
-    let last = rest.rfind(')').ok_or_else(|| {
-        HeaderIssue::error(
-            "header-appl",
-            format!(
-                "no application list 'T(threads:node,...)' in '{}'",
-                shorten(rest)
-            ),
-        )
-    })?;
-    let tail = &rest[last + 1..];
-    if tail.is_empty() {
-        return Ok((rest, 0));
-    }
-    let ncomm = tail
-        .strip_prefix(',')
-        .and_then(parse_decimal)
-        .ok_or_else(|| {
-            HeaderIssue::error(
-                "header",
-                format!(
-                    "unexpected text '{}' after the last application (expected ',NCOMM')",
-                    shorten(tail)
-                ),
-            )
-        })?;
-    Ok((&rest[..=last], ncomm))
-}
-
-/// Splits at `sep` outside parentheses; `None` if the parentheses are unbalanced.
-fn split_top_level(text: &str, sep: char) -> Option<Vec<&str>> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth < 0 {
-                    return None;
-                }
-            }
-            c if c == sep && depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
-    }
-    (depth == 0).then(|| {
-        parts.push(&text[start..]);
-        parts
-    })
-}
-
-/// Strict unsigned decimal: digits only, no sign, no spaces; `None` on overflow too.
-fn parse_decimal(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn parse_end_time(field: &str, issues: &mut Vec<HeaderIssue>) -> Result<u64, HeaderIssue> {
-    let digits = field.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = field.split_at(digits);
-    let end = parse_decimal(number).filter(|_| unit.is_empty() || unit.starts_with('_'));
-    let end = end.ok_or_else(|| {
-        HeaderIssue::error(
-            "header",
-            format!(
-                "end time '{}' is not an unsigned integer followed by _ns",
-                shorten(field)
-            ),
-        )
-    })?;
-    match unit {
-        "_ns" => {}
-        "" => issues.push(HeaderIssue::warning(
-            "header-unit",
-            "no time unit suffix: Paraver reads the trace as microseconds (write _ns)".into(),
-        )),
-        "_us" | "_ms" => issues.push(HeaderIssue::warning(
-            "header-unit",
-            format!("time unit '{unit}' is valid for Paraver, but our traces use _ns"),
-        )),
-        _ => {
-            return Err(HeaderIssue::error(
-                "header-unit",
-                format!(
-                    "unit '{}' is not recognised (Paraver silently uses microseconds)",
-                    shorten(unit)
-                ),
-            ))
-        }
-    }
-    if end >= MAX_EXACT_TIME {
-        issues.push(HeaderIssue::error(
-            "time-precision",
-            format!("header end time {end} >= 2^53: Paraver stores times as doubles and loses precision"),
-        ));
-    }
-    Ok(end)
-}
-
-/// `0` (no resource model), `N(c1,...,cN)` or a bare `N` (N nodes with 1 CPU each).
-fn parse_resources(field: &str, issues: &mut Vec<HeaderIssue>) -> Result<Vec<u64>, HeaderIssue> {
-    let bad = || {
-        HeaderIssue::error(
-            "header-resources",
-            format!(
-                "resources '{}' are not '0' or 'N(c1,...,cN)'",
-                shorten(field)
-            ),
-        )
-    };
-    if let Some(nodes) = parse_decimal(field) {
-        if nodes > 0 {
-            issues.push(HeaderIssue::warning(
-                "header-resources",
-                format!("bare resource count '{field}' means {nodes} nodes with 1 CPU each; write N(c1,...)"),
-            ));
-        }
-        return Ok(vec![1; nodes as usize]);
-    }
-    let (count, list) = split_call(field).ok_or_else(bad)?;
-    let cpus = list
-        .split(',')
-        .map(parse_decimal)
-        .collect::<Option<Vec<u64>>>()
-        .ok_or_else(bad)?;
-    if cpus.len() as u64 != count || count == 0 {
-        return Err(HeaderIssue::error(
-            "header-resources",
-            format!(
-                "'{}' declares {count} nodes but lists {} CPU counts",
-                shorten(field),
-                cpus.len()
-            ),
-        ));
-    }
-    if cpus.contains(&0) {
-        issues.push(HeaderIssue::warning(
-            "header-resources",
-            format!("a node in '{}' has 0 CPUs", shorten(field)),
-        ));
-    }
-    Ok(cpus)
-}
-
-/// Splits `N(inner)` into `N` and `inner`.
-fn split_call(field: &str) -> Option<(u64, &str)> {
-    let open = field.find('(')?;
-    let inner = field[open + 1..].strip_suffix(')')?;
-    Some((parse_decimal(&field[..open])?, inner))
-}
-
-fn parse_applications(
-    napps: &str,
-    apps: &[&str],
-    nodes: u64,
-) -> Result<Vec<Vec<TaskDecl>>, HeaderIssue> {
-    let count = parse_decimal(napps).filter(|&n| n >= 1).ok_or_else(|| {
-        HeaderIssue::error(
-            "header-appl",
-            format!(
-                "bad application count '{}' (must be an integer >= 1)",
-                shorten(napps)
-            ),
-        )
-    })?;
-    if apps.len() as u64 != count {
-        return Err(HeaderIssue::error(
-            "header-appl",
-            format!(
-                "header announces {count} applications but lists {}",
-                apps.len()
-            ),
-        ));
-    }
-    apps.iter()
-        .enumerate()
-        .map(|(i, app)| parse_application(i + 1, app, nodes))
-        .collect()
-}
-
-/// `T(t1:n1,...,tT:nT)`: T tasks, task j has tj threads and runs on node nj.
-fn parse_application(index: usize, app: &str, nodes: u64) -> Result<Vec<TaskDecl>, HeaderIssue> {
-    let bad = |why: &str| {
-        HeaderIssue::error(
-            "header-appl",
-            format!("application {index} '{}': {why}", shorten(app)),
-        )
-    };
-    let (count, list) = split_call(app).ok_or_else(|| bad("expected 'T(threads:node,...)'"))?;
-    let mut tasks = Vec::new();
-    for task in list.split(',') {
-        let (threads, node) = task
-            .split_once(':')
-            .and_then(|(t, n)| Some((parse_decimal(t)?, parse_decimal(n)?)))
-            .ok_or_else(|| bad("each task must be 'threads:node'"))?;
-        if threads == 0 {
-            return Err(bad("a task has 0 threads"));
-        }
-        check_task_node(node, nodes).map_err(|why| bad(&why))?;
-        tasks.push(TaskDecl { threads, node });
-    }
-    if tasks.len() as u64 != count || count == 0 {
-        return Err(bad(&format!(
-            "declares {count} tasks but lists {}",
-            tasks.len()
-        )));
-    }
-    Ok(tasks)
-}
-
-fn check_task_node(node: u64, nodes: u64) -> Result<(), String> {
-    match (nodes, node) {
-        (0, 0) => Ok(()),
-        (0, n) => Err(format!(
-            "task on node {n} but the header has no resource model"
-        )),
-        (_, 0) => Err("node 0 is only allowed without a resource model".into()),
-        (max, n) if n > max => Err(format!("task on node {n} but there are {max} nodes")),
-        _ => Ok(()),
-    }
-}
-
-fn build_header(
-    end: u64,
-    cpus_per_node: Vec<u64>,
-    appls: Vec<Vec<TaskDecl>>,
-    ncomm: u64,
-) -> Result<Header, HeaderIssue> {
-    let mut first_cpu = Vec::with_capacity(cpus_per_node.len());
-    let mut total_cpus = 0u64;
-    for &cpus in &cpus_per_node {
-        first_cpu.push(total_cpus + 1);
-        total_cpus = total_cpus.saturating_add(cpus);
-    }
-    let mut first_thread = Vec::with_capacity(appls.len());
-    let mut threads = 0u64;
-    for tasks in &appls {
-        let mut firsts = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            firsts.push(threads as usize);
-            threads = threads.saturating_add(task.threads);
-        }
-        first_thread.push(firsts);
-    }
-    let tasks: u64 = appls.iter().map(|a| a.len() as u64).sum();
-    let counts = [
-        ("nodes", cpus_per_node.len() as u64),
-        ("CPUs", total_cpus),
-        ("applications", appls.len() as u64),
-        ("tasks", tasks),
-        ("threads", threads),
-    ];
-    if let Some((what, n)) = counts.iter().find(|(_, n)| *n > MAX_OBJECTS) {
-        return Err(HeaderIssue::error(
-            "header-limit",
-            format!("{n} {what} exceed Paraver's 16-bit object ids (max {MAX_OBJECTS})"),
-        ));
-    }
-    Ok(Header {
-        end,
-        cpus_per_node,
-        first_cpu,
-        total_cpus,
-        appls,
-        first_thread,
-        threads: threads as usize,
-        tasks: tasks as usize,
-        ncomm,
-    })
-}
-
-impl Header {
-    /// Global thread index of a record's (appl, task, thread), all 1-based.
-    fn thread_index(&self, appl: i128, task: i128, thread: i128) -> Option<usize> {
-        let a = usize::try_from(appl).ok()?.checked_sub(1)?;
-        let t = usize::try_from(task).ok()?.checked_sub(1)?;
-        let decl = self.appls.get(a)?.get(t)?;
-        let th = u64::try_from(thread).ok()?;
-        (1..=decl.threads)
-            .contains(&th)
-            .then(|| self.first_thread[a][t] + th as usize - 1)
-    }
-
-    /// Checks a CPU field against the resource model and the task's node.
-    fn check_cpu(&self, cpu: i128, appl: i128, task: i128) -> Result<(), (&'static str, String)> {
-        if cpu == 0 {
-            return Ok(());
-        }
-        if self.cpus_per_node.is_empty() {
-            return Err((
-                "cpu",
-                format!("cpu {cpu} but the header has no resource model (only cpu 0 is valid)"),
-            ));
-        }
-        if cpu < 0 || cpu > i128::from(self.total_cpus) {
-            return Err((
-                "cpu",
-                format!("cpu {cpu} outside 1..={} CPUs", self.total_cpus),
-            ));
-        }
-        // The caller has validated appl and task already.
-        let decl = self.appls[appl as usize - 1][task as usize - 1];
-        let node = self.node_of_cpu(cpu as u64);
-        if node != decl.node {
-            return Err((
-                "node",
-                format!(
-                    "cpu {cpu} is on node {node} but task {appl}:{task} runs on node {}",
-                    decl.node
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn node_of_cpu(&self, cpu: u64) -> u64 {
-        self.first_cpu.partition_point(|&first| first <= cpu) as u64
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// .pcf (§3): labels for states, event types and values.
-
-#[derive(Debug, Default)]
-struct Pcf {
-    states: HashSet<u32>,
-    state_colors: HashSet<u32>,
-    /// Per declared type: its VALUES table, if any block gave it one.
-    types: HashMap<u32, Option<HashSet<i64>>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PcfSection {
-    Preamble,
-    DefaultOptions,
-    DefaultSemantic,
-    States,
-    StatesColor,
-    EventTypes,
-    EventValues,
-    GradientColor,
-    GradientNames,
-}
-
-struct PcfParser<'a> {
-    path: &'a Path,
-    sink: &'a mut Sink,
-    pcf: Pcf,
-    section: PcfSection,
-    /// Types of the current EVENT_TYPE block (they share one VALUES table).
-    block_types: Vec<u32>,
-    /// Whether the current EVENT_TYPE block had any type line (valid or not).
-    block_has_lines: bool,
-    block_line: u64,
-}
-
 fn load_pcf(path: &Path, sink: &mut Sink) -> io::Result<Option<Pcf>> {
     let Some(file) = open_companion(path, "pcf-missing", sink)? else {
         return Ok(None);
     };
-    let mut parser = PcfParser {
-        path,
-        sink,
-        pcf: Pcf::default(),
-        section: PcfSection::Preamble,
-        block_types: Vec::new(),
-        block_has_lines: false,
-        block_line: 0,
-    };
-    let mut reader = BufReader::new(file);
-    let mut buf = Vec::new();
-    let mut lineno = 0u64;
-    while reader.read_until(b'\n', &mut buf)? > 0 {
-        lineno += 1;
-        strip_eol(&mut buf);
-        let text = String::from_utf8_lossy(&buf);
-        if matches!(text, std::borrow::Cow::Owned(_)) {
-            parser.sink.warn(path, lineno, "pcf-encoding", || {
-                "line is not valid UTF-8".into()
-            });
-        }
-        parser.line(lineno, &text);
-        buf.clear();
-    }
-    parser.close_block();
-    parser.check_state_colors();
-    Ok(Some(parser.pcf))
-}
-
-impl PcfParser<'_> {
-    fn line(&mut self, lineno: u64, raw: &str) {
-        let text = raw.replace('\t', " ");
-        let text = text.trim();
-        if text.is_empty() || text.starts_with('#') {
-            return;
-        }
-        if text == "VALUES" {
-            self.values_keyword(lineno);
-            return;
-        }
-        if let Some(section) = pcf_keyword(text) {
-            self.close_block();
-            self.section = section;
-            self.block_line = lineno;
-            return;
-        }
-        if let Some(rest) = text
-            .strip_prefix("PRECISION ")
-            .or((text == "PRECISION").then_some(""))
-        {
-            self.precision(lineno, rest);
-            return;
-        }
-        if !text.is_ascii() {
-            self.sink.warn(self.path, lineno, "pcf-non-ascii", || {
-                "label is not ASCII (Paraver shows it, but ptd comprovar rejects the pcf)".into()
-            });
-        }
-        match self.section {
-            PcfSection::Preamble => self.sink.error(self.path, lineno, "pcf-syntax", || {
-                format!("line before any section keyword: '{}'", shorten(text))
-            }),
-            PcfSection::DefaultOptions => self.option(lineno, text),
-            PcfSection::DefaultSemantic => {}
-            PcfSection::States => self.state(lineno, text),
-            PcfSection::StatesColor => self.color(lineno, text, true),
-            PcfSection::GradientColor => self.color(lineno, text, false),
-            PcfSection::GradientNames => self.gradient_name(lineno, text),
-            PcfSection::EventTypes => self.event_type(lineno, text),
-            PcfSection::EventValues => self.event_value(lineno, text),
-        }
-    }
-
-    fn option(&mut self, lineno: u64, text: &str) {
-        if text.split_whitespace().count() < 2 {
-            self.sink.error(self.path, lineno, "pcf-syntax", || {
-                format!(
-                    "expected 'KEY value' in DEFAULT_OPTIONS: '{}'",
-                    shorten(text)
-                )
-            });
-        }
-    }
-
-    fn state(&mut self, lineno: u64, text: &str) {
-        match split_id_label(text) {
-            Some((id, _)) if (0..=i64::from(i32::MAX)).contains(&id) => {
-                if !self.pcf.states.insert(id as u32) {
-                    self.sink.warn(self.path, lineno, "pcf-dup", || {
-                        format!("state {id} listed twice")
-                    });
-                }
-            }
-            Some((id, _)) => self.sink.error(self.path, lineno, "pcf-state", || {
-                format!("state {id} outside 0..2^31-1, Paraver drops this label")
-            }),
-            None => self.sink.error(self.path, lineno, "pcf-state", || {
-                format!("expected '<state> <label>': '{}'", shorten(text))
-            }),
-        }
-    }
-
-    fn color(&mut self, lineno: u64, text: &str, is_state: bool) {
-        let parsed = text
-            .split_once(' ')
-            .and_then(|(id, rgb)| Some((parse_signed(id)?, parse_rgb(rgb.trim())?)));
-        match parsed {
-            Some((id, _)) if is_state => {
-                if let Ok(id) = u32::try_from(id) {
-                    self.pcf.state_colors.insert(id);
-                }
-            }
-            Some(_) => {}
-            None => self.sink.error(self.path, lineno, "pcf-color", || {
-                format!(
-                    "expected '<id> {{R,G,B}}' with components 0-255: '{}'",
-                    shorten(text)
-                )
-            }),
-        }
-    }
-
-    fn gradient_name(&mut self, lineno: u64, text: &str) {
-        if split_id_label(text).is_none() {
-            self.sink.error(self.path, lineno, "pcf-syntax", || {
-                format!(
-                    "expected '<n> <label>' in GRADIENT_NAMES: '{}'",
-                    shorten(text)
-                )
-            });
-        }
-    }
-
-    /// `<gradient> <type> <label...>`
-    fn event_type(&mut self, lineno: u64, text: &str) {
-        self.block_has_lines = true;
-        let parsed = text.split_once(' ').and_then(|(gradient, rest)| {
-            parse_signed(gradient)?;
-            split_id_label(rest.trim_start())
-        });
-        match parsed {
-            Some((ty, _)) if (0..=i64::from(i32::MAX)).contains(&ty) => {
-                let ty = ty as u32;
-                if let Entry::Vacant(slot) = self.pcf.types.entry(ty) {
-                    slot.insert(None);
-                } else {
-                    self.sink.warn(self.path, lineno, "pcf-dup", || {
-                        format!("event type {ty} declared again (Paraver merges the entries)")
-                    });
-                }
-                self.block_types.push(ty);
-            }
-            Some((ty, _)) => self.sink.error(self.path, lineno, "pcf-type", || {
-                format!("type {ty} outside 0..2^31-1, Paraver drops this line")
-            }),
-            None => self.sink.error(self.path, lineno, "pcf-type", || {
-                format!("expected '<gradient> <type> <label>': '{}'", shorten(text))
-            }),
-        }
-    }
-
-    /// `<value> <label...>`, shared by every type of the current block.
-    fn event_value(&mut self, lineno: u64, text: &str) {
-        match split_id_label(text) {
-            Some((value, _)) if i32::try_from(value).is_ok() => {
-                for ty in &self.block_types {
-                    if let Some(Some(values)) = self.pcf.types.get_mut(ty) {
-                        values.insert(value);
-                    }
-                }
-            }
-            Some((value, _)) => self.sink.error(self.path, lineno, "pcf-value", || {
-                format!("value {value} outside int32, Paraver drops this label")
-            }),
-            None => self.sink.error(self.path, lineno, "pcf-value", || {
-                format!("expected '<value> <label>': '{}'", shorten(text))
-            }),
-        }
-    }
-
-    fn precision(&mut self, lineno: u64, rest: &str) {
-        let in_event = matches!(
-            self.section,
-            PcfSection::EventTypes | PcfSection::EventValues
-        );
-        if !in_event || parse_decimal(rest.trim()).is_none() {
-            self.sink.error(self.path, lineno, "pcf-syntax", || {
-                "expected 'PRECISION <n>' inside an EVENT_TYPE block".into()
-            });
-        }
-    }
-
-    /// Called at every section keyword (not VALUES): ends the current EVENT_TYPE block.
-    fn close_block(&mut self) {
-        if self.section == PcfSection::EventTypes && !self.block_has_lines {
-            let line = self.block_line;
-            self.sink.error(self.path, line, "pcf-type", || {
-                "EVENT_TYPE block without any type line".into()
-            });
-        }
-        self.block_types.clear();
-        self.block_has_lines = false;
-    }
-
-    fn check_state_colors(&mut self) {
-        let mut missing: Vec<u32> = self
-            .pcf
-            .states
-            .difference(&self.pcf.state_colors)
-            .copied()
-            .collect();
-        missing.sort_unstable();
-        if !missing.is_empty() {
-            self.sink.push(Severity::Warning, self.path, None, "pcf-state-color", || {
-                format!("states {missing:?} have no STATES_COLOR entry (ptd comprovar rejects this)")
-            });
-        }
-    }
-}
-
-/// Section keywords alone on a line (§3); VALUES switches an EVENT_TYPE block to values.
-fn pcf_keyword(text: &str) -> Option<PcfSection> {
-    Some(match text {
-        "DEFAULT_OPTIONS" => PcfSection::DefaultOptions,
-        "DEFAULT_SEMANTIC" => PcfSection::DefaultSemantic,
-        "STATES" => PcfSection::States,
-        "STATES_COLOR" => PcfSection::StatesColor,
-        "EVENT_TYPE" => PcfSection::EventTypes,
-        "GRADIENT_COLOR" => PcfSection::GradientColor,
-        "GRADIENT_NAMES" => PcfSection::GradientNames,
-        _ => return None,
-    })
-}
-
-impl PcfParser<'_> {
-    /// VALUES is handled apart because it must keep the block's types.
-    fn values_keyword(&mut self, lineno: u64) {
-        if self.section != PcfSection::EventTypes || self.block_types.is_empty() {
-            self.sink.error(self.path, lineno, "pcf-syntax", || {
-                "VALUES outside an EVENT_TYPE block with types".into()
-            });
-            self.section = PcfSection::EventValues;
-            return;
-        }
-        for ty in &self.block_types {
-            self.pcf
-                .types
-                .entry(*ty)
-                .or_default()
-                .get_or_insert_with(HashSet::new);
-        }
-        self.section = PcfSection::EventValues;
-    }
-}
-
-/// `<integer> <label>` with a non-empty label.
-fn split_id_label(text: &str) -> Option<(i64, &str)> {
-    let (id, label) = text.split_once(' ')?;
-    let label = label.trim();
-    (!label.is_empty()).then_some((parse_signed(id)?, label))
-}
-
-fn parse_signed(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    parse_decimal(digits)?;
-    text.parse().ok()
-}
-
-fn parse_rgb(text: &str) -> Option<[u8; 3]> {
-    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
-    let parts: Vec<u8> = inner
-        .split(',')
-        .map(|c| c.trim().parse().ok())
-        .collect::<Option<_>>()?;
-    parts.try_into().ok()
+    let pcf = read_pcf(BufReader::new(file), &mut |issue| sink.issue(path, issue))?;
+    Ok(Some(pcf))
 }
 
 // ---------------------------------------------------------------------------------------
 // .prv body (§2.1, §2.3-§2.6)
 
-/// Paraver keeps times as doubles: integers from 2^53 on lose precision.
-const MAX_EXACT_TIME: u64 = 1 << 53;
 /// Event types above this cannot be labelled in the pcf (signed 32-bit parse).
 const MAX_EVENT_TYPE: i128 = i32::MAX as i128;
-/// Magnitudes are saturated here while parsing; far outside every valid range.
-const SATURATED: i128 = 1 << 100;
-
-/// Why a line's fields could not be read as integers.
-struct BadField {
-    /// 0-based field index.
-    index: usize,
-}
-
-/// Splits `a:b:c` into integers. Each field is an optional `-` followed by ASCII digits;
-/// no spaces, `+`, decimal points or empty fields (Paraver would silently misread them).
-fn parse_fields(line: &[u8], out: &mut Vec<i128>) -> Result<(), BadField> {
-    out.clear();
-    for (index, field) in line.split(|&b| b == b':').enumerate() {
-        let (negative, digits) = match field.split_first() {
-            Some((b'-', rest)) => (true, rest),
-            _ => (false, field),
-        };
-        if digits.is_empty() {
-            return Err(BadField { index });
-        }
-        let mut value: i128 = 0;
-        for &b in digits {
-            if !b.is_ascii_digit() {
-                return Err(BadField { index });
-            }
-            value = (value * 10 + i128::from(b - b'0')).min(SATURATED);
-        }
-        out.push(if negative { -value } else { value });
-    }
-    Ok(())
-}
 
 /// Per-thread ordering state (§2.6 rule 1).
 #[derive(Clone, Copy, Default)]
@@ -1096,27 +279,6 @@ struct BodyChecker<'a> {
     undeclared_states: Reported<u32>,
 }
 
-/// Reads lines as bytes (the body must be ASCII, but a bad byte must not abort the run).
-struct LineReader {
-    reader: Box<dyn BufRead>,
-    buf: Vec<u8>,
-    lineno: u64,
-    crlf: bool,
-}
-
-impl LineReader {
-    /// Advances to the next line; `Ok(false)` at the end of the file.
-    fn advance(&mut self) -> io::Result<bool> {
-        self.buf.clear();
-        if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
-            return Ok(false);
-        }
-        self.lineno += 1;
-        self.crlf = strip_eol(&mut self.buf);
-        Ok(true)
-    }
-}
-
 /// Reads the whole `.prv`; returns the parsed header (if valid) and the statistics.
 fn check_prv(
     reader: Box<dyn BufRead>,
@@ -1124,12 +286,7 @@ fn check_prv(
     pcf: Option<&Pcf>,
     sink: &mut Sink,
 ) -> (Option<Header>, TraceStats) {
-    let mut lines = LineReader {
-        reader,
-        buf: Vec::with_capacity(256),
-        lineno: 0,
-        crlf: false,
-    };
+    let mut lines = Lines::new(reader);
     match lines.advance() {
         Ok(true) => {}
         Ok(false) => {
@@ -1143,14 +300,14 @@ fn check_prv(
             return (None, TraceStats::default());
         }
     }
-    let mut body = BodyChecker::from_header_line(path, &lines.buf, lines.crlf, pcf, sink);
+    let mut body = BodyChecker::from_header_line(path, lines.line(), lines.crlf(), pcf, sink);
     let mut pending_comm_lines = body.header.as_ref().map_or(0, |h| h.ncomm);
     loop {
         match lines.advance() {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                let at = lines.lineno + 1;
+                let at = lines.number() + 1;
                 body.sink
                     .error(path, at, "io", || format!("cannot read the trace: {e}"));
                 break;
@@ -1158,17 +315,17 @@ fn check_prv(
         }
         if pending_comm_lines > 0 {
             pending_comm_lines -= 1;
-            if body.communicator_line(lines.lineno, &lines.buf) {
+            if body.communicator_line(lines.number(), lines.line()) {
                 continue;
             }
             pending_comm_lines = 0;
         }
-        if lines.crlf {
-            body.sink.warn(path, lines.lineno, "crlf", || {
+        if lines.crlf() {
+            body.sink.warn(path, lines.number(), "crlf", || {
                 "CRLF line ending (Paraver ignores the \\r)".into()
             });
         }
-        body.line(lines.lineno, &lines.buf);
+        body.line(lines.number(), lines.line());
     }
     body.finish()
 }
@@ -1260,16 +417,45 @@ impl<'a> BodyChecker<'a> {
             });
         }
         let mut fields = std::mem::take(&mut self.fields);
-        match parse_fields(line, &mut fields) {
-            Ok(()) => self.record(lineno, &fields),
-            Err(bad) if bad.index == 0 => self.unknown_kind(lineno, line),
-            Err(bad) => self.sink.error(path, lineno, "syntax", || {
+        match parse_record(line, &mut fields) {
+            Ok(record) => {
+                self.records += 1;
+                match record {
+                    Record::State {
+                        object,
+                        begin,
+                        end,
+                        state,
+                    } => self.state(lineno, object, begin, end, state),
+                    Record::Event {
+                        object,
+                        time,
+                        pairs,
+                    } => self.event(lineno, object, time, pairs),
+                    Record::Comm(comm) => self.comm(lineno, &comm),
+                }
+            }
+            Err(RecordError::Field(bad)) if bad.index == 0 => self.unknown_kind(lineno, line),
+            Err(RecordError::Field(bad)) => self.sink.error(path, lineno, "syntax", || {
                 format!(
                     "field {} is not a decimal integer in '{}'",
                     bad.index + 1,
                     shorten(&String::from_utf8_lossy(line))
                 )
             }),
+            Err(RecordError::Kind(other)) => self.sink.error(path, lineno, "kind", || {
+                let why = if other == 4 {
+                    " (Paraver drops kind 4 silently)"
+                } else {
+                    ""
+                };
+                format!("unknown record kind '{other}'{why}")
+            }),
+            Err(RecordError::FieldCount { kind, need, has }) => {
+                self.sink.error(path, lineno, "fields", || {
+                    format!("{kind} record needs {need} fields, has {has}")
+                })
+            }
         }
         self.fields = fields;
     }
@@ -1285,51 +471,11 @@ impl<'a> BodyChecker<'a> {
         });
     }
 
-    fn record(&mut self, lineno: u64, f: &[i128]) {
-        let path = self.path;
-        let (kind, expected) = match f[0] {
-            1 => ("state", f.len() == 8),
-            2 => (
-                "event",
-                f.len() >= 6 && f[6..].chunks_exact(2).remainder().is_empty(),
-            ),
-            3 => ("communication", f.len() == 15),
-            other => {
-                self.sink.error(path, lineno, "kind", || {
-                    let why = if other == 4 {
-                        " (Paraver drops kind 4 silently)"
-                    } else {
-                        ""
-                    };
-                    format!("unknown record kind '{other}'{why}")
-                });
-                return;
-            }
-        };
-        if !expected {
-            let need = match f[0] {
-                1 => "8",
-                2 => "6+2k",
-                _ => "15",
-            };
-            self.sink.error(path, lineno, "fields", || {
-                format!("{kind} record needs {need} fields, has {}", f.len())
-            });
-            return;
-        }
-        self.records += 1;
-        match f[0] {
-            1 => self.state(lineno, f),
-            2 => self.event(lineno, f),
-            _ => self.comm(lineno, f),
-        }
-    }
-
     /// `1:CPU:APPL:TASK:THREAD:BEGIN:END:STATE`
-    fn state(&mut self, lineno: u64, f: &[i128]) {
-        let thread = self.locate(lineno, "state", &f[1..5]);
-        let begin = self.time(lineno, "begin time", f[5]);
-        let end = self.time(lineno, "end time", f[6]);
+    fn state(&mut self, lineno: u64, object: Object, begin: i128, end: i128, state: i128) {
+        let thread = self.locate(lineno, "state", &object);
+        let begin = self.time(lineno, "begin time", begin);
+        let end = self.time(lineno, "end time", end);
         let (Some(begin), Some(end)) = (begin, end) else {
             return;
         };
@@ -1340,9 +486,9 @@ impl<'a> BodyChecker<'a> {
             });
         }
         if let Some(index) = thread {
-            self.check_thread_states(lineno, index, &f[2..5], begin, end);
+            self.check_thread_states(lineno, index, &object, begin, end);
         }
-        let Some(state) = self.state_value(lineno, f[7]) else {
+        let Some(state) = self.state_value(lineno, state) else {
             return;
         };
         self.stats.states += 1;
@@ -1350,18 +496,17 @@ impl<'a> BodyChecker<'a> {
     }
 
     /// `2:CPU:APPL:TASK:THREAD:TIME:TYPE:VALUE[:TYPE:VALUE...]`
-    fn event(&mut self, lineno: u64, f: &[i128]) {
-        self.locate(lineno, "event", &f[1..5]);
-        if let Some(time) = self.time(lineno, "time", f[5]) {
+    fn event(&mut self, lineno: u64, object: Object, time: i128, pairs: &[i128]) {
+        self.locate(lineno, "event", &object);
+        if let Some(time) = self.time(lineno, "time", time) {
             self.check_order(lineno, time);
         }
-        if f.len() == 6 {
+        if pairs.is_empty() {
             self.sink.warn(self.path, lineno, "event-empty", || {
                 "event record without type:value pairs (ignored by Paraver)".into()
             });
             return;
         }
-        let pairs = &f[6..];
         for (i, pair) in pairs.chunks_exact(2).enumerate() {
             if pairs[..2 * i].chunks_exact(2).any(|p| p[0] == pair[0]) {
                 self.sink.warn(self.path, lineno, "event-dup", || {
@@ -1416,7 +561,10 @@ impl<'a> BodyChecker<'a> {
                         });
                 }
             }
-            Some(Some(values)) if !values.contains(&value) => {
+            Some(PcfType {
+                values: Some(values),
+                ..
+            }) if !values.contains_key(&value) => {
                 if self.undeclared_values.first((ty, value)) {
                     self.sink
                         .error(self.path, lineno, "pcf-undeclared-value", || {
@@ -1431,21 +579,26 @@ impl<'a> BodyChecker<'a> {
     }
 
     /// `3:sender(4):LSEND:PSEND:receiver(4):LRECV:PRECV:SIZE:TAG`
-    fn comm(&mut self, lineno: u64, f: &[i128]) {
+    fn comm(&mut self, lineno: u64, c: &Comm) {
         let path = self.path;
-        self.locate(lineno, "comm sender", &f[1..5]);
-        self.locate(lineno, "comm receiver", &f[7..11]);
+        self.locate(lineno, "comm sender", &c.sender);
+        self.locate(lineno, "comm receiver", &c.receiver);
         let names = [
             "logical send",
             "physical send",
             "logical receive",
             "physical receive",
         ];
-        let times: Vec<Option<u64>> = [f[5], f[6], f[11], f[12]]
-            .iter()
-            .zip(names)
-            .map(|(&t, name)| self.time(lineno, name, t))
-            .collect();
+        let times: Vec<Option<u64>> = [
+            c.logical_send,
+            c.physical_send,
+            c.logical_receive,
+            c.physical_receive,
+        ]
+        .iter()
+        .zip(names)
+        .map(|(&t, name)| self.time(lineno, name, t))
+        .collect();
         if let Some(lsend) = times[0] {
             self.check_order(lineno, lsend);
         }
@@ -1458,14 +611,14 @@ impl<'a> BodyChecker<'a> {
                 }
             }
         }
-        if i64::try_from(f[13]).is_err() {
+        if i64::try_from(c.size).is_err() {
             self.sink.error(path, lineno, "comm-size", || {
-                format!("size {} outside int64", f[13])
+                format!("size {} outside int64", c.size)
             });
         }
-        let Ok(tag) = i64::try_from(f[14]) else {
+        let Ok(tag) = i64::try_from(c.tag) else {
             self.sink.error(path, lineno, "comm-tag", || {
-                format!("tag {} outside int64", f[14])
+                format!("tag {} outside int64", c.tag)
             });
             return;
         };
@@ -1474,11 +627,16 @@ impl<'a> BodyChecker<'a> {
     }
 
     /// Checks `CPU:APPL:TASK:THREAD` against the header; returns the global thread index.
-    fn locate(&mut self, lineno: u64, what: &str, loc: &[i128]) -> Option<usize> {
+    fn locate(&mut self, lineno: u64, what: &str, object: &Object) -> Option<usize> {
         let path = self.path;
         let header = self.header.as_ref()?;
-        let [cpu, appl, task, thread] = [loc[0], loc[1], loc[2], loc[3]];
-        if loc.iter().any(|&v| v < 0) {
+        let Object {
+            cpu,
+            appl,
+            task,
+            thread,
+        } = *object;
+        if object.has_negative() {
             self.sink.error(path, lineno, "syntax", || {
                 format!("{what} location {cpu}:{appl}:{task}:{thread} has a negative field")
             });
@@ -1544,12 +702,12 @@ impl<'a> BodyChecker<'a> {
         &mut self,
         lineno: u64,
         index: usize,
-        obj: &[i128],
+        obj: &Object,
         begin: u64,
         end: u64,
     ) {
         let last = self.threads[index];
-        let who = || format!("{}:{}:{}", obj[0], obj[1], obj[2]);
+        let who = || format!("{}:{}:{}", obj.appl, obj.task, obj.thread);
         if last.seen && begin < last.last_begin {
             self.sink.error(self.path, lineno, "state-unsorted", || {
                 format!(
@@ -1577,7 +735,7 @@ impl<'a> BodyChecker<'a> {
             });
             return None;
         };
-        let declared = self.pcf.map(|pcf| pcf.states.contains(&state));
+        let declared = self.pcf.map(|pcf| pcf.states.contains_key(&state));
         if declared == Some(false) && self.undeclared_states.first(state) {
             self.sink
                 .error(self.path, lineno, "pcf-undeclared-state", || {
@@ -1588,141 +746,21 @@ impl<'a> BodyChecker<'a> {
     }
 }
 
-fn trim_trailing_blanks(line: &[u8]) -> &[u8] {
-    let keep = line
-        .iter()
-        .rposition(|&b| b != b' ' && b != b'\t')
-        .map_or(0, |i| i + 1);
-    &line[..keep]
-}
-
 // ---------------------------------------------------------------------------------------
-// .row (§4): LEVEL <LEVEL> SIZE <n>, then n label lines.
-
-const ROW_LEVELS: [&str; 7] = [
-    "CPU", "NODE", "SYSTEM", "WORKLOAD", "APPL", "TASK", "THREAD",
-];
-
-struct RowBlock {
-    level: String,
-    size: u64,
-    line: u64,
-    labels: u64,
-}
-
-fn parse_row_heading(text: &str) -> Option<(&str, u64)> {
-    let mut words = text.split_whitespace();
-    let (Some("LEVEL"), Some(level), Some("SIZE"), Some(size), None) = (
-        words.next(),
-        words.next(),
-        words.next(),
-        words.next(),
-        words.next(),
-    ) else {
-        return None;
-    };
-    Some((level, parse_decimal(size)?))
-}
+// .row (§4): one block per level, as many labels as objects.
 
 fn check_row(path: &Path, header: Option<&Header>, sink: &mut Sink) -> io::Result<()> {
     let Some(file) = open_companion(path, "row-missing", sink)? else {
         return Ok(());
     };
-    let blocks = read_row_blocks(path, BufReader::new(file), sink)?;
+    let row = read_row(BufReader::new(file), &mut |issue| sink.issue(path, issue))?;
     if let Some(header) = header {
-        check_row_sizes(path, header, &blocks, sink);
+        check_row_sizes(path, header, &row.levels, sink);
     }
     Ok(())
 }
 
-/// Reads the blocks and reports blocks with fewer labels than SIZE.
-fn read_row_blocks(path: &Path, reader: impl Read, sink: &mut Sink) -> io::Result<Vec<RowBlock>> {
-    let mut reader = BufReader::new(reader);
-    let mut blocks: Vec<RowBlock> = Vec::new();
-    let mut open: Option<RowBlock> = None;
-    let mut buf = Vec::new();
-    let mut lineno = 0u64;
-    while reader.read_until(b'\n', &mut buf)? > 0 {
-        lineno += 1;
-        strip_eol(&mut buf);
-        let text = String::from_utf8_lossy(&buf).trim().to_string();
-        buf.clear();
-        let heading = parse_row_heading(&text);
-        if let Some(mut block) = open.take() {
-            if heading.is_none() && !text.is_empty() {
-                block.labels += 1;
-                if block.labels < block.size {
-                    open = Some(block);
-                } else {
-                    blocks.push(block);
-                }
-                continue;
-            }
-            // A blank line or a new heading inside a block means SIZE is too large.
-            report_short_block(path, &block, sink);
-            blocks.push(block);
-        }
-        match heading {
-            Some((level, size)) => {
-                let block = new_row_block(path, lineno, level, size, &blocks, sink);
-                if size == 0 {
-                    blocks.push(block);
-                } else {
-                    open = Some(block);
-                }
-            }
-            None if text.is_empty() || text.starts_with('#') => {}
-            None => sink.error(path, lineno, "row-syntax", || {
-                format!(
-                    "line outside any LEVEL block (is a SIZE too small?): '{}'",
-                    shorten(&text)
-                )
-            }),
-        }
-    }
-    if let Some(block) = open {
-        report_short_block(path, &block, sink);
-        blocks.push(block);
-    }
-    Ok(blocks)
-}
-
-fn new_row_block(
-    path: &Path,
-    lineno: u64,
-    level: &str,
-    size: u64,
-    blocks: &[RowBlock],
-    sink: &mut Sink,
-) -> RowBlock {
-    if !ROW_LEVELS.contains(&level) {
-        sink.warn(path, lineno, "row-level", || {
-            format!("unknown level '{}' (Paraver skips it)", shorten(level))
-        });
-    }
-    if blocks.iter().any(|b| b.level == level) {
-        sink.error(path, lineno, "row-dup", || {
-            format!("LEVEL {level} appears twice")
-        });
-    }
-    RowBlock {
-        level: level.to_string(),
-        size,
-        line: lineno,
-        labels: 0,
-    }
-}
-
-fn report_short_block(path: &Path, b: &RowBlock, sink: &mut Sink) {
-    sink.error(path, b.line, "row-labels", || {
-        format!(
-            "LEVEL {} SIZE {} but only {} label lines follow",
-            b.level, b.size, b.labels
-        )
-    });
-}
-
-fn check_row_sizes(path: &Path, header: &Header, blocks: &[RowBlock], sink: &mut Sink) {
+fn check_row_sizes(path: &Path, header: &Header, blocks: &[RowLevel], sink: &mut Sink) {
     let nodes = header.cpus_per_node.len() as u64;
     // (level, objects in the header, missing block severity)
     let expected = [
@@ -1733,7 +771,7 @@ fn check_row_sizes(path: &Path, header: &Header, blocks: &[RowBlock], sink: &mut
         ("THREAD", header.threads as u64, Some(Severity::Error)),
     ];
     for (level, count, if_missing) in expected {
-        match blocks.iter().find(|b| b.level == level) {
+        match blocks.iter().find(|b| b.name == level) {
             Some(b) if b.size != count => sink.error(path, b.line, "row-size", || {
                 format!(
                     "LEVEL {level} SIZE {} but the header defines {count} objects",
@@ -1751,7 +789,6 @@ fn check_row_sizes(path: &Path, header: &Header, blocks: &[RowBlock], sink: &mut
         }
     }
 }
-
 // ---------------------------------------------------------------------------------------
 // BSC's `ptd comprovar` (pip package `pertalde`) as a second opinion.
 
@@ -1772,7 +809,7 @@ pub fn ptd_comprovar(prv: &Path) -> Result<PtdOutcome, String> {
     if !ptd_installed() {
         return Ok(PtdOutcome::NotInstalled);
     }
-    let paths = TracePaths::new(prv);
+    let paths = TraceFiles::of(prv);
     if !paths.pcf.exists() {
         return Err(format!(
             "ptd comprovar needs {} next to the trace (it fails without it)",
@@ -1816,7 +853,7 @@ fn ptd_installed() -> bool {
 fn check_gzip_stream(prv: &Path) -> Result<(), String> {
     let file = File::open(prv).map_err(|e| format!("cannot open {}: {e}", prv.display()))?;
     io::copy(
-        &mut MultiGzDecoder::new(BufReader::new(file)),
+        &mut flate2::read::MultiGzDecoder::new(BufReader::new(file)),
         &mut io::sink(),
     )
     .map(drop)
