@@ -104,6 +104,7 @@ pub fn check_trace(prv: &Path) -> TraceStats {
         prv.display(),
         errors.join("\n")
     );
+    assert_every_label_declared(prv);
     match ptd_comprovar(prv) {
         Ok(PtdOutcome::Passed) => {}
         Ok(PtdOutcome::NotInstalled) => {
@@ -115,6 +116,23 @@ pub fn check_trace(prv: &Path) -> TraceStats {
         Err(out) => panic!("ptd comprovar rejected {}:\n{out}", prv.display()),
     }
     report.stats
+}
+
+/// Every type and state in the `.pcf` has the label a category declared, not the
+/// writer's stand-in for an undeclared one (`Event type N`, `State N`): what is
+/// not declared also has no declared timing for cuts.
+pub fn assert_every_label_declared(prv: &Path) {
+    let pcf = paraver_reader::TraceFiles::of(prv).pcf;
+    let text = std::fs::read_to_string(&pcf).expect("read the .pcf");
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let stand_in = match words.as_slice() {
+            [_, ty, "Event", "type", n] => ty == n,
+            [id, "State", n] => id == n,
+            _ => false,
+        };
+        assert!(!stand_in, "{}: undeclared: {line}", pcf.display());
+    }
 }
 
 /// Count of intervals (non-zero values) of an event type in a trace.

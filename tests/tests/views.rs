@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use end_to_end::*;
-use nsys_semantics::catalog::{pcf_catalog, TAG_LAUNCH, TAG_MEMORY};
+use nsys_semantics::catalog::pcf_catalog;
+use nsys_semantics::event_types::{TAG_LAUNCH, TAG_MEMORY};
 
 const THREAD_FUNCTIONS: &[&str] = &[
     "State As Is",
@@ -817,5 +818,35 @@ fn a_conversion_installs_every_bundled_cfg() {
         "NCCL kernel",
     ] {
         assert!(pcf.contains(label), "{label}");
+    }
+}
+
+/// Every bundled view belongs to one category of the registry (or to the general
+/// views), and every view the registry names is bundled.
+#[test]
+fn every_view_belongs_to_one_category() {
+    let bundled: Vec<String> = all_cfgs(&cfgs_dir())
+        .iter()
+        .map(|p| p.strip_prefix(cfgs_dir()).unwrap().display().to_string())
+        .collect();
+    let registry = nsys_semantics::Registry::standard();
+    let claimed: Vec<&str> = registry.views().collect();
+    for view in &bundled {
+        let owners = claimed
+            .iter()
+            .filter(|c| match c.strip_suffix('/') {
+                Some(dir) => view.starts_with(&format!("{dir}/")),
+                None => *c == view,
+            })
+            .count();
+        assert_eq!(owners, 1, "{view} is claimed {owners} times");
+    }
+    for c in claimed {
+        assert!(
+            bundled
+                .iter()
+                .any(|v| v == c || c.strip_suffix('/').is_some_and(|d| v.starts_with(d))),
+            "{c} is not bundled"
+        );
     }
 }

@@ -19,6 +19,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use nsys_semantics::event_types::{
+    is_nvtx_range_type as is_iteration_type, CUDA_KERNEL, CUDA_MEMORY_OP as MEMORY_OP,
+    CUDA_MEMORY_SIZE as MEMORY_SIZE, KERNEL_COLLECTIVE as NCCL_COLLECTIVE,
+    MESSAGE_SIZE as NCCL_MESSAGE_SIZE, NCCL_KERNEL,
+};
 use paraver_reader::pcf::{read_pcf, Pcf};
 use paraver_reader::prv::{
     open_body, parse_header, parse_record, trim_trailing_blanks, Lines, Record, TimeUnit,
@@ -27,13 +32,6 @@ use paraver_reader::row::read_row;
 use paraver_reader::TraceFiles;
 
 use crate::cli::{ReportArgs, UsageError};
-
-const CUDA_KERNEL: u32 = 63_000_006;
-const NCCL_KERNEL: u32 = 63_000_007;
-const MEMORY_OP: u32 = 63_000_001;
-const MEMORY_SIZE: u32 = 63_000_002;
-const NCCL_MESSAGE_SIZE: u32 = 9501;
-const NCCL_COLLECTIVE: u32 = 9520;
 
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -227,11 +225,6 @@ impl Names {
             .map(str::to_string)
             .unwrap_or_else(|| format!("{what} {value}"))
     }
-}
-
-/// NVTX range types: push/pop of any domain and start/end lanes.
-fn is_iteration_type(ty: u32) -> bool {
-    ((9600..60_000).contains(&ty) && ty.is_multiple_of(100)) || (9004..9100).contains(&ty)
 }
 
 /// Whether a range label names `name` (a start/end range's label is `domain: name`).
