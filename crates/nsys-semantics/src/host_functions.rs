@@ -25,12 +25,11 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext, ThreadKey};
 use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
-use crate::handoff::{GpuLinks, TAG_LAUNCH};
+use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK, TAG_LAUNCH};
 use crate::types::{interval, state};
 
 pub const HOST_FUNCTION: u32 = 63_000_110;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
-pub const TAG_HOST_CALLBACK: i64 = 55_004;
 
 pub const HOST_FUNCTIONS: Category = Category::named("host-functions");
 

@@ -47,7 +47,9 @@ pub use report::{translate_report, translate_with, ReportTranslation};
 /// Event type numbers other crates need (the report reads traces by them).
 pub mod event_types {
     pub use crate::cuda_api::{CORRELATION_ID, CUDA_API};
-    pub use crate::handoff::{TAG_LAUNCH, TAG_MEMORY};
+    pub use crate::handoff::{
+        CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY,
+    };
     pub use crate::kernels::{CUDA_KERNEL, NCCL_KERNEL};
     pub use crate::memory::{CUDA_MEMORY_OP, CUDA_MEMORY_SIZE};
     pub use crate::nccl::{KERNEL_COLLECTIVE, MESSAGE_SIZE, NCCL_REGIONS};
