@@ -487,10 +487,12 @@ fn every_view_loads_in_paramedir_on_every_trace() {
 /// `NAME.report.<suffix>` of `report`, as rows of fields (header first).
 fn report_csv(prv: &Path, suffix: &str) -> Vec<Vec<String>> {
     let path = sibling(prv, &format!("report.{suffix}"));
-    std::fs::read_to_string(&path)
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| l.split(',').map(str::to_owned).collect())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
         .collect()
 }
 

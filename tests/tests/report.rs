@@ -164,12 +164,15 @@ fn report(args: &[&str]) -> Output {
 }
 
 /// `NAME.report.<suffix>` as rows of fields (header included).
+/// The rows of a report's CSV table, its header first.
 fn csv(base: &Path, suffix: &str) -> Vec<Vec<String>> {
     let path = PathBuf::from(format!("{}.report.{suffix}", base.display()));
-    std::fs::read_to_string(&path)
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| l.split(',').map(str::to_string).collect())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_string).collect())
         .collect()
 }
 
@@ -286,9 +289,13 @@ fn assert_designed_numbers(base: &Path) {
     assert_eq!(durations, expected);
     assert!(iterations[1..].iter().all(|r| r[0] == "iteration"));
 
-    let json = std::fs::read_to_string(format!("{}.report.json", base.display())).unwrap();
-    assert!(json.contains("\"load_balance\": 0.625000"), "{json}");
-    assert!(json.contains("\"range\": \"iteration\""), "{json}");
+    let text = std::fs::read_to_string(format!("{}.report.json", base.display())).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["efficiency"]["load_balance"], 0.625, "{text}");
+    assert_eq!(json["iterations"]["range"], "iteration", "{text}");
+    assert_eq!(json["gpus"].as_array().unwrap().len(), gpus.len() - 1);
+    let first = &json["iterations"]["tasks"][0]["iterations"][0];
+    assert_eq!(first["duration_ns"].to_string(), iterations[1][4], "{text}");
 }
 
 #[test]

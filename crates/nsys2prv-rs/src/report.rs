@@ -30,6 +30,7 @@ use paraver_reader::prv::{
 };
 use paraver_reader::row::read_row;
 use paraver_reader::TraceFiles;
+use serde::Serialize;
 
 use crate::cli::{ReportArgs, UsageError};
 
@@ -86,7 +87,7 @@ pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
 }
 
 /// Time of one GPU.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GpuTimes {
     /// `<task name> GPU <device>`.
     pub name: String,
@@ -99,12 +100,16 @@ pub struct GpuTimes {
     pub idle_ns: u64,
 }
 
-/// The efficiency model (fractions, 0..1).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The efficiency model (fractions, 0..1; 6 decimals in the JSON, as printed).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Model {
+    #[serde(serialize_with = "six_decimals")]
     pub load_balance: f64,
+    #[serde(serialize_with = "six_decimals")]
     pub communication_efficiency: f64,
+    #[serde(serialize_with = "six_decimals")]
     pub orchestration_efficiency: f64,
+    #[serde(serialize_with = "six_decimals")]
     pub parallel_efficiency: f64,
 }
 
@@ -136,7 +141,7 @@ impl Model {
 }
 
 /// Count and time (and bytes) of the intervals of one name.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct NamedStats {
     pub name: String,
     pub count: u64,
@@ -653,40 +658,59 @@ fn clip(name: &str, width: usize) -> String {
     }
 }
 
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_number(x: f64) -> String {
+/// A fraction rounded to 6 decimals (null when undefined).
+fn six_decimals<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
     if x.is_finite() {
-        format!("{x:.6}")
+        s.serialize_f64((x * 1e6).round() / 1e6)
     } else {
-        "null".into()
+        s.serialize_none()
     }
+}
+
+/// `NAME.report.json`: the tables of the report.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    trace: String,
+    elapsed_ns: u64,
+    tasks: usize,
+    gpus: &'a [GpuTimes],
+    efficiency: Option<Model>,
+    kernels: &'a [NamedStats],
+    nccl: &'a [NamedStats],
+    memory: &'a [NamedStats],
+    iterations: Option<JsonIterations<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonIterations<'a> {
+    range: &'a str,
+    tasks: Vec<JsonTaskIterations<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonTaskIterations<'a> {
+    task: &'a str,
+    iterations: Vec<JsonIteration>,
+}
+
+#[derive(Serialize)]
+struct JsonIteration {
+    begin_ns: u64,
+    duration_ns: u64,
+}
+
+/// CSV text of a header and rows.
+fn csv_text<const N: usize>(
+    header: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> String {
+    let mut csv = csv::Writer::from_writer(Vec::new());
+    let written = csv
+        .write_record(header)
+        .and_then(|_| rows.into_iter().try_for_each(|row| csv.write_record(&row)));
+    written.expect("CSV into memory");
+    let bytes = csv.into_inner().expect("CSV into memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
 }
 
 impl Report {
@@ -923,94 +947,37 @@ impl Report {
     }
 
     fn json(&self) -> String {
-        let mut out = String::from("{\n");
-        let _ = writeln!(
-            out,
-            "  \"trace\": {},",
-            json_string(&self.trace.display().to_string())
-        );
-        let _ = writeln!(out, "  \"elapsed_ns\": {},", self.elapsed_ns);
-        let _ = writeln!(out, "  \"tasks\": {},", self.tasks);
-        out.push_str("  \"gpus\": [");
-        for (i, g) in self.gpus.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}\n    {{\"name\": {}, \"task\": {}, \"device\": {}, \"streams\": {}, \"useful_ns\": {}, \"communication_ns\": {}, \"idle_ns\": {}}}",
-                if i == 0 { "" } else { "," },
-                json_string(&g.name),
-                g.task,
-                g.device,
-                g.streams,
-                g.useful_ns,
-                g.communication_ns,
-                g.idle_ns
-            );
-        }
-        out.push_str(if self.gpus.is_empty() {
-            "],\n"
-        } else {
-            "\n  ],\n"
-        });
-        match &self.model {
-            Some(m) => {
-                let _ = writeln!(
-                    out,
-                    "  \"efficiency\": {{\"load_balance\": {}, \"communication_efficiency\": {}, \"orchestration_efficiency\": {}, \"parallel_efficiency\": {}}},",
-                    json_number(m.load_balance),
-                    json_number(m.communication_efficiency),
-                    json_number(m.orchestration_efficiency),
-                    json_number(m.parallel_efficiency)
-                );
-            }
-            None => out.push_str("  \"efficiency\": null,\n"),
-        }
-        for (key, list) in [
-            ("kernels", &self.kernels),
-            ("nccl", &self.nccl),
-            ("memory", &self.memory),
-        ] {
-            let _ = write!(out, "  \"{key}\": [");
-            for (i, s) in list.iter().enumerate() {
-                let _ = write!(
-                    out,
-                    "{}\n    {{\"name\": {}, \"count\": {}, \"total_ns\": {}, \"min_ns\": {}, \"max_ns\": {}, \"bytes\": {}}}",
-                    if i == 0 { "" } else { "," },
-                    json_string(&s.name),
-                    s.count,
-                    s.total_ns,
-                    s.min_ns,
-                    s.max_ns,
-                    s.bytes
-                );
-            }
-            out.push_str(if list.is_empty() { "],\n" } else { "\n  ],\n" });
-        }
-        match &self.iterations {
-            Some(it) => {
-                let _ = write!(
-                    out,
-                    "  \"iterations\": {{\"range\": {}, \"tasks\": [",
-                    json_string(&it.range)
-                );
-                for (i, (task, list)) in it.tasks.iter().enumerate() {
-                    let items: Vec<String> = list
+        let iterations = self.iterations.as_ref().map(|it| JsonIterations {
+            range: &it.range,
+            tasks: it
+                .tasks
+                .iter()
+                .map(|(task, list)| JsonTaskIterations {
+                    task,
+                    iterations: list
                         .iter()
-                        .map(|(b, d)| format!("{{\"begin_ns\": {b}, \"duration_ns\": {d}}}"))
-                        .collect();
-                    let _ = write!(
-                        out,
-                        "{}\n    {{\"task\": {}, \"iterations\": [{}]}}",
-                        if i == 0 { "" } else { "," },
-                        json_string(task),
-                        items.join(", ")
-                    );
-                }
-                out.push_str("\n  ]}\n");
-            }
-            None => out.push_str("  \"iterations\": null\n"),
-        }
-        out.push_str("}\n");
-        out
+                        .map(|&(begin_ns, duration_ns)| JsonIteration {
+                            begin_ns,
+                            duration_ns,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        });
+        let report = JsonReport {
+            trace: self.trace.display().to_string(),
+            elapsed_ns: self.elapsed_ns,
+            tasks: self.tasks,
+            gpus: &self.gpus,
+            efficiency: self.model,
+            kernels: &self.kernels,
+            nccl: &self.nccl,
+            memory: &self.memory,
+            iterations,
+        };
+        let mut text = serde_json::to_string_pretty(&report).expect("JSON of plain data");
+        text.push('\n');
+        text
     }
 
     /// Writes `NAME.report.json` and the CSV tables; returns their paths.
@@ -1018,27 +985,34 @@ impl Report {
         let mut files: Vec<(String, String)> = Vec::new();
         files.push(("json".into(), self.json()));
 
-        let mut gpus =
-            String::from("gpu,task,device,streams,useful_ns,communication_ns,idle_ns,elapsed_ns\n");
-        for g in &self.gpus {
-            let _ = writeln!(
-                gpus,
-                "{},{},{},{},{},{},{},{}",
-                csv_field(&g.name),
-                g.task,
-                g.device,
-                g.streams,
-                g.useful_ns,
-                g.communication_ns,
-                g.idle_ns,
-                self.elapsed_ns
-            );
-        }
-        files.push(("gpus.csv".into(), gpus));
+        let gpus = self.gpus.iter().map(|g| {
+            [
+                g.name.clone(),
+                g.task.to_string(),
+                g.device.to_string(),
+                g.streams.to_string(),
+                g.useful_ns.to_string(),
+                g.communication_ns.to_string(),
+                g.idle_ns.to_string(),
+                self.elapsed_ns.to_string(),
+            ]
+        });
+        let header = [
+            "gpu",
+            "task",
+            "device",
+            "streams",
+            "useful_ns",
+            "communication_ns",
+            "idle_ns",
+            "elapsed_ns",
+        ];
+        files.push(("gpus.csv".into(), csv_text(header, gpus)));
 
-        let mut model = String::from("metric,value\n");
-        let _ = writeln!(model, "elapsed_ns,{}", self.elapsed_ns);
-        let _ = writeln!(model, "gpus,{}", self.gpus.len());
+        let mut model = vec![
+            ["elapsed_ns".to_string(), self.elapsed_ns.to_string()],
+            ["gpus".to_string(), self.gpus.len().to_string()],
+        ];
         if let Some(m) = &self.model {
             for (name, v) in [
                 ("load_balance", m.load_balance),
@@ -1051,45 +1025,48 @@ impl Report {
                 } else {
                     String::new()
                 };
-                let _ = writeln!(model, "{name},{v}");
+                model.push([name.to_string(), v]);
             }
         }
-        files.push(("efficiency.csv".into(), model));
+        files.push((
+            "efficiency.csv".into(),
+            csv_text(["metric", "value"], model),
+        ));
 
-        let stats_csv = |header: &str, list: &[NamedStats]| {
-            let mut text = format!("{header},count,total_ns,mean_ns,min_ns,max_ns,bytes\n");
-            for s in list {
-                let _ = writeln!(
-                    text,
-                    "{},{},{},{:.1},{},{},{}",
-                    csv_field(&s.name),
-                    s.count,
-                    s.total_ns,
-                    s.mean_ns(),
-                    s.min_ns,
-                    s.max_ns,
-                    s.bytes
-                );
-            }
-            text
+        let stats_csv = |first: &str, list: &[NamedStats]| {
+            let header = [
+                first, "count", "total_ns", "mean_ns", "min_ns", "max_ns", "bytes",
+            ];
+            let rows = list.iter().map(|s| {
+                [
+                    s.name.clone(),
+                    s.count.to_string(),
+                    s.total_ns.to_string(),
+                    format!("{:.1}", s.mean_ns()),
+                    s.min_ns.to_string(),
+                    s.max_ns.to_string(),
+                    s.bytes.to_string(),
+                ]
+            });
+            csv_text(header, rows)
         };
         files.push(("kernels.csv".into(), stats_csv("kernel", &self.kernels)));
         files.push(("nccl.csv".into(), stats_csv("collective", &self.nccl)));
         files.push(("memory.csv".into(), stats_csv("operation", &self.memory)));
         if let Some(it) = &self.iterations {
-            let mut text = String::from("range,task,iteration,begin_ns,duration_ns\n");
-            for (task, list) in &it.tasks {
-                for (k, (begin, duration)) in list.iter().enumerate() {
-                    let _ = writeln!(
-                        text,
-                        "{},{},{},{begin},{duration}",
-                        csv_field(&it.range),
-                        csv_field(task),
-                        k + 1
-                    );
-                }
-            }
-            files.push(("iterations.csv".into(), text));
+            let rows = it.tasks.iter().flat_map(|(task, list)| {
+                list.iter().enumerate().map(move |(k, (begin, duration))| {
+                    [
+                        it.range.clone(),
+                        task.clone(),
+                        (k + 1).to_string(),
+                        begin.to_string(),
+                        duration.to_string(),
+                    ]
+                })
+            });
+            let header = ["range", "task", "iteration", "begin_ns", "duration_ns"];
+            files.push(("iterations.csv".into(), csv_text(header, rows)));
         } else {
             // No iteration table this time: leave no stale one from an earlier run.
             let _ = std::fs::remove_file(format!("{}.report.iterations.csv", self.base));
@@ -1141,10 +1118,21 @@ mod tests {
     }
 
     #[test]
-    fn text_is_escaped_for_csv_and_json() {
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("void f<int>(int)"), "void f<int>(int)");
-        assert_eq!(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
-        assert_eq!(json_number(f64::NAN), "null");
+    fn tables_are_written_as_csv_and_json() {
+        let csv = csv_text(["a", "b"], [["x,y".to_string(), "void f<int>(int)".into()]]);
+        assert_eq!(csv, "a,b\n\"x,y\",void f<int>(int)\n");
+        let quoted = csv_text(["q"], [["say \"hi\"\n".to_string()]]);
+        assert_eq!(quoted, "q\n\"say \"\"hi\"\"\n\"\n");
+        let m = Model {
+            load_balance: 0.1234567,
+            communication_efficiency: f64::NAN,
+            orchestration_efficiency: 1.0,
+            parallel_efficiency: 0.5,
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            json,
+            r#"{"load_balance":0.123457,"communication_efficiency":null,"orchestration_efficiency":1.0,"parallel_efficiency":0.5}"#
+        );
     }
 }
