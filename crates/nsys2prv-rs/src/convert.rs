@@ -45,6 +45,9 @@ fn convert(args: &Args) -> Result<()> {
     let inputs = inputs::expand(args.inputs(), &export_settings(args, &paths))?;
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
+    if let Some(Some(dir)) = &args.report {
+        report::check_out_dir(dir)?;
+    }
     if args.dry_run {
         return dry_run(&inputs, &options);
     }
@@ -111,11 +114,13 @@ fn convert(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
-    if args.report {
+    if let Some(dir) = &args.report {
         report::run(
             &paths.prv,
             &report::ReportOptions {
                 print: !args.quiet,
+                out_dir: dir.clone(),
+                memory_limit: args.memory_limit,
                 ..report::ReportOptions::default()
             },
         )?;
