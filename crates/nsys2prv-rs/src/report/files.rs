@@ -174,8 +174,13 @@ impl<'a> From<&'a super::model::NamedStats> for StatsRow<'a> {
 
 #[derive(Serialize)]
 struct NcclRow<'a> {
-    #[serde(flatten)]
-    stats: StatsRow<'a>,
+    name: &'a str,
+    count: u64,
+    total_ns: u64,
+    mean_ns: f64,
+    min_ns: u64,
+    max_ns: u64,
+    bytes: u64,
     ranks: usize,
     algorithm_gb_per_s: Option<f64>,
     bus_gb_per_s: Option<f64>,
@@ -292,7 +297,13 @@ pub fn csv_tables(r: &Report) -> Result<Vec<(String, Vec<u8>)>> {
     files.push((
         "nccl.csv".to_string(),
         csv_of(r.nccl.iter().map(|c| NcclRow {
-            stats: (&c.stats).into(),
+            name: &c.stats.name,
+            count: c.stats.count,
+            total_ns: c.stats.total_ns,
+            mean_ns: c.stats.mean_ns,
+            min_ns: c.stats.min_ns,
+            max_ns: c.stats.max_ns,
+            bytes: c.stats.bytes,
             ranks: c.ranks,
             algorithm_gb_per_s: c.algorithm_gb_per_s,
             bus_gb_per_s: c.bus_gb_per_s,
