@@ -41,6 +41,8 @@ pub fn assemble(mut scan: Scan, trace: String, gap_threshold_ns: u64) -> Report 
         trace,
         elapsed_ns: elapsed,
         tasks: scan.task_count,
+        gpu_count: gpus.len(),
+        stream_rows: gpus.iter().map(|g| g.streams).sum(),
         notes,
         gpus,
         efficiency,
@@ -389,6 +391,7 @@ fn iterations(
                     .get(task as usize - 1)
                     .cloned()
                     .unwrap_or_else(|| format!("task {task}")),
+                count: list.len(),
                 mean_ns: durations.clone().sum::<u64>() as f64 / list.len() as f64,
                 min_ns: durations.clone().min().unwrap_or(0),
                 max_ns: durations.max().unwrap_or(0),

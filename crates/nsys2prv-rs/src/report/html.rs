@@ -137,14 +137,14 @@ pub fn page(r: &Report) -> String {
 }
 
 fn header(r: &Report) -> Markup {
-    let streams: usize = r.gpus.iter().map(|g| g.streams).sum();
     html! {
         h1 { "GPU efficiency report" }
         p.lead {
             "Trace " code { (r.trace) } ": "
             (seconds("/elapsed_ns", r.elapsed_ns)) " s, "
             (count("/tasks", r.tasks as u64)) " tasks, "
-            (format_count(r.gpus.len() as u64)) " GPUs (" (format_count(streams as u64)) " stream rows)."
+            (count("/gpu_count", r.gpu_count as u64)) " GPUs ("
+            (count("/stream_rows", r.stream_rows as u64)) " stream rows)."
         }
         nav {
             a href="#efficiency" { "Efficiency" }
@@ -245,9 +245,9 @@ fn heatmap(r: &Report) -> Markup {
             p { "No GPU stream rows: no utilization map." }
         } @else {
             p {
-                "One row per GPU, the run cut into " (map.bins) " bins of "
-                (svg::time_label(r.elapsed_ns as f64 / map.bins.max(1) as f64))
-                "; the darker a cell, the more of its bin the GPU was busy."
+                "One row per GPU, the run cut into " (count("/heatmap/bins", map.bins as u64)) " bins of "
+                (millis("/heatmap/edges_ns/1", map.edges_ns.get(1).copied().unwrap_or(0) as f64))
+                " ms; the darker a cell, the more of its bin the GPU was busy."
                 @if let Some(g) = &map.grouping { " " strong { (g) } }
             }
             div.toggle {
@@ -315,8 +315,8 @@ fn iterations(r: &Report) -> Markup {
                         "(name one with " code { "--iterations NAME" } ")." },
             Some(it) => {
                 p {
-                    "Occurrences of the NVTX range " strong { (it.range) } " on "
-                    (format_count(it.tasks.len() as u64)) " tasks. Median of the tasks' mean iteration time: "
+                    "Occurrences of the NVTX range " strong { (it.range) } " on the tasks that have it. "
+                    "Median of the tasks' mean iteration time: "
                     (millis("/iterations/median_task_mean_ns", it.median_task_mean_ns)) " ms."
                 }
                 (svg::iterations_chart(it))
@@ -354,7 +354,7 @@ fn iterations(r: &Report) -> Markup {
                             @let p = format!("/iterations/tasks/{i}");
                             tr {
                                 td.name { (t.task) }
-                                td { (count(&format!("{p}/iterations"), t.iterations.len() as u64)) }
+                                td { (count(&format!("{p}/count"), t.count as u64)) }
                                 td { (millis(&format!("{p}/mean_ns"), t.mean_ns)) }
                                 td { (millis(&format!("{p}/min_ns"), t.min_ns as f64)) }
                                 td { (millis(&format!("{p}/max_ns"), t.max_ns as f64)) }
@@ -405,7 +405,7 @@ fn kernels(r: &Report) -> Markup {
             p { "No compute kernels." }
         } @else {
             p {
-                "By GPU time over all GPUs (" (format_count(r.kernels.len() as u64)) " kernels; the files list all)."
+                "By GPU time over all GPUs (the first " (TOP_ROWS) "; the files list all)."
                 @if !r.kernel_metrics.is_empty() {
                     " GPU metrics: the mean of the samples taken while the kernel ran (kernels shorter than the "
                     "sampling period may have none)."

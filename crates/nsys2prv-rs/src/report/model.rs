@@ -13,6 +13,9 @@ pub struct Report {
     pub trace: String,
     pub elapsed_ns: u64,
     pub tasks: usize,
+    pub gpu_count: usize,
+    /// GPU stream rows over all GPUs.
+    pub stream_rows: usize,
     /// What the trace lacks for some figures, and what the report did about it.
     pub notes: Vec<String>,
     pub gpus: Vec<Gpu>,
@@ -254,6 +257,7 @@ pub struct Iterations {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TaskIterations {
     pub task: String,
+    pub count: usize,
     pub iterations: Vec<Occurrence>,
     pub mean_ns: f64,
     pub min_ns: u64,
