@@ -614,11 +614,11 @@ fn files_are_written_only_where_asked_and_only_over_the_reports_own() {
 /// A trace shaped like BSC nsys2prv 0.5.8's: its header (`:` before the task list,
 /// no nodes), a .row without TASK level, records grouped by category.
 fn write_bsc_trace(dir: &Path, name: &str, sorted: bool) -> PathBuf {
-    let mut lines = vec![
-        "2:0:1:1:2:100:63000006:1:9200:1".to_string(),
-        "2:0:1:1:2:300:63000006:0:9200:0".to_string(),
-        "2:0:1:1:2:400:63000007:2:9501:77:9502:1024".to_string(),
-        "2:0:1:1:2:600:63000007:0:9501:0:9502:0".to_string(),
+    let mut lines = [
+        "2:0:1:1:2:100:63000006:1:9200:1",
+        "2:0:1:1:2:300:63000006:0:9200:0",
+        "2:0:1:1:2:400:63000007:2:9501:77:9502:1024",
+        "2:0:1:1:2:600:63000007:0:9501:0:9502:0",
     ];
     if sorted {
         lines.sort_by_key(|l| l.split(':').nth(5).unwrap().parse::<u64>().unwrap());

@@ -13,6 +13,8 @@ use super::text::clip;
 const PLOT_WIDTH: f64 = 960.0;
 const LABEL_WIDTH: f64 = 230.0;
 const AXIS_HEIGHT: f64 = 34.0;
+/// Room above the first row for its label.
+const TOP: f64 = 8.0;
 /// Height budget of a chart with a row per GPU (or group of GPUs).
 const ROWS_HEIGHT: f64 = 640.0;
 
@@ -167,9 +169,10 @@ pub fn heatmap(report: &Report, communication: bool) -> Markup {
         "share of each time bin with a compute kernel running"
     };
     html! {
-        svg class="chart heatmap" width=(LABEL_WIDTH + PLOT_WIDTH + 10.0) height=(height + AXIS_HEIGHT + 44.0)
+        svg class="chart heatmap" width=(LABEL_WIDTH + PLOT_WIDTH + 10.0) height=(TOP + height + AXIS_HEIGHT + 44.0)
             role="img" aria-label=(what) {
             title { (what) }
+            g transform=(format!("translate(0,{TOP})")) {
             (row_labels(&labels, row_height, every))
             image x=(LABEL_WIDTH) y="0" width=(PLOT_WIDTH) height=(height)
                 preserveAspectRatio="none" style="image-rendering:pixelated"
@@ -177,6 +180,7 @@ pub fn heatmap(report: &Report, communication: bool) -> Markup {
             rect x=(LABEL_WIDTH) y="0" width=(PLOT_WIDTH) height=(height) class="frame" {}
             (time_axis(report.elapsed_ns, height))
             (legend(stops, LABEL_WIDTH, height + AXIS_HEIGHT + 8.0))
+            }
         }
     }
 }
@@ -200,9 +204,10 @@ pub fn efficiency_bars(report: &Report) -> Markup {
     let height = row_height * rows.len() as f64;
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     html! {
-        svg class="chart bars" width=(LABEL_WIDTH + PLOT_WIDTH + 10.0) height=(height + AXIS_HEIGHT + 30.0)
+        svg class="chart bars" width=(LABEL_WIDTH + PLOT_WIDTH + 10.0) height=(TOP + height + AXIS_HEIGHT + 30.0)
             role="img" aria-label="useful, communication and idle share of each GPU" {
             title { "Useful, communication and idle share of the run per GPU" }
+            g transform=(format!("translate(0,{TOP})")) {
             (row_labels(&labels, row_height, every))
             @for (i, r) in rows.iter().enumerate() {
                 @let y = i as f64 * row_height;
@@ -230,6 +235,7 @@ pub fn efficiency_bars(report: &Report) -> Markup {
             text x=(LABEL_WIDTH + 216.0) y=(y + 10.0) class="tick" { "communication (NCCL, memory operations)" }
             rect x=(LABEL_WIDTH + 480.0) y=(y) width="12" height="12" fill=(IDLE_COLOUR) {}
             text x=(LABEL_WIDTH + 496.0) y=(y + 10.0) class="tick" { "idle" }
+            }
         }
     }
 }
