@@ -158,7 +158,14 @@ run_report_case report-guess t.prv -- "$samples/nvtx_osrt/nvtx_osrt.sqlite"
 if [ -d "$corpus" ]; then
     while IFS= read -r f; do
         rel=${f#"$corpus"/}
-        run_case "corpus-${rel//\//_}" t.prv "$f" @OUT@/t.prv
+        name="corpus-${rel//\//_}"
+        run_case "$name" t.prv "$f" @OUT@/t.prv
+        # And its middle third, cut: how every type crosses a cut's edges.
+        prv="$scratch/old/$name/out/t.prv"
+        if [ -f "$prv" ]; then
+            end=$(head -n 1 "$prv" | sed -E 's/^#Paraver \([^)]*\):([0-9]+)_ns.*/\1/')
+            run_case "$name-cut" t.prv --time-window "$((end / 3)):$((2 * end / 3))" "$f" @OUT@/t.prv
+        fi
     done < <(find "$corpus" -name '*.sqlite' | sort)
     run_case corpus-mpi_per_rank t.prv "$corpus"/local/mpi_per_rank/*.sqlite @OUT@/t.prv
     run_case corpus-dry-run t.prv --dry-run "$corpus"/local/mpi_per_rank/*.sqlite @OUT@/t.prv

@@ -7,6 +7,9 @@ use std::sync::OnceLock;
 
 use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
+pub mod fixtures;
+pub mod paramedir;
+
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("NSYS2PRV_CORPUS")
@@ -21,6 +24,24 @@ pub fn corpus_dir() -> Option<PathBuf> {
         );
         None
     }
+}
+
+/// Every file below `dir`, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 pub fn workspace_root() -> PathBuf {
@@ -104,6 +125,7 @@ pub fn check_trace(prv: &Path) -> TraceStats {
         prv.display(),
         errors.join("\n")
     );
+    assert_every_label_declared(prv);
     match ptd_comprovar(prv) {
         Ok(PtdOutcome::Passed) => {}
         Ok(PtdOutcome::NotInstalled) => {
@@ -115,6 +137,23 @@ pub fn check_trace(prv: &Path) -> TraceStats {
         Err(out) => panic!("ptd comprovar rejected {}:\n{out}", prv.display()),
     }
     report.stats
+}
+
+/// Every type and state in the `.pcf` has the label a category declared, not the
+/// writer's stand-in for an undeclared one (`Event type N`, `State N`): what is
+/// not declared also has no declared timing for cuts.
+pub fn assert_every_label_declared(prv: &Path) {
+    let pcf = paraver_reader::TraceFiles::of(prv).pcf;
+    let text = std::fs::read_to_string(&pcf).expect("read the .pcf");
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let stand_in = match words.as_slice() {
+            [_, ty, "Event", "type", n] => ty == n,
+            [id, "State", n] => id == n,
+            _ => false,
+        };
+        assert!(!stand_in, "{}: undeclared: {line}", pcf.display());
+    }
 }
 
 /// Count of intervals (non-zero values) of an event type in a trace.

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use end_to_end::fixtures::add_nccl_ranges;
 use end_to_end::*;
 use nsys_synth::{write_export, SchemaVersion, SynthSpec};
 
@@ -131,43 +132,6 @@ fn nvtx_names_domains_and_threads_are_labelled() {
     );
 }
 
-/// Adds an NCCL domain with ranges (JSON payloads) around the calls that launched
-/// the NCCL kernels of a synthetic export.
-fn add_nccl_ranges(path: &Path) -> u64 {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.execute_batch(
-        "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
-         category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
-         domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,
-         int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);",
-    )
-    .unwrap();
-    let calls: Vec<(i64, i64, i64)> = conn
-        .prepare(
-            "SELECT r.start, r.end, r.globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_KERNEL k
-             ON k.correlationId = r.correlationId JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%'",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let tid = calls[0].2;
-    conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (0, 75, 'NCCL', ?1, 7)", [tid]).unwrap();
-    for (i, (start, end, gtid)) in calls.iter().enumerate() {
-        let json = format!(
-            r#"{{"Message size [bytes]": {}, "Reduction operation": "sum", "Root": 0, "Data type": "float32", "Communicator": "0x1234"}}"#,
-            4096 * (i + 1)
-        );
-        conn.execute(
-            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId, jsonText) VALUES (?1, ?2, 59, 'ncclAllReduce', ?3, 7, ?4)",
-            rusqlite::params![start - 100, end + 100, gtid, json],
-        )
-        .unwrap();
-    }
-    calls.len() as u64
-}
-
 #[test]
 fn nccl_ranges_and_payloads_reach_their_kernels() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,4 +160,71 @@ fn nccl_ranges_and_payloads_reach_their_kernels() {
     let pcf = std::fs::read_to_string(out.with_extension("pcf")).unwrap();
     assert!(pcf.contains("NCCL regions") && pcf.contains("float32") && pcf.contains("AllReduce"));
     replay_nesting(&out);
+}
+
+/// Marks of the NCCL domain have a label (they had none: `Event type N`) and are
+/// points in a cut, never repeated at its start.
+#[test]
+fn nccl_domain_marks_are_labelled_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("nccl.sqlite");
+    write_export(&SynthSpec::small(SchemaVersion::V3_24), &input).unwrap();
+    add_nccl_ranges(&input);
+    let conn = rusqlite::Connection::open(&input).unwrap();
+    let (tid, first, last): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT globalTid, MIN(start), MAX(end) FROM NVTX_EVENTS WHERE eventType = 59",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    conn.execute(
+        "INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?1, 34, 'nccl mark', ?2, 7)",
+        [first, tid],
+    )
+    .unwrap();
+    drop(conn);
+    let out = dir.path().join("marks.prv");
+    let result = convert(&[&input], &out, &["-t", "nccl"]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let stats = check_trace(&out);
+    let marks: Vec<u32> = stats
+        .event_begins
+        .keys()
+        .copied()
+        .filter(|&t| is_nvtx_mark_type(t))
+        .collect();
+    assert_eq!(marks.len(), 1, "{:?}", stats.event_begins);
+    let pcf = std::fs::read_to_string(out.with_extension("pcf")).unwrap();
+    assert!(pcf.contains("NVTX marks (domain NCCL)"), "{pcf}");
+
+    // A cut after the mark does not repeat it at its start.
+    let cut = dir.path().join("cut.prv");
+    let mark_time_in = |prv: &Path| -> i64 {
+        let text = std::fs::read_to_string(prv).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!(":{}:", marks[0])))
+            .unwrap();
+        line.split(':').nth(5).unwrap().parse().unwrap()
+    };
+    let mark_time = mark_time_in(&out);
+    let window = format!("{}:{}", mark_time + 1, mark_time + 1 + (last - first));
+    let result = convert(&[&input], &cut, &["-t", "nccl", "--time-window", &window]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let stats = check_trace(&cut);
+    assert_eq!(
+        stats.event_begins.get(&marks[0]),
+        None,
+        "{:?}",
+        stats.event_begins
+    );
 }

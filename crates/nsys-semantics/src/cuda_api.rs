@@ -5,19 +5,83 @@
 use nsys_reader::cuda::{ApiCall, RUNTIME, SYNCHRONIZATION};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::{Comm, EventPair, LocalThread};
+use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{state, CORRELATION_ID, CUDA_API, CUDA_SYNC};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
-use crate::cuda_gpu::GpuLinks;
-use crate::cuda_sync::SyncCalls;
-use crate::nccl::NcclRanges;
+use crate::cuda_sync::{CUDA_SYNC, SYNC};
+use crate::handoff::{GpuLinks, NcclRanges, SyncCalls};
+use crate::types::{interval, state};
+
+pub const CUDA_API: u32 = 63_000_000;
+/// On API calls and the GPU operations they launched.
+pub const CORRELATION_ID: u32 = 9200;
+
+pub const API: Category = Category::named("cuda-api");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: API,
+    aliases: &["api"],
+    bsc_names: &["cuda_api_trace"],
+    groups: &["cuda"],
+    tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
+    table_prefixes: &[],
+    lines_per_row: 3,
+    event_types,
+    states: &[
+        state::SYNCHRONIZATION,
+        state::MEMORY_TRANSFER,
+        state::CONFIGURING,
+        state::ALLOCATING,
+        state::FREEING,
+        state::FORK_JOIN,
+        state::OTHERS,
+    ],
+    views: &[
+        "views/cuda_api_calls.cfg",
+        "basics/correlation_id.cfg",
+        "analysis/cuda_api_profile.cfg",
+    ],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::HostCalls,
+        run: pass,
+        also_for: &[SYNC],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
+    vec![
+        interval(CUDA_API, "CUDA library call", ValueLabels::Names),
+        interval(CORRELATION_ID, "CUDA correlation ID", ValueLabels::Numeric),
+    ]
+}
 
 /// What the API side emits: calls (`cuda-api`), synchronizations (`sync`), or both.
 pub(crate) struct ApiOutputs {
     pub calls: bool,
     pub syncs: bool,
+}
+
+/// API calls with their launch arrows (the GPU side has run), and the
+/// synchronizations they made (`sync`).
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let outputs = ApiOutputs {
+        calls: ctx.options.wants(API),
+        syncs: ctx.options.wants(SYNC),
+    };
+    let mut handoff = std::mem::take(&mut ctx.handoff);
+    handoff.links.sort();
+    let result = translate(
+        ctx,
+        &handoff.links,
+        &handoff.syncs,
+        &handoff.nccl_ranges,
+        outputs,
+    );
+    ctx.handoff = handoff;
+    result
 }
 
 /// Name handle and state of an API function, resolved once per name id.
@@ -27,7 +91,7 @@ struct ApiName {
     state: u32,
 }
 
-pub(crate) fn translate(
+fn translate(
     ctx: &mut ReportContext,
     links: &GpuLinks,
     syncs: &SyncCalls,

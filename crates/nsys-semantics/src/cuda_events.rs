@@ -26,34 +26,57 @@ use nsys_reader::ReadError;
 use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::numeric;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey};
+use crate::handoff::TAG_EVENT_WAIT;
+use crate::types::point;
 
 pub const CUDA_EVENT_OP: u32 = 9301;
 pub const CUDA_EVENT_ID: u32 = 9302;
 pub const CUDA_EVENT_SYNC_ID: u32 = 9303;
-/// Communication from an event record to a wait on it.
-pub const TAG_EVENT_WAIT: i64 = 55_003;
 
 const RECORD: i64 = 1;
 const HOST_WAIT: i64 = 2;
 const STREAM_WAIT: i64 = 3;
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const CUDA_EVENTS: Category = Category::named("cuda-events");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: CUDA_EVENTS,
+    aliases: &["events"],
+    bsc_names: &["cuda_events"],
+    groups: &[],
+    tables: &["CUPTI_ACTIVITY_KIND_CUDA_EVENT"],
+    table_prefixes: &[],
+    lines_per_row: 1,
+    event_types,
+    states: &[],
+    views: &[],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
     vec![
-        EventTypeInfo {
-            ty: CUDA_EVENT_OP,
-            label: "CUDA event".into(),
-            values: ValueLabels::Fixed(vec![
-                (RECORD, "Record (cudaEventRecord)".into()),
-                (HOST_WAIT, "Host waits (cudaEventSynchronize)".into()),
-                (STREAM_WAIT, "Stream waits (cudaStreamWaitEvent)".into()),
+        point(
+            CUDA_EVENT_OP,
+            "CUDA event",
+            ValueLabels::fixed(&[
+                (RECORD, "Record (cudaEventRecord)"),
+                (HOST_WAIT, "Host waits (cudaEventSynchronize)"),
+                (STREAM_WAIT, "Stream waits (cudaStreamWaitEvent)"),
             ]),
-            precision: None,
-            gradient: 0,
-        },
-        numeric(CUDA_EVENT_ID, "CUDA event id"),
-        numeric(CUDA_EVENT_SYNC_ID, "CUDA event sync id"),
+        ),
+        point(CUDA_EVENT_ID, "CUDA event id", ValueLabels::Numeric),
+        point(
+            CUDA_EVENT_SYNC_ID,
+            "CUDA event sync id",
+            ValueLabels::Numeric,
+        ),
     ]
 }
 
@@ -76,7 +99,7 @@ struct Tally {
     arrows: u64,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut records: Vec<EventRecord> = Vec::new();
     let record_scan = export.event_records(|r| records.push(*r))?;

@@ -18,29 +18,61 @@
 use nsys_reader::host_functions::{HostCallback, HostLaunch, HOST_CALLBACK, HOST_LAUNCH};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread};
+use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, state, CORRELATION_ID, TAG_LAUNCH};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext, ThreadKey};
-use crate::cuda_gpu::GpuLinks;
+use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
+use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK, TAG_LAUNCH};
+use crate::types::{interval, state};
 
 pub const HOST_FUNCTION: u32 = 63_000_110;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
-pub const TAG_HOST_CALLBACK: i64 = 55_004;
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const HOST_FUNCTIONS: Category = Category::named("host-functions");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: HOST_FUNCTIONS,
+    aliases: &["host-funcs"],
+    bsc_names: &[],
+    groups: &[],
+    tables: &[
+        "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH",
+        "CUDA_HOST_CALLBACK",
+    ],
+    table_prefixes: &[],
+    lines_per_row: 3,
+    event_types,
+    states: &[state::SYNCHRONIZATION],
+    views: &["views/host_functions.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::GpuOperations,
+        run: pass,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
     vec![
-        named(HOST_FUNCTION, "CUDA host function"),
-        named(HOST_CALLBACK_CALL, "CUDA host callback"),
+        interval(HOST_FUNCTION, "CUDA host function", ValueLabels::Names),
+        interval(HOST_CALLBACK_CALL, "CUDA host callback", ValueLabels::Names),
     ]
+}
+
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let mut links = std::mem::take(&mut ctx.handoff.links);
+    let result = translate(ctx, &mut links);
+    ctx.handoff.links = links;
+    result
 }
 
 /// GPU sides by (pid, correlation id), each list in start order.
 type GpuSides = FxHashMap<(u32, i64), Vec<(i64, LocalThread)>>;
 
-pub(crate) fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
     let gpu_sides = gpu_side(ctx, links)?;
     cpu_side(ctx, &gpu_sides)
 }

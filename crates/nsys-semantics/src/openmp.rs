@@ -48,8 +48,9 @@ use nsys_reader::{ReadError, TableScan};
 use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{numeric, state};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
+use crate::types::{interval, state};
 
 pub const OMP_PARALLEL: u32 = 60_002;
 pub const OMP_WORKSHARING: u32 = 60_003;
@@ -130,7 +131,29 @@ const TABLE_ORDER: [OmpTable; 18] = [
     OmpTable::Flush,
 ];
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const OPENMP: Category = Category::named("openmp");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: OPENMP,
+    aliases: &["omp"],
+    bsc_names: &["openmp"],
+    groups: &[],
+    tables: &[],
+    table_prefixes: &["OPENMP_EVENT_KIND_"],
+    lines_per_row: 3,
+    event_types,
+    states: &[state::RUNNING, state::SYNCHRONIZATION, state::FORK_JOIN],
+    views: &["views/openmp.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+/// Every event is an interval, runtime events too (of the length nsys gives them).
+fn event_types() -> Vec<EventTypeInfo> {
     use val::*;
     vec![
         fixed(
@@ -187,7 +210,11 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
                 (LOCK_RELEASING, "LOCK: Releasing"),
             ],
         ),
-        numeric(OMP_LOCK_ADDRESS, "OpenMP Lock Address"),
+        interval(
+            OMP_LOCK_ADDRESS,
+            "OpenMP Lock Address",
+            ValueLabels::Numeric,
+        ),
         fixed(
             OMP_TASKING,
             "OpenMP Tasking",
@@ -207,23 +234,19 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
             "OpenMP prior task status (task switch)",
             TASK_STATUS,
         ),
-        numeric(
+        interval(
             OMP_WORK_COUNT,
             "OpenMP worksharing count (iterations, sections)",
+            ValueLabels::Numeric,
         ),
     ]
 }
 
+/// An interval type with a fixed table of values, and `0 End`.
 fn fixed(ty: u32, label: &str, values: &[(i64, &str)]) -> EventTypeInfo {
     let mut table = vec![(0, "End".to_string())];
     table.extend(values.iter().map(|&(v, l)| (v, l.to_string())));
-    EventTypeInfo {
-        ty,
-        label: label.into(),
-        values: ValueLabels::Fixed(table),
-        precision: None,
-        gradient: 0,
-    }
+    interval(ty, label, ValueLabels::Fixed(table))
 }
 
 fn event_kind_labels() -> Vec<(i64, &'static str)> {
@@ -368,7 +391,7 @@ fn emit(ctx: &mut ReportContext, table: OmpTable, e: &OmpEvent, end: i64) {
     }
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let present = export.openmp_tables();
     if present.is_empty() {

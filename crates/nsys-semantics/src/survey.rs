@@ -7,63 +7,7 @@ use nsys_reader::{Export, ReadError};
 
 use crate::options::{Category, Options};
 use crate::ranks::{rank_in_file_name, RANK_VARIABLES};
-
-/// Tables each category reads (OpenMP: every `OPENMP_EVENT_KIND_*` table).
-fn tables_of(category: Category) -> &'static [&'static str] {
-    match category {
-        Category::CudaApi => &["CUPTI_ACTIVITY_KIND_RUNTIME"],
-        Category::Kernels => &["CUPTI_ACTIVITY_KIND_KERNEL"],
-        Category::Memory => &["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
-        Category::Sync => &["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
-        Category::Nvtx | Category::Nccl => &["NVTX_EVENTS"],
-        Category::Mpi => &[
-            "MPI_P2P_EVENTS",
-            "MPI_COLLECTIVES_EVENTS",
-            "MPI_START_WAIT_EVENTS",
-            "MPI_OTHER_EVENTS",
-        ],
-        Category::Osrt => &["OSRT_API"],
-        Category::OpenMp => &[],
-        Category::OpenAcc => &[
-            "CUPTI_ACTIVITY_KIND_OPENACC_DATA",
-            "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
-            "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
-        ],
-        Category::Sched => &["SCHED_EVENTS"],
-        Category::Graphs => &[
-            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-            "CUDA_GRAPH_NODE_EVENTS",
-            "CUDA_GRAPH_EVENTS",
-        ],
-        Category::CudaEvents => &["CUPTI_ACTIVITY_KIND_CUDA_EVENT"],
-        Category::GpuMemory => &[
-            "CUDA_GPU_MEMORY_USAGE_EVENTS",
-            "CUDA_GPU_MEMORY_POOL_EVENTS",
-            "CUDA_UM_CPU_PAGE_FAULT_EVENTS",
-            "CUDA_UM_GPU_PAGE_FAULT_EVENTS",
-        ],
-        Category::GpuMetrics => &["GPU_METRICS", "GENERIC_EVENTS", "SOC_METRICS"],
-        Category::Network => &[
-            "NET_NIC_METRIC",
-            "NET_IB_SWITCH_METRIC",
-            "NET_IB_SWITCH_CONGESTION_EVENT",
-        ],
-        Category::HostFunctions => &[
-            "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH",
-            "CUDA_HOST_CALLBACK",
-        ],
-    }
-}
-
-/// Paraver lines a row becomes, roughly: begin and end events, a state, an arrow.
-fn lines_per_row(category: Category) -> u64 {
-    match category {
-        Category::Kernels | Category::Memory => 4,
-        Category::Sched | Category::Nvtx | Category::Nccl => 2,
-        Category::GpuMetrics | Category::Network | Category::CudaEvents | Category::GpuMemory => 1,
-        _ => 3,
-    }
-}
+use crate::registry::Registry;
 
 /// Average `.prv` line length seen on real traces (bytes).
 const BYTES_PER_LINE: u64 = 60;
@@ -76,16 +20,24 @@ pub struct Survey {
     /// Rank from the environment or, with several reports, the file name (the
     /// translation may find more in `MPI_RANKS` and NVTX thread names).
     pub rank: Option<u32>,
-    pub rows: Vec<(Category, u64)>,
+    /// Rows per category, with the Paraver lines a row becomes.
+    pub rows: Vec<CategoryRows>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CategoryRows {
+    pub category: Category,
+    pub rows: u64,
+    lines_per_row: u64,
 }
 
 impl Survey {
     pub fn total_rows(&self) -> u64 {
-        self.rows.iter().map(|(_, n)| n).sum()
+        self.rows.iter().map(|r| r.rows).sum()
     }
 
     pub fn estimated_lines(&self) -> u64 {
-        self.rows.iter().map(|(c, n)| n * lines_per_row(*c)).sum()
+        self.rows.iter().map(|r| r.rows * r.lines_per_row).sum()
     }
 
     pub fn estimated_bytes(&self) -> u64 {
@@ -93,33 +45,45 @@ impl Survey {
     }
 }
 
+/// [`survey_with`] the standard registry.
 pub fn survey_report(
+    path: &Path,
+    options: &Options,
+    several_reports: bool,
+) -> Result<Survey, ReadError> {
+    survey_with(&Registry::standard(), path, options, several_reports)
+}
+
+/// What `path` holds for the selected categories, from row counts only: each
+/// category's tables, a table read by two counted for the first.
+pub fn survey_with(
+    registry: &Registry,
     path: &Path,
     options: &Options,
     several_reports: bool,
 ) -> Result<Survey, ReadError> {
     let export = Export::open(path)?;
     let meta = export.meta();
+    let mut counted: Vec<&str> = Vec::new();
     let mut rows = Vec::new();
-    for &category in options.categories.iter() {
-        if category == Category::Nccl && options.wants(Category::Nvtx) {
-            continue; // NVTX_EVENTS is counted once
-        }
+    for info in registry.iter().filter(|c| options.wants(c.category)) {
+        let prefixed = export
+            .schema()
+            .table_names()
+            .filter(|t| info.table_prefixes.iter().any(|p| t.starts_with(p)));
         let mut n = 0;
-        for table in tables_of(category) {
-            n += export.row_estimate(table)?;
-        }
-        if category == Category::OpenMp {
-            for table in export
-                .schema()
-                .table_names()
-                .filter(|t| t.starts_with("OPENMP_EVENT_KIND_"))
-            {
+        for table in info.tables.iter().copied().chain(prefixed) {
+            if !counted.contains(&table) {
+                counted.push(table);
                 n += export.row_estimate(table)?;
             }
         }
         if n > 0 {
-            rows.push((category, n));
+            rows.push(CategoryRows {
+                category: info.category,
+                rows: n,
+                lines_per_row: info.lines_per_row,
+            });
         }
     }
     let rank = RANK_VARIABLES

@@ -13,10 +13,7 @@ use nsys_semantics::cuts::NvtxRangeSpec;
     name = "nsys2prv-rs",
     version,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
-    after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),\n\
-                  graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx,\n\
-                  nccl, mpi, osrt, openmp, openacc, sched, or all.\n\
-                  Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv",
+    after_help = after_help(),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -230,6 +227,34 @@ pub enum KernelNameArg {
     Short,
     /// Full demangled signatures (`void gemm<float>(float*, int)`)
     Demangled,
+}
+
+/// The categories (from the registry) and an example, after the options.
+fn after_help() -> String {
+    let categories = format!(
+        "Categories for -t/--trace and --exclude: {}",
+        nsys_semantics::Registry::standard().help()
+    );
+    format!(
+        "{}\nExample: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv",
+        wrap(&categories, 80)
+    )
+}
+
+/// Words of `text` in lines of at most `width` characters (a longer word gets
+/// a line of its own).
+fn wrap(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines.join("\n")
 }
 
 /// A command line that asks for something impossible (exit code 2, like clap's own).

@@ -16,7 +16,7 @@ pub use layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
 pub use merge::{write_trace, write_trace_cut, Cut, MergeInput, TimeWindow, TraceSummary};
 pub use names::NameTables;
 pub use output::OutputPaths;
-pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, ValueLabels};
+pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};
 pub use record::{Comm, EventPair, LocalThread, Value};
 pub use run::{Run, RunBuilder};
 pub use spill::{MemoryBudget, SpillPolicy};

@@ -137,13 +137,12 @@ fn catalog() -> PcfCatalog {
                 color: (1, 2, 3),
             })
             .collect(),
-        types: vec![EventTypeInfo {
-            ty: TYPE,
-            label: "names".into(),
-            values: ValueLabels::Names,
-            precision: None,
-            gradient: 0,
-        }],
+        types: vec![EventTypeInfo::new(
+            TYPE,
+            "names",
+            ValueLabels::Names,
+            Timing::Interval,
+        )],
     }
 }
 

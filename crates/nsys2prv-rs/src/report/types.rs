@@ -1,15 +1,14 @@
 //! The event types and row names the report reads (BSC nsys2prv's numbering, which
 //! nsys2prv-rs keeps), and how it recognises them.
 
-pub const CUDA_API: u32 = 63_000_000;
-pub const MEMORY_OP: u32 = 63_000_001;
-pub const MEMORY_SIZE: u32 = 63_000_002;
-pub const CUDA_KERNEL: u32 = 63_000_006;
-pub const NCCL_KERNEL: u32 = 63_000_007;
+pub use nsys_semantics::event_types::{
+    is_nvtx_range_type as is_nvtx_type, CUDA_API, CUDA_KERNEL, CUDA_MEMORY_OP as MEMORY_OP,
+    CUDA_MEMORY_SIZE as MEMORY_SIZE, KERNEL_COLLECTIVE as NCCL_COLLECTIVE,
+    MESSAGE_SIZE as NCCL_MESSAGE_SIZE, NCCL_KERNEL,
+};
+
 pub const CUDA_SYNC: u32 = 9350;
-pub const NCCL_MESSAGE_SIZE: u32 = 9501;
 pub const NCCL_COMMUNICATOR: u32 = 9505;
-pub const NCCL_COLLECTIVE: u32 = 9520;
 pub const MPI_FIRST: u32 = 50_000_001;
 pub const MPI_LAST: u32 = 50_000_005;
 pub const MPI_SEND_SIZE: u32 = 50_100_001;
@@ -17,8 +16,8 @@ pub const OS_RUNTIME: u32 = 66_400_000;
 /// GPU metric types: the named table and the hashed ones.
 pub const METRICS: std::ops::Range<u32> = 9400..9500;
 /// Communication tags of a launch (kernel) and of a memory operation's call.
-pub const LAUNCH_TAG: i128 = 55_001;
-pub const COPY_TAG: i128 = 55_002;
+pub const LAUNCH_TAG: i128 = nsys_semantics::event_types::TAG_LAUNCH as i128;
+pub const COPY_TAG: i128 = nsys_semantics::event_types::TAG_MEMORY as i128;
 
 /// `CUDA-D<dev>.S<stream>` → device.
 pub fn stream_device(thread_name: &str) -> Option<u32> {
@@ -36,11 +35,6 @@ pub fn metrics_device(thread_name: &str) -> Option<u32> {
         .or_else(|| thread_name.strip_prefix("Metrics GPU"))?
         .parse()
         .ok()
-}
-
-/// NVTX range types: push/pop of any domain (9600 + 100·k) and start/end lanes.
-pub fn is_nvtx_type(ty: u32) -> bool {
-    ((9600..60_000).contains(&ty) && ty.is_multiple_of(100)) || (9004..9100).contains(&ty)
 }
 
 pub fn is_mpi_type(ty: u32) -> bool {
