@@ -569,3 +569,83 @@ fn a_generated_job_of_1024_ranks_gets_its_page() {
     check_page_figures(&rep);
     check_rendering(&rep, 3000);
 }
+
+#[test]
+fn kernel_metric_means_match_the_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.sqlite");
+    let mut spec = SynthSpec::small(SchemaVersion::V3_16);
+    spec.processes[0].kernels = 400;
+    spec.device.gpu_metric_samples = 3000;
+    write_export(&spec, &input).unwrap();
+    let (rep, json) = convert_and_report(&[input.as_path()], dir.path(), &[]);
+    let metric = "SMs Active [Throughput %]";
+    assert!(
+        json["kernel_metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == metric),
+        "{}",
+        json["kernel_metrics"]
+    );
+    let db = open(&input);
+    // Samples of the metric on GPU 0, and every compute kernel's executions (one
+    // clock: the trace shifts both alike).
+    let samples: Vec<(i64, f64)> = db
+        .prepare(
+            "SELECT g.timestamp, g.value FROM GPU_METRICS g JOIN TARGET_INFO_GPU_METRICS t \
+             ON t.typeId = g.typeId AND t.metricId = g.metricId \
+             WHERE t.metricName = ?1 AND (g.typeId & 255) = 0",
+        )
+        .unwrap()
+        .query_map([metric], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(samples.len() > 100);
+    let mut by_kernel: BTreeMap<String, (f64, u64)> = BTreeMap::new();
+    let mut stmt = db
+        .prepare(
+            "SELECT s.value, k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+             JOIN StringIds s ON s.id = k.shortName WHERE s.value NOT LIKE '%nccl%'",
+        )
+        .unwrap();
+    let kernels = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .unwrap();
+    for kernel in kernels {
+        let (name, start, end) = kernel.unwrap();
+        for (t, v) in &samples {
+            if *t >= start && *t < end {
+                let e = by_kernel.entry(name.clone()).or_default();
+                e.0 += v;
+                e.1 += 1;
+            }
+        }
+    }
+    assert!(!by_kernel.is_empty(), "no sample fell in a kernel");
+    for k in json["kernels"].as_array().unwrap() {
+        let name = k["name"].as_str().unwrap();
+        let got = k["metrics"][metric].as_f64();
+        match by_kernel.get(name) {
+            Some((sum, n)) => {
+                let expected = sum / *n as f64;
+                let got = got.unwrap_or_else(|| panic!("{name}: no {metric}"));
+                // The trace keeps percentages x100 as integers.
+                assert!(
+                    (got - expected).abs() <= 0.005 + 1e-9,
+                    "{name}: {got} vs {expected}"
+                );
+            }
+            None => assert!(got.is_none(), "{name}: {got:?} without samples"),
+        }
+    }
+    check_page_figures(&rep);
+}

@@ -934,17 +934,20 @@ impl Scan {
             .collect()
     }
 
-    /// The metric's name from the `.pcf` (without ` x100`) and its scale.
+    /// The metric's name from the `.pcf` label (`GPU metric NAME[ xSCALE]`) and the
+    /// scale its values were multiplied by.
     pub fn metric_name(&self, ty: u32) -> (String, f64) {
         let label = self
             .names
             .type_label(ty)
             .map(str::to_string)
             .unwrap_or_else(|| format!("metric {ty}"));
-        match label.strip_suffix(" x100") {
-            Some(name) => (name.to_string(), 100.0),
-            None => (label, 1.0),
-        }
+        let label = label.strip_prefix("GPU metric ").unwrap_or(&label);
+        let scaled = label.rsplit_once(" x").and_then(|(name, scale)| {
+            let scale: u32 = scale.parse().ok()?;
+            (scale > 0).then_some((name.to_string(), f64::from(scale)))
+        });
+        scaled.unwrap_or_else(|| (label.to_string(), 1.0))
     }
 
     /// The occurrences of the candidate ranges, with the candidates' names.
