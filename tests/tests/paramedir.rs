@@ -487,10 +487,12 @@ fn every_view_loads_in_paramedir_on_every_trace() {
 /// A CSV table of `report --out DIR`, as rows of fields (header first).
 fn report_csv(dir: &Path, name: &str) -> Vec<Vec<String>> {
     let path = dir.join(name);
-    std::fs::read_to_string(&path)
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| l.split(',').map(str::to_owned).collect())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
         .collect()
 }
 
