@@ -302,9 +302,10 @@ pub fn iterations_chart(it: &Iterations) -> Markup {
         .join(" ");
     let x_ticks = ticks((count - 1) as f64, 10);
     html! {
-        svg class="chart iterations" width=(LABEL_WIDTH + PLOT_WIDTH + 20.0) height=(height + AXIS_HEIGHT + 20.0)
+        svg class="chart iterations" width=(LABEL_WIDTH + PLOT_WIDTH + 70.0) height=(TOP * 2.0 + height + AXIS_HEIGHT + 20.0)
             role="img" aria-label="time of each iteration per task" {
             title { "Time of each iteration (" (it.range) ") per task" }
+            g transform=(format!("translate(0,{})", TOP * 2.0)) {
             @if it.tasks.len() <= LINES_PER_TASK {
                 @for t in &it.tasks {
                     polyline points=(line_of(&t.task)) class="task-line" { title { (t.task) } }
@@ -322,8 +323,8 @@ pub fn iterations_chart(it: &Iterations) -> Markup {
                         }
                     }
                 }
-                text x=(LABEL_WIDTH - 6.0) y=(14.0 + 16.0 * i as f64) text-anchor="end" class="label"
-                    fill=(HIGHLIGHT[i]) { (clip(&s.task, 30)) }
+                text x=(LABEL_WIDTH - 10.0) y=(14.0 + 16.0 * i as f64) text-anchor="end" class="label"
+                    style=(format!("fill:{}", HIGHLIGHT[i])) { (clip(&s.task, 30)) }
             }
             line x1=(LABEL_WIDTH) y1="0" x2=(LABEL_WIDTH) y2=(height) class="axis" {}
             @for t in &y_ticks {
@@ -336,6 +337,7 @@ pub fn iterations_chart(it: &Iterations) -> Markup {
                 text x=(x(k)) y=(height + 18.0) text-anchor="middle" class="tick" { (k + 1) }
             }
             text x=(LABEL_WIDTH + PLOT_WIDTH / 2.0) y=(height + AXIS_HEIGHT) text-anchor="middle" class="tick" { "iteration" }
+            }
         }
     }
 }
