@@ -531,22 +531,7 @@ mod tests {
     use super::*;
 
     fn gpu(name: &str, node: &str) -> Gpu {
-        Gpu {
-            name: name.into(),
-            task: 1,
-            device: 0,
-            node: node.into(),
-            streams: 1,
-            useful_ns: 0,
-            communication_ns: 0,
-            idle_ns: 0,
-            overlap_ns: Vec::new(),
-            bins_compute_ns: Vec::new(),
-            bins_communication_ns: Vec::new(),
-            gap_count: 0,
-            gap_total_ns: 0,
-            gaps: Vec::new(),
-        }
+        Gpu::example(name, node)
     }
 
     #[test]

@@ -290,6 +290,29 @@ pub struct Straggler {
     pub over_median: Option<f64>,
 }
 
+#[cfg(test)]
+impl Gpu {
+    /// A GPU with a name and node and nothing else, for tests.
+    pub fn example(name: &str, node: &str) -> Gpu {
+        Gpu {
+            name: name.into(),
+            task: 1,
+            device: 0,
+            node: node.into(),
+            streams: 1,
+            useful_ns: 0,
+            communication_ns: 0,
+            idle_ns: 0,
+            overlap_ns: Vec::new(),
+            bins_compute_ns: Vec::new(),
+            bins_communication_ns: Vec::new(),
+            gap_count: 0,
+            gap_total_ns: 0,
+            gaps: Vec::new(),
+        }
+    }
+}
+
 /// A share `part / whole`, `None` when `whole` is 0.
 pub fn share(part: u64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| part as f64 / whole as f64)
@@ -301,20 +324,9 @@ mod tests {
 
     fn gpu(useful_ns: u64, communication_ns: u64) -> Gpu {
         Gpu {
-            name: String::new(),
-            task: 1,
-            device: 0,
-            node: String::new(),
-            streams: 1,
             useful_ns,
             communication_ns,
-            idle_ns: 0,
-            overlap_ns: Vec::new(),
-            bins_compute_ns: Vec::new(),
-            bins_communication_ns: Vec::new(),
-            gap_count: 0,
-            gap_total_ns: 0,
-            gaps: Vec::new(),
+            ..Gpu::example("", "")
         }
     }
 
