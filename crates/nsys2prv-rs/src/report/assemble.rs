@@ -125,7 +125,11 @@ pub fn group_rows(gpus: &[Gpu], budget: usize) -> (Vec<(String, Vec<usize>)>, Op
         .map(|first| {
             let members: Vec<usize> = (first..(first + size).min(gpus.len())).collect();
             let last = *members.last().expect("a row has a GPU");
-            let label = format!("{} … {}", gpus[first].name, gpus[last].name);
+            let label = format!(
+                "{} … {}",
+                short_name(&gpus[first].name),
+                short_name(&gpus[last].name)
+            );
             (label, members)
         })
         .collect();
@@ -134,6 +138,17 @@ pub fn group_rows(gpus: &[Gpu], budget: usize) -> (Vec<(String, Vec<usize>)>, Op
         rows.len()
     );
     (rows, Some(sentence))
+}
+
+/// A GPU's name without its task's host and pid: `rank 3 (node01:4242) GPU 0` →
+/// `rank 3 GPU 0`.
+fn short_name(name: &str) -> String {
+    match (name.find(" ("), name.rfind(") ")) {
+        (Some(open), Some(close)) if open < close => {
+            format!("{}{}", &name[..open], &name[close + 1..])
+        }
+        _ => name.to_string(),
+    }
 }
 
 fn heatmap(scan: &Scan, gpus: &[Gpu]) -> Heatmap {
@@ -551,6 +566,9 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].1, (6..12).collect::<Vec<_>>());
         assert!(note.unwrap().contains("12 GPUs"));
+        assert_eq!(rows[0].0, "g0 … g5");
+        assert_eq!(short_name("rank 3 (node01:4242) GPU 0"), "rank 3 GPU 0");
+        assert_eq!(short_name("task 1 GPU 0"), "task 1 GPU 0");
         assert_eq!(format_count(4096), "4,096");
         assert_eq!(format_count(999), "999");
     }

@@ -122,7 +122,7 @@ fn row_labels(labels: &[&str], height: f64, every: usize) -> Markup {
         @for (i, label) in labels.iter().enumerate() {
             @if i % every == 0 {
                 text x=(LABEL_WIDTH - 6.0) y=(i as f64 * height + height / 2.0 + 4.0)
-                    text-anchor="end" class="label" { (clip(label, 32)) }
+                    text-anchor="end" class="label" { (clip(label, 36)) }
             }
         }
     }
