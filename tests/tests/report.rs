@@ -740,3 +740,29 @@ fn a_cpu_only_trace_has_iterations_but_no_gpu_model() {
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0]["iterations"].as_array().unwrap().len(), 12);
 }
+
+#[test]
+fn iterations_are_kept_within_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1,000 iterations on one thread: 24 KB of occurrences.
+    let lines: Vec<(u64, String)> = (0..1000u64)
+        .flat_map(|k| {
+            [
+                event(1, 1, 10 * k, &[(9600, 1)]),
+                event(1, 1, 10 * k + 5, &[(9600, 0)]),
+            ]
+        })
+        .collect();
+    let pcf = "EVENT_TYPE\n0 9600 NVTX push/pop ranges (default domain)\nVALUES\n0 End\n1 step\n";
+    let prv = write_trace(dir.path(), "many", 10_000, &[&["main (1)"]], lines, pcf);
+    let j = report_json(&[prv.to_str().unwrap()]);
+    assert_eq!(j["iterations"]["tasks"][0]["count"], 1000);
+    let out = report(&[prv.to_str().unwrap(), "--memory-limit", "64K"]);
+    assert_eq!(out.status.code(), Some(1));
+    let message = stderr(&out);
+    assert!(
+        message.contains("many.prv:") && message.contains("--memory-limit"),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
+}

@@ -565,7 +565,8 @@ impl Scan {
                     self.pairs.clear();
                     self.pairs
                         .extend(pairs.chunks_exact(2).map(|p| (p[0] as u32, p[1] as i64)));
-                    self.event(index, time.clamp(0, i128::from(u64::MAX)) as u64)?;
+                    self.event(index, time.clamp(0, i128::from(u64::MAX)) as u64)
+                        .with_context(|| format!("{prv}:{lineno}"))?;
                 }
                 Record::Comm(c) if c.tag == LAUNCH_TAG || c.tag == COPY_TAG => {
                     self.launch(
