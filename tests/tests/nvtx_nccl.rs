@@ -213,7 +213,7 @@ fn nccl_domain_marks_are_labelled_points() {
         line.split(':').nth(5).unwrap().parse().unwrap()
     };
     let mark_time = mark_time_in(&out);
-    let window = format!("{}:{}", mark_time + 1, mark_time + 1 + (last - first));
+    let window = format!("{}ns:{}ns", mark_time + 1, mark_time + 1 + (last - first));
     let result = convert(&[&input], &cut, &["-t", "nccl", "--time-window", &window]);
     assert!(
         result.status.success(),

@@ -25,9 +25,14 @@ pub struct CategoryInfo {
     /// counted for the first one selected.
     pub tables: &'static [&'static str],
     pub table_prefixes: &'static [&'static str],
-    /// Paraver lines a row becomes, roughly (begin and end events, a state, an
-    /// arrow), for the dry run's size estimate.
-    pub lines_per_row: u64,
+    /// `.prv` bytes a row becomes (its events, states and arrows), for the dry
+    /// run's size estimate: measured on the bundled samples by translating the
+    /// category alone (`-t CATEGORY`); for categories the samples lack, their line
+    /// counts at ~50 bytes a line. `tests/terminal_safety.rs` checks the estimate
+    /// against the real output of every sample.
+    pub bytes_per_row: u64,
+    /// Whether its rows also get a launch arrow when CUDA API calls are translated.
+    pub launched: bool,
     /// The event types it writes, with their labels, values and timing. Types
     /// numbered from the data (NVTX domains, hashed metric names) are declared by
     /// the translation, as [`ReportContext::extra_types`].

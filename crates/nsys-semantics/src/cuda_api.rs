@@ -27,7 +27,8 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     groups: &["cuda"],
     tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
     table_prefixes: &[],
-    lines_per_row: 3,
+    bytes_per_row: 140,
+    launched: false,
     event_types,
     states: &[
         state::SYNCHRONIZATION,

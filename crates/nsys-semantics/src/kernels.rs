@@ -34,7 +34,8 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     groups: &["cuda"],
     tables: &["CUPTI_ACTIVITY_KIND_KERNEL"],
     table_prefixes: &[],
-    lines_per_row: 4,
+    bytes_per_row: 300,
+    launched: true,
     event_types,
     states: &[state::RUNNING],
     views: &[

@@ -25,7 +25,8 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     groups: &["cuda"],
     tables: &["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
     table_prefixes: &[],
-    lines_per_row: 4,
+    bytes_per_row: 170,
+    launched: true,
     event_types,
     states: &[state::MEMORY_TRANSFER],
     views: &[

@@ -31,7 +31,8 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         "MPI_OTHER_EVENTS",
     ],
     table_prefixes: &[],
-    lines_per_row: 3,
+    bytes_per_row: 130,
+    launched: false,
     event_types,
     states: mpi_values::STATES,
     views: &[

@@ -43,7 +43,8 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     groups: &[],
     tables: &["NVTX_EVENTS"],
     table_prefixes: &[],
-    lines_per_row: 2,
+    bytes_per_row: 150,
+    launched: false,
     event_types,
     states: &[],
     views: &[

@@ -73,7 +73,8 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
     ],
     table_prefixes: &[],
-    lines_per_row: 3,
+    bytes_per_row: 150,
+    launched: false,
     event_types,
     states: &[
         state::SYNCHRONIZATION,

@@ -45,6 +45,15 @@ pub struct Options {
     /// Decode each table's rows on a second thread while translating them: for
     /// when fewer reports than cores are being translated.
     pub decode_ahead: bool,
+    /// Keep the threads Nsight Systems adds to the traced processes (hidden by
+    /// default: see [`is_nsys_thread`]).
+    pub keep_nsys_threads: bool,
+}
+
+/// Threads of the traced process that belong to Nsight Systems itself: its
+/// injection and communication threads and CUPTI's worker.
+pub fn is_nsys_thread(name: &str) -> bool {
+    name.starts_with("[NSys") || name == "CUPTI worker thread"
 }
 
 impl Options {

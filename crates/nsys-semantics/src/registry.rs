@@ -110,6 +110,7 @@ impl Registry {
             kernel_names: KernelNames::Short,
             spill: None,
             decode_ahead: false,
+            keep_nsys_threads: false,
         }
     }
 
@@ -246,7 +247,8 @@ mod tests {
         groups: &[],
         tables: &[DUMMY_TABLE],
         table_prefixes: &[],
-        lines_per_row: 1,
+        bytes_per_row: 1,
+        launched: false,
         event_types: || vec![point(DUMMY_EVENT, "Dummy event", ValueLabels::Numeric)],
         states: &[],
         views: &[],
@@ -306,13 +308,14 @@ mod tests {
         let input = export_with_dummy_rows(dir.path());
         let mut options = registry.options();
         options.categories = registry.parse_list(&words(&["dummy", "osrt"])).unwrap();
-        let survey = crate::survey::survey_with(&registry, &input, &options, false).unwrap();
+        let survey =
+            crate::survey::survey_with(&registry, &input, &input, &options, false).unwrap();
         let rows: Vec<(Category, u64)> = survey.rows.iter().map(|r| (r.category, r.rows)).collect();
         assert_eq!(rows, [(DUMMY, 3)]);
-        assert_eq!(survey.estimated_lines(), 3);
+        assert_eq!(survey.estimated_bytes(), 3);
 
         // The translation runs its pass, and the .pcf labels its type.
-        let report = crate::report::translate_with(&registry, &input, &options).unwrap();
+        let report = crate::report::translate_with(&registry, &input, &input, &options).unwrap();
         assert_eq!(report.run.len(), 3);
         let reports = [report];
         let plan = crate::plan_layout(&reports, "t");

@@ -38,12 +38,15 @@ pub struct ReportTranslation {
     pub sync_points: SyncPoints,
 }
 
-/// Translates one report with the standard categories.
+/// Translates the export at `path` with the standard categories; `name` is the
+/// report as the user gave it (a `.nsys-rep` read through its export), used in
+/// messages and for the rank in the file name.
 pub fn translate_report(
     path: &Path,
+    name: &Path,
     options: &Options,
 ) -> Result<ReportTranslation, TranslateError> {
-    translate_with(&Registry::standard(), path, options)
+    translate_with(&Registry::standard(), path, name, options)
 }
 
 /// Translates one report: the passes of the selected categories of `registry`, by
@@ -51,6 +54,7 @@ pub fn translate_report(
 pub fn translate_with(
     registry: &Registry,
     path: &Path,
+    name: &Path,
     options: &Options,
 ) -> Result<ReportTranslation, TranslateError> {
     let mut export = Export::open(path)?;
@@ -59,7 +63,7 @@ pub fn translate_with(
     for pass in registry.passes(options) {
         (pass.run)(&mut ctx)?;
     }
-    finish(ctx, path)
+    finish(ctx, name)
 }
 
 fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, TranslateError> {
@@ -112,6 +116,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         .iter()
         .map(|&old| thread_keys[old as usize])
         .collect();
+    p2p.retain(|e| e.thread != paraver_writer::DISCARDED);
     for e in &mut p2p {
         e.thread = run.new_of_old[e.thread as usize];
     }

@@ -9,8 +9,9 @@ use crate::options::{Category, Options};
 use crate::ranks::{rank_in_file_name, RANK_VARIABLES};
 use crate::registry::Registry;
 
-/// Average `.prv` line length seen on real traces (bytes).
-const BYTES_PER_LINE: u64 = 60;
+/// The launch arrow of a kernel or memory operation, written when its API call
+/// is translated too.
+const LAUNCH_ARROW_BYTES: u64 = 68;
 
 #[derive(Clone, Debug)]
 pub struct Survey {
@@ -20,7 +21,7 @@ pub struct Survey {
     /// Rank from the environment or, with several reports, the file name (the
     /// translation may find more in `MPI_RANKS` and NVTX thread names).
     pub rank: Option<u32>,
-    /// Rows per category, with the Paraver lines a row becomes.
+    /// Rows per category, with the `.prv` bytes a row becomes.
     pub rows: Vec<CategoryRows>,
 }
 
@@ -28,7 +29,8 @@ pub struct Survey {
 pub struct CategoryRows {
     pub category: Category,
     pub rows: u64,
-    lines_per_row: u64,
+    bytes_per_row: u64,
+    launched: bool,
 }
 
 impl Survey {
@@ -36,29 +38,43 @@ impl Survey {
         self.rows.iter().map(|r| r.rows).sum()
     }
 
-    pub fn estimated_lines(&self) -> u64 {
-        self.rows.iter().map(|r| r.rows * r.lines_per_row).sum()
-    }
-
+    /// Estimated size of this report's part of the `.prv` (before gzip).
     pub fn estimated_bytes(&self) -> u64 {
-        self.estimated_lines() * BYTES_PER_LINE
+        let with_api = self
+            .rows
+            .iter()
+            .any(|r| r.category == crate::cuda_api::CATEGORY.category);
+        self.rows
+            .iter()
+            .map(|r| {
+                let arrow = if r.launched && with_api {
+                    LAUNCH_ARROW_BYTES
+                } else {
+                    0
+                };
+                r.rows * (r.bytes_per_row + arrow)
+            })
+            .sum()
     }
 }
 
 /// [`survey_with`] the standard registry.
 pub fn survey_report(
     path: &Path,
+    name: &Path,
     options: &Options,
     several_reports: bool,
 ) -> Result<Survey, ReadError> {
-    survey_with(&Registry::standard(), path, options, several_reports)
+    survey_with(&Registry::standard(), path, name, options, several_reports)
 }
 
 /// What `path` holds for the selected categories, from row counts only: each
-/// category's tables, a table read by two counted for the first.
+/// category's tables, a table read by two counted for the first. `name` is the
+/// report as given (see [`crate::translate_report`]).
 pub fn survey_with(
     registry: &Registry,
     path: &Path,
+    name: &Path,
     options: &Options,
     several_reports: bool,
 ) -> Result<Survey, ReadError> {
@@ -82,16 +98,17 @@ pub fn survey_with(
             rows.push(CategoryRows {
                 category: info.category,
                 rows: n,
-                lines_per_row: info.lines_per_row,
+                bytes_per_row: info.bytes_per_row,
+                launched: info.launched,
             });
         }
     }
     let rank = RANK_VARIABLES
         .iter()
         .find_map(|v| meta.env(v)?.trim().parse().ok())
-        .or_else(|| several_reports.then(|| rank_in_file_name(path)).flatten());
+        .or_else(|| several_reports.then(|| rank_in_file_name(name)).flatten());
     Ok(Survey {
-        path: path.to_path_buf(),
+        path: name.to_path_buf(),
         host: meta.hostname.clone(),
         product_version: meta.product_version.clone(),
         rank,

@@ -3,15 +3,14 @@
 //! directory that is there already is replaced only when the report wrote it (a
 //! page or JSON that names the generator, a directory with the marker file).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use paraver_writer::output::{commit_unless_interrupted, track_pending, PendingFile};
 use serde::Serialize;
 
 use super::model::{Report, GENERATOR};
 use crate::cli::UsageError;
+use crate::interrupt::{self, Tracked};
 
 /// The file in a report directory that says the report wrote it.
 pub const MARKER: &str = ".nsys2prv-rs";
@@ -63,48 +62,90 @@ pub fn check_dir_target(dir: &Path) -> Result<()> {
     }
 }
 
+/// The directory a path is in (`.` for a bare name).
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A hidden temporary beside `target`, removed by an interrupt (and by
+/// [`discard`] on failure).
+fn temporary(target: &Path, make_dir: bool) -> std::io::Result<Tracked> {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    let prefix = format!(".{name}.nsys2prv-rs.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).rand_bytes(6);
+    // A file gets the permissions of any new file (0666 less the umask).
+    #[cfg(unix)]
+    if !make_dir {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let dir = parent_of(target);
+    interrupt::create_tracked(|| {
+        if make_dir {
+            Ok(builder.tempdir_in(dir)?.keep())
+        } else {
+            Ok(builder.tempfile_in(dir)?.keep().map_err(|e| e.error)?.1)
+        }
+    })
+}
+
+/// Runs `fill` on a temporary; removes the temporary when it fails.
+fn filled(
+    temp: Tracked,
+    fill: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<Tracked> {
+    match fill(temp.path()) {
+        Ok(()) => Ok(temp),
+        Err(e) => {
+            interrupt::remove_all(temp.path());
+            Err(e)
+        }
+    }
+}
+
 /// Writes `bytes` to `path` under a temporary name, then renames it into place.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let cannot = || format!("{}: cannot write the report", path.display());
-    let pending = PendingFile::create(path).with_context(cannot)?;
-    let mut writer = std::io::BufWriter::new(pending.file());
-    writer.write_all(bytes).with_context(cannot)?;
-    writer.flush().with_context(cannot)?;
-    drop(writer);
-    pending.commit().with_context(cannot)?;
-    Ok(())
+    let written = temporary(path, false)
+        .and_then(|temp| filled(temp, |t| std::fs::write(t, bytes)))
+        .and_then(|temp| {
+            interrupt::critical(|| std::fs::rename(temp.path(), path)).inspect_err(|_| {
+                interrupt::remove_all(temp.path());
+            })
+        });
+    written.with_context(|| format!("{}: cannot write the report", path.display()))
 }
 
 /// Writes the files into a staging directory beside `dir`, then puts it in the
 /// place of `dir` (whose earlier content, checked to be a report's, is removed).
 pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>> {
-    let cannot = || format!("{}: cannot write the report", dir.display());
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let stage = tempfile::Builder::new()
-        .prefix(&format!(".{name}.nsys2prv-rs."))
-        .tempdir_in(parent)
-        .with_context(cannot)?;
-    let _tracked = track_pending(stage.path());
-    let fresh = stage.path().join("new");
-    std::fs::create_dir(&fresh).with_context(cannot)?;
-    for (file, bytes) in files {
-        std::fs::write(fresh.join(file), bytes).with_context(cannot)?;
-    }
-    std::fs::write(fresh.join(MARKER), format!("{GENERATOR}\n")).with_context(cannot)?;
-    commit_unless_interrupted(|| {
-        if dir.exists() {
-            std::fs::rename(dir, stage.path().join("old"))?;
+    let fill = |stage: &Path| -> std::io::Result<()> {
+        let fresh = stage.join("new");
+        std::fs::create_dir(&fresh)?;
+        for (file, bytes) in files {
+            std::fs::write(fresh.join(file), bytes)?;
         }
-        std::fs::rename(&fresh, dir)
-    })
-    .with_context(cannot)?;
+        std::fs::write(fresh.join(MARKER), format!("{GENERATOR}\n"))
+    };
+    let installed = temporary(dir, true)
+        .and_then(|stage| filled(stage, fill))
+        .and_then(|stage| {
+            let moved = interrupt::critical(|| {
+                if dir.exists() {
+                    std::fs::rename(dir, stage.path().join("old"))?;
+                }
+                std::fs::rename(stage.path().join("new"), dir)
+            });
+            interrupt::remove_all(stage.path());
+            moved
+        });
+    installed.with_context(|| format!("{}: cannot write the report", dir.display()))?;
     Ok(files.iter().map(|(f, _)| dir.join(f)).collect())
 }
 
