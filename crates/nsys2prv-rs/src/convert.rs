@@ -573,8 +573,13 @@ fn why_empty(input: &Input, options: &Options) -> String {
     }
 }
 
+/// The selected categories, in the registry's order.
 fn selected(options: &Options) -> String {
-    let names: Vec<&str> = options.categories.iter().map(|c| c.name()).collect();
+    let names: Vec<&str> = Registry::standard()
+        .iter()
+        .map(|c| c.category.name())
+        .filter(|&name| options.categories.iter().any(|c| c.name() == name))
+        .collect();
     names.join(", ")
 }
 
