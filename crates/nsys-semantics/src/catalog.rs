@@ -22,6 +22,13 @@ pub const CUDA_SYNC: u32 = 9350;
 /// Communication tags of BSC nsys2prv.
 pub const TAG_LAUNCH: i64 = 55_001;
 pub const TAG_MEMORY: i64 = 55_002;
+/// Our own: a CUDA event record to the waits on it, a host function's GPU side
+/// to its callback.
+pub const TAG_EVENT_WAIT: i64 = 55_003;
+pub const TAG_HOST_CALLBACK: i64 = 55_004;
+/// Every tag of a CUDA line; any other communication is an MPI message (views of
+/// MPI messages leave these out).
+pub const CUDA_TAGS: [i64; 4] = [TAG_LAUNCH, TAG_MEMORY, TAG_EVENT_WAIT, TAG_HOST_CALLBACK];
 
 pub mod state {
     pub const IDLE: u32 = 0;

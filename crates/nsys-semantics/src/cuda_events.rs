@@ -26,14 +26,12 @@ use nsys_reader::ReadError;
 use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::numeric;
+use crate::catalog::{numeric, TAG_EVENT_WAIT};
 use crate::context::{ReportContext, ThreadKey};
 
 pub const CUDA_EVENT_OP: u32 = 9301;
 pub const CUDA_EVENT_ID: u32 = 9302;
 pub const CUDA_EVENT_SYNC_ID: u32 = 9303;
-/// Communication from an event record to a wait on it.
-pub const TAG_EVENT_WAIT: i64 = 55_003;
 
 const RECORD: i64 = 1;
 const HOST_WAIT: i64 = 2;

@@ -21,14 +21,13 @@ use nsys_reader::ReadError;
 use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, state, CORRELATION_ID, TAG_LAUNCH};
+use crate::catalog::{named, state, CORRELATION_ID, TAG_HOST_CALLBACK, TAG_LAUNCH};
 use crate::context::{NameCache, ReportContext, ThreadKey};
 use crate::cuda_gpu::GpuLinks;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
 
 pub const HOST_FUNCTION: u32 = 63_000_110;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
-pub const TAG_HOST_CALLBACK: i64 = 55_004;
 
 pub(crate) fn event_types() -> Vec<EventTypeInfo> {
     vec![

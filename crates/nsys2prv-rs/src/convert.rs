@@ -96,6 +96,7 @@ fn convert(args: &Args) -> Result<()> {
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
+    views.fit_to(&summary.event_types)?;
     views.commit()?;
 
     if !args.quiet {

@@ -7,6 +7,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::Path;
 
+use common::fixtures::add_nccl_ranges;
 use common::*;
 use nsys_synth::{write_export, SchemaVersion, SynthSpec};
 
@@ -131,43 +132,6 @@ fn nvtx_names_domains_and_threads_are_labelled() {
         row.contains("Main Thread (") && row.contains("NVTX Worker 0 ("),
         "{row}"
     );
-}
-
-/// Adds an NCCL domain with ranges (JSON payloads) around the calls that launched
-/// the NCCL kernels of a synthetic export.
-fn add_nccl_ranges(path: &Path) -> u64 {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.execute_batch(
-        "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
-         category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
-         domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,
-         int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);",
-    )
-    .unwrap();
-    let calls: Vec<(i64, i64, i64)> = conn
-        .prepare(
-            "SELECT r.start, r.end, r.globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_KERNEL k
-             ON k.correlationId = r.correlationId JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%'",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let tid = calls[0].2;
-    conn.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (0, 75, 'NCCL', ?1, 7)", [tid]).unwrap();
-    for (i, (start, end, gtid)) in calls.iter().enumerate() {
-        let json = format!(
-            r#"{{"Message size [bytes]": {}, "Reduction operation": "sum", "Root": 0, "Data type": "float32", "Communicator": "0x1234"}}"#,
-            4096 * (i + 1)
-        );
-        conn.execute(
-            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId, jsonText) VALUES (?1, ?2, 59, 'ncclAllReduce', ?3, 7, ?4)",
-            rusqlite::params![start - 100, end + 100, gtid, json],
-        )
-        .unwrap();
-    }
-    calls.len() as u64
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use common::fixtures::openacc_export;
 use common::*;
 use rusqlite::Connection;
 
@@ -389,72 +390,8 @@ fn openmp_category_alone_keeps_every_row() {
 }
 
 // ---------------------------------------------------------------------------
-// OpenACC: no real export has rows, so a small one is built here.
-
-const OPENACC_COMMON: &str = "start INTEGER NOT NULL, end INTEGER NOT NULL, nameId INTEGER NOT NULL, \
-    globalTid INTEGER, eventKind INTEGER NOT NULL, DeviceType INTEGER NOT NULL, lineNo INTEGER NOT NULL, \
-    cuDeviceId INTEGER NOT NULL, cuContextId INTEGER NOT NULL, cuStreamId INTEGER NOT NULL, \
-    srcFile INTEGER, funcName INTEGER";
-
-const PID: i64 = 4242;
-const TID: i64 = 4243;
-
-fn global_tid() -> i64 {
-    (1 << 48) | (PID << 24) | TID
-}
-
-/// An export with the three OpenACC tables (the DATA and LAUNCH ones with the
-/// 3.28 `correlationId`, the OTHER one without) and the tables that make it an export.
-fn openacc_export(path: &Path) {
-    let conn = Connection::open(path).unwrap();
-    conn.execute_batch(&format!(
-        "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER);
-         CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_OPENACC_OTHER ({OPENACC_COMMON});
-         CREATE TABLE CUPTI_ACTIVITY_KIND_OPENACC_DATA ({OPENACC_COMMON}, correlationId INTEGER,
-             bytes INTEGER, varName INTEGER);
-         CREATE TABLE CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH ({OPENACC_COMMON}, correlationId INTEGER,
-             numGangs INTEGER, numWorkers INTEGER, vectorLength INTEGER, kernelName INTEGER);
-         INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1700000000000000000);
-         INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.24.0');
-         INSERT INTO StringIds VALUES (1, 'acc_compute_construct'), (2, 'saxpy.c'), (3, 'main'),
-             (4, 'acc_enter_data'), (5, 'acc_wait'), (6, 'acc_enqueue_upload'), (7, 'x'),
-             (8, 'acc_enqueue_download'), (9, 'acc_enqueue_launch'), (10, 'main_12_gpu'),
-             (11, 'acc_create');"
-    ))
-    .unwrap();
-    let g = global_tid();
-    // (start, end, name, kind, line): kinds 9 compute construct, 11 enter data, 7 wait.
-    for (s, e, name, kind, line) in [
-        (1000, 9000, 1, 9, 12),
-        (1100, 2000, 4, 11, 10),
-        (7000, 8000, 5, 7, 14),
-    ] {
-        conn.execute(
-            "INSERT INTO CUPTI_ACTIVITY_KIND_OPENACC_OTHER VALUES (?1, ?2, ?3, ?4, ?5, 4, ?6, 0, 1, 7, 2, 3)",
-            (s, e, name, g, kind, line),
-        )
-        .unwrap();
-    }
-    // Kinds 13 create, 5 enqueue upload, 6 enqueue download.
-    for (s, e, name, kind, bytes) in [
-        (1150, 1190, 11, 13, 4096),
-        (1200, 1500, 6, 5, 4096),
-        (8100, 8500, 8, 6, 2048),
-    ] {
-        conn.execute(
-            "INSERT INTO CUPTI_ACTIVITY_KIND_OPENACC_DATA VALUES (?1, ?2, ?3, ?4, ?5, 4, 10, 0, 1, 7, 2, 3, 0, ?6, 7)",
-            (s, e, name, g, kind, bytes),
-        )
-        .unwrap();
-    }
-    conn.execute(
-        "INSERT INTO CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH VALUES (2100, 2600, 9, ?1, 4, 4, 12, 0, 1, 7, 2, 3, 77, 128, 1, 256, 10)",
-        [g],
-    )
-    .unwrap();
-}
+// OpenACC: no real export has rows, so a small one is built
+// (`common::fixtures::openacc_export`).
 
 #[test]
 fn openacc_rows_become_nsys2prv_types_with_states() {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::*;
-use nsys_semantics::catalog::{pcf_catalog, TAG_LAUNCH, TAG_MEMORY};
+use nsys_semantics::catalog::{pcf_catalog, CUDA_TAGS};
 
 const THREAD_FUNCTIONS: &[&str] = &[
     "State As Is",
@@ -183,6 +183,7 @@ const WINDOW_TAGS: &[&str] = &[
     "window_selected_functions",
     "window_compose_functions",
     "window_filter_module",
+    "window_semantic_module",
     "window_factors",
     "window_operation",
     "window_identifiers",
@@ -207,23 +208,6 @@ const HISTOGRAM_TAGS: &[&str] = &[
 
 fn cfgs_dir() -> PathBuf {
     workspace_root().join("cfgs")
-}
-
-fn all_cfgs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// One window as the loader builds it.
@@ -279,6 +263,39 @@ fn parse_functions(text: &str) -> Result<(usize, Vec<(String, String)>), String>
         entries.push((level.to_string(), function.to_string()));
     }
     Ok((count, entries))
+}
+
+/// `LEVEL FUNCTION { N, { K v1 ... vK, ... } }` (the parameters of the window's
+/// function at LEVEL) → (level, function, each parameter's values).
+fn parse_semantic_module(text: &str) -> Result<(&str, &str, Vec<Vec<f64>>), String> {
+    let (level, rest) = text.split_once(' ').ok_or("no level")?;
+    let (function, params) = rest.split_once(" { ").ok_or("no { N, { ... } }")?;
+    let (count, list) = params.split_once(", { ").ok_or("no parameter list")?;
+    let count: usize = count.parse().map_err(|_| "bad parameter count")?;
+    let list = list
+        .strip_suffix(" } }")
+        .ok_or("parameter list not closed")?;
+    let values = list
+        .split(", ")
+        .map(|param| {
+            let mut words = param.split(' ');
+            let n: usize = words
+                .next()
+                .and_then(|n| n.parse().ok())
+                .ok_or("bad value count")?;
+            let values: Vec<f64> = words
+                .map(|v| v.parse().map_err(|_| "bad value"))
+                .collect::<Result<_, _>>()?;
+            if values.len() != n {
+                return Err("value count differs from the values listed");
+            }
+            Ok(values)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if values.len() != count {
+        return Err("parameter count differs from the parameters listed".into());
+    }
+    Ok((level, function, values))
 }
 
 /// Quoted labels: `"a" "b c"`.
@@ -527,6 +544,18 @@ fn parse_cfg(path: &Path) -> Result<Cfg, String> {
                     _ => return Err(at("filter module not used by the views".into())),
                 }
             }
+            "window_semantic_module" => {
+                let (level, function, params) = parse_semantic_module(value).map_err(at)?;
+                // Paraver ignores parameters of a function the window does not use.
+                if w.functions.get(level).map(String::as_str) != Some(function) {
+                    return Err(at(format!(
+                        "parameters of '{function}', not the window's {level} function"
+                    )));
+                }
+                if params.is_empty() {
+                    return Err(at("no parameters".into()));
+                }
+            }
             "window_factors" => {
                 let factors: Vec<f64> = value
                     .split(' ')
@@ -622,9 +651,13 @@ fn check_cfg(cfg: &Cfg) -> Result<Vec<(u32, String)>, String> {
             return Err(at("tag filter function and tag list disagree"));
         }
         for tag in &w.tags {
-            if ![TAG_LAUNCH, TAG_MEMORY].contains(tag) {
+            if !CUDA_TAGS.contains(tag) {
                 return Err(at(&format!("tag {tag} is not one the tool writes")));
             }
+        }
+        // "Everything but CUDA lines" (MPI messages) must leave out every CUDA tag.
+        if tag_fn == "!=" && CUDA_TAGS.iter().any(|t| !w.tags.contains(t)) {
+            return Err(at("a tag filter for MPI messages lets CUDA lines through"));
         }
         types.extend(w.types.iter().copied().zip(w.labels.iter().cloned()));
     }
@@ -693,7 +726,7 @@ fn every_bundled_cfg_parses_and_names_emitted_types_by_their_labels() {
         .into_iter()
         .map(|t| (t.ty, t.label))
         .collect();
-    let files = all_cfgs(&cfgs_dir());
+    let files = files_under(&cfgs_dir());
     assert!(files.len() >= 40, "only {} cfgs", files.len());
     let mut folders = BTreeSet::new();
     let mut failures = Vec::new();
@@ -761,6 +794,32 @@ fn the_checker_rejects_what_paraver_rejects() {
     );
     assert_ne!(swapped, good);
     assert!(parse_cfg_text(dir.path(), &swapped).is_err());
+    // Edits of other views.
+    let others = [
+        // MPI messages that let CUDA event waits and host callbacks through
+        // (paramedir found the view empty on CUDA traces, yet drawing them).
+        (
+            "views/mpi_messages.cfg",
+            "tag_msg 4 55001 55002 55003 55004",
+            "tag_msg 2 55001 55002",
+        ),
+        // Parameters of another function than the window's: Paraver drops them.
+        (
+            "analysis/gpu_idle_gaps.cfg",
+            "window_semantic_module thread State Record Dur.",
+            "window_semantic_module thread State As Is",
+        ),
+    ];
+    for (view, from, to) in others {
+        let good = std::fs::read_to_string(cfgs_dir().join(view)).unwrap();
+        assert!(parse_cfg_text(dir.path(), &good).is_ok(), "{view}");
+        assert!(good.contains(from), "{view}: {from}");
+        let bad = good.replacen(from, to, 1);
+        assert!(
+            parse_cfg_text(dir.path(), &bad).is_err(),
+            "{view}: accepted {from} -> {to}"
+        );
+    }
 }
 
 /// Parses and checks cfg text, including the types against the catalog.
@@ -793,8 +852,8 @@ fn a_conversion_installs_every_bundled_cfg() {
         String::from_utf8_lossy(&result.stderr)
     );
     let installed = dir.path().join("t.cfgs");
-    let bundled = all_cfgs(&cfgs_dir());
-    let copies = all_cfgs(&installed);
+    let bundled = files_under(&cfgs_dir());
+    let copies = files_under(&installed);
     let rel = |base: &Path, files: &[PathBuf]| -> Vec<String> {
         files
             .iter()
@@ -820,4 +879,64 @@ fn a_conversion_installs_every_bundled_cfg() {
     ] {
         assert!(pcf.contains(label), "{label}");
     }
+}
+
+/// The views written beside a trace list only the event types it has (Paraver
+/// asks whether to go on for each listed type it does not find): on a CUDA trace
+/// without NCCL kernels, no view lists the NCCL kernel type next to others.
+#[test]
+fn views_beside_a_trace_list_only_its_types() {
+    use nsys_synth::{write_export, SchemaVersion, SynthSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("no_nccl.sqlite");
+    write_export(&SynthSpec::small(SchemaVersion::V3_24), &input).unwrap();
+    let conn = rusqlite::Connection::open(&input).unwrap();
+    let removed = conn
+        .execute(
+            "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName IN
+             (SELECT id FROM StringIds WHERE value LIKE 'nccl%')",
+            [],
+        )
+        .unwrap();
+    drop(conn);
+    assert!(removed > 0);
+    let out = dir.path().join("t.prv");
+    let result = convert(&[&input], &out, &[]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let stats = check_trace(&out);
+    assert_eq!(begins(&stats, 63_000_007), 0);
+    let occurs =
+        |ty: u32| stats.event_begins.contains_key(&ty) || stats.event_ends.contains_key(&ty);
+    let installed = dir.path().join("t.cfgs");
+    let mut fitted = Vec::new();
+    for path in files_under(&installed) {
+        let rel = path.strip_prefix(&installed).unwrap().display().to_string();
+        let cfg = parse_cfg(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        check_cfg(&cfg).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        for w in cfg
+            .windows
+            .iter()
+            .filter(|w| w.types.iter().any(|&t| occurs(t)))
+        {
+            let missing: Vec<u32> = w.types.iter().copied().filter(|&t| !occurs(t)).collect();
+            assert!(missing.is_empty(), "{rel}: '{}' lists {missing:?}", w.name);
+        }
+        let bundled = std::fs::read_to_string(cfgs_dir().join(&rel)).unwrap();
+        if std::fs::read_to_string(&path).unwrap() != bundled {
+            fitted.push(rel);
+        }
+    }
+    assert_eq!(
+        fitted,
+        [
+            "analysis/gpu_active.cfg",
+            "efficiency/communication_efficiency.cfg",
+            "efficiency/orchestration_efficiency.cfg",
+            "views/cuda_activities.cfg",
+        ]
+    );
 }

@@ -5,7 +5,7 @@ use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::io::Write;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -41,6 +41,9 @@ pub struct TraceSummary {
     pub states: u64,
     pub events: u64,
     pub comms: u64,
+    /// Every event type in the body (with any value, 0 included): the types a
+    /// view's filter can find in this trace.
+    pub event_types: BTreeSet<u32>,
 }
 
 /// Paraver keeps times as doubles: beyond 2^53 ns (104 days) they lose precision.
@@ -131,6 +134,7 @@ fn write_trace_batched(
     }
     summary.origin = origin;
     summary.end_time = end_time;
+    summary.event_types = used.types.clone();
 
     let pcf_file = PendingFile::create(&paths.pcf)?;
     let mut pcf = std::io::BufWriter::new(pcf_file.file());

@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use paraver_writer::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
+pub mod fixtures;
+pub mod paramedir;
+
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("NSYS2PRV_CORPUS")
@@ -20,6 +23,24 @@ pub fn corpus_dir() -> Option<PathBuf> {
         );
         None
     }
+}
+
+/// Every file below `dir`, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 pub fn workspace_root() -> PathBuf {
