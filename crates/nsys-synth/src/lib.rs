@@ -121,7 +121,7 @@ pub struct SynthDeviceSide {
 /// bucket all-reduced by NCCL (a range in the NCCL domain with its JSON payload around the
 /// launch of an NCCL kernel on its own stream); the loss copied out and waited for with
 /// `cudaStreamSynchronize`; fused optimizer kernels and `cudaMemsetAsync` of the gradients.
-/// Kernel names come from a pool of `kernel_names` distinct C++ template names of 100-400
+/// Kernel names come from a pool of `kernel_names` distinct C++ template names of 85-360
 /// characters, which the steps use in turn when the pool is larger than a step needs. An NVTX
 /// start/end range covers each epoch. An MPI rank makes its MPI calls before the loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
