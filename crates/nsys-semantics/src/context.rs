@@ -97,6 +97,8 @@ pub(crate) struct ReportContext<'a> {
     pub run: RunBuilder,
     pub states: StateTiler,
     threads: FxHashMap<ThreadKey, LocalThread>,
+    /// (pid, tid) → OS thread name, read when first needed.
+    os_thread_names: Option<std::collections::HashMap<(u32, u32), String>>,
     pub thread_keys: Vec<ThreadKey>,
     /// Rows translated (or skipped) per table, for the summary and the tests.
     pub counts: BTreeMap<String, u64>,
@@ -128,6 +130,7 @@ impl<'a> ReportContext<'a> {
                 None => StateTiler::new(),
             },
             threads: FxHashMap::default(),
+            os_thread_names: None,
             thread_keys: Vec::new(),
             counts: BTreeMap::new(),
             warnings: Vec::new(),
@@ -145,15 +148,34 @@ impl<'a> ReportContext<'a> {
         self.thread_keys.iter().any(|k| k.pid == pid)
     }
 
+    /// The run's thread for `key` ([`paraver_writer::DISCARDED`] for a thread
+    /// of Nsight Systems itself, unless kept).
     pub fn thread(&mut self, key: ThreadKey) -> LocalThread {
         if let Some(&t) = self.threads.get(&key) {
             return t;
+        }
+        if key.is_cpu() && !self.options.keep_nsys_threads && self.is_nsys_thread(key) {
+            self.threads.insert(key, paraver_writer::DISCARDED);
+            return paraver_writer::DISCARDED;
         }
         let t = self.run.add_thread(key.order_key());
         debug_assert_eq!(t as usize, self.thread_keys.len());
         self.thread_keys.push(key);
         self.threads.insert(key, t);
         t
+    }
+
+    fn is_nsys_thread(&mut self, key: ThreadKey) -> bool {
+        let export = self.export;
+        let names = self
+            .os_thread_names
+            .get_or_insert_with(|| export.thread_names().unwrap_or_default());
+        let ThreadKind::Cpu { tid } = key.kind else {
+            return false;
+        };
+        names
+            .get(&(key.pid, tid))
+            .is_some_and(|n| crate::options::is_nsys_thread(n))
     }
 
     pub fn cpu_thread(&mut self, global_tid: i64) -> LocalThread {

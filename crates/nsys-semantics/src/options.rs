@@ -125,6 +125,15 @@ pub struct Options {
     /// Decode each table's rows on a second thread while translating them: for
     /// when fewer reports than cores are being translated.
     pub decode_ahead: bool,
+    /// Keep the threads Nsight Systems adds to the traced processes (hidden by
+    /// default: see [`is_nsys_thread`]).
+    pub keep_nsys_threads: bool,
+}
+
+/// Threads of the traced process that belong to Nsight Systems itself: its
+/// injection and communication threads and CUPTI's worker.
+pub fn is_nsys_thread(name: &str) -> bool {
+    name.starts_with("[NSys") || name == "CUPTI worker thread"
 }
 
 impl Default for Options {
@@ -134,6 +143,7 @@ impl Default for Options {
             kernel_names: KernelNames::Short,
             spill: None,
             decode_ahead: false,
+            keep_nsys_threads: false,
         }
     }
 }

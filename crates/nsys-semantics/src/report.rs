@@ -44,8 +44,12 @@ pub struct ReportTranslation {
     pub sync_points: SyncPoints,
 }
 
+/// Translates the export at `path`; `name` is the report as the user gave it
+/// (a `.nsys-rep` read through its export), used in messages and for the rank
+/// in the file name.
 pub fn translate_report(
     path: &Path,
+    name: &Path,
     options: &Options,
 ) -> Result<ReportTranslation, TranslateError> {
     let mut export = Export::open(path)?;
@@ -119,7 +123,7 @@ pub fn translate_report(
     if options.wants(Category::Network) {
         network::translate(&mut ctx)?;
     }
-    finish(ctx, path, p2p)
+    finish(ctx, name, p2p)
 }
 
 fn finish(
@@ -175,6 +179,7 @@ fn finish(
         .iter()
         .map(|&old| thread_keys[old as usize])
         .collect();
+    p2p.retain(|e| e.thread != paraver_writer::DISCARDED);
     for e in &mut p2p {
         e.thread = run.new_of_old[e.thread as usize];
     }

@@ -55,18 +55,34 @@ fn tables_of(category: Category) -> &'static [&'static str] {
     }
 }
 
-/// Paraver lines a row becomes, roughly: begin and end events, a state, an arrow.
-fn lines_per_row(category: Category) -> u64 {
+/// `.prv` bytes a row becomes (its events, states and arrows), measured on the
+/// bundled samples by translating each category alone (`-t CATEGORY`); the
+/// categories the samples lack are estimated from their line counts at ~50
+/// bytes a line. `tests/terminal_safety.rs` checks the estimate against the real
+/// output of every sample.
+fn bytes_per_row(category: Category) -> u64 {
     match category {
-        Category::Kernels | Category::Memory => 4,
-        Category::Sched | Category::Nvtx | Category::Nccl => 2,
-        Category::GpuMetrics | Category::Network | Category::CudaEvents | Category::GpuMemory => 1,
-        _ => 3,
+        Category::CudaApi => 140,
+        Category::Kernels => 300,
+        Category::Memory => 170,
+        Category::Sync => 58,
+        Category::CudaEvents => 145,
+        Category::Nvtx => 72,
+        Category::Osrt => 126,
+        Category::OpenMp => 82,
+        Category::Sched => 30,
+        Category::Nccl => 150,
+        Category::Mpi => 130,
+        Category::OpenAcc => 150,
+        Category::Graphs => 200,
+        Category::HostFunctions => 150,
+        Category::GpuMemory | Category::GpuMetrics | Category::Network => 50,
     }
 }
 
-/// Average `.prv` line length seen on real traces (bytes).
-const BYTES_PER_LINE: u64 = 60;
+/// The launch arrow of a kernel or memory operation, written when its API call
+/// is translated too.
+const LAUNCH_ARROW_BYTES: u64 = 68;
 
 #[derive(Clone, Debug)]
 pub struct Survey {
@@ -84,17 +100,24 @@ impl Survey {
         self.rows.iter().map(|(_, n)| n).sum()
     }
 
-    pub fn estimated_lines(&self) -> u64 {
-        self.rows.iter().map(|(c, n)| n * lines_per_row(*c)).sum()
-    }
-
+    /// Estimated size of this report's part of the `.prv` (before gzip).
     pub fn estimated_bytes(&self) -> u64 {
-        self.estimated_lines() * BYTES_PER_LINE
+        let with_api = self.rows.iter().any(|(c, _)| *c == Category::CudaApi);
+        self.rows
+            .iter()
+            .map(|&(c, n)| {
+                let arrow = matches!(c, Category::Kernels | Category::Memory) && with_api;
+                n * (bytes_per_row(c) + if arrow { LAUNCH_ARROW_BYTES } else { 0 })
+            })
+            .sum()
     }
 }
 
+/// Counts the rows of the export at `path`; `name` is the report as given (see
+/// [`crate::translate_report`]).
 pub fn survey_report(
     path: &Path,
+    name: &Path,
     options: &Options,
     several_reports: bool,
 ) -> Result<Survey, ReadError> {
@@ -125,9 +148,9 @@ pub fn survey_report(
     let rank = RANK_VARIABLES
         .iter()
         .find_map(|v| meta.env(v)?.trim().parse().ok())
-        .or_else(|| several_reports.then(|| rank_in_file_name(path)).flatten());
+        .or_else(|| several_reports.then(|| rank_in_file_name(name)).flatten());
     Ok(Survey {
-        path: path.to_path_buf(),
+        path: name.to_path_buf(),
         host: meta.hostname.clone(),
         product_version: meta.product_version.clone(),
         rank,

@@ -13,10 +13,9 @@ use nsys_semantics::cuts::NvtxRangeSpec;
     name = "nsys2prv-rs",
     version,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
-    after_help = "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),\n\
-                  graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx,\n\
-                  nccl, mpi, osrt, openmp, openacc, sched, or all.\n\
-                  Example: nsys2prv-rs --sync mpi-init rank*.sqlite out.prv",
+    override_usage = USAGE,
+    after_help = SHORT_GUIDE,
+    after_long_help = long_guide(),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -24,9 +23,10 @@ pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// Nsight Systems exports (.sqlite) or directories holding them, then the
-    /// output trace (NAME.prv or NAME.prv.gz)
-    #[arg(required = true, num_args = 2.., value_name = "INPUT... OUTPUT")]
+    /// The reports (.nsys-rep, .qdrep, .sqlite exports, or directories of
+    /// them), then the output trace: NAME.prv, NAME.prv.gz, or NAME (NAME.prv is
+    /// written)
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
     /// Categories to translate, comma-separated (default: every category present)
@@ -60,20 +60,44 @@ pub struct Args {
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
     pub memory_limit: u64,
 
-    /// Where spilled records go (default: next to the output); removed at exit
+    /// Where spilled records go (default: the output's directory), in unnamed
+    /// files that vanish with the process
     #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
 
-    /// Keep only this part of the trace, in the uncut trace's time (ns unless
-    /// suffixed us, ms or s; either end may be left out: 2s:, :500ms); every
-    /// category is cut and the result starts at 0
-    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with = "nvtx_range")]
+    /// Keep only this part of the trace, in the uncut trace's time, each end with
+    /// its unit (ns, us, ms or s: 1.5s:2500ms; either end may be left out: 2s:,
+    /// :500ms); every category is cut and the result starts at 0
+    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with_all = ["nvtx_range", "filter_nvtx"])]
     pub time_window: Option<TimeWindowArg>,
 
     /// Keep only the time of an NVTX range: NAME (from the first such range to the
     /// last) or NAME#N (the N-th such range of every thread that has one)
-    #[arg(long, value_name = "NAME[#N]")]
+    #[arg(long, value_name = "NAME[#N]", conflicts_with = "filter_nvtx")]
     pub nvtx_range: Option<NvtxRangeSpec>,
+
+    /// BSC nsys2prv's -f: the same as --nvtx-range (which cuts every category;
+    /// BSC's filtered the CUDA API calls only)
+    #[arg(short = 'f', long = "filter-nvtx", value_name = "NAME[#N]")]
+    pub filter_nvtx: Option<NvtxRangeSpec>,
+
+    /// Write NAME.prv.gz (gzip) whatever the output's name (BSC nsys2prv's -z)
+    #[arg(short = 'z', long)]
+    pub compress: bool,
+
+    /// Export .nsys-rep reports again even when an export exists beside them or
+    /// in NAME.cache/ (BSC nsys2prv's --force-sqlite)
+    #[arg(long)]
+    pub force_sqlite: bool,
+
+    /// Show the threads Nsight Systems adds to every process (its injection
+    /// and daemon threads), hidden by default
+    #[arg(long)]
+    pub keep_nsys_threads: bool,
+
+    /// Accepted for compatibility with BSC nsys2prv: the trace is always sorted
+    #[arg(short = 's', long)]
+    pub sort: bool,
 
     /// After writing the trace, print its GPU efficiency report and write it as
     /// NAME.report.json and NAME.report.*.csv (see the report subcommand)
@@ -81,7 +105,8 @@ pub struct Args {
     pub report: bool,
 
     /// Only say what would be translated: reports, hosts, ranks, rows per
-    /// category, estimated trace size (row counts only; nothing is written)
+    /// category, estimated trace size and time, reports that need exporting
+    /// (row counts only; creates, exports and changes nothing)
     #[arg(long)]
     pub dry_run: bool,
 
@@ -90,7 +115,7 @@ pub struct Args {
     pub jobs: Option<usize>,
 
     /// Accepted for compatibility with BSC nsys2prv: several inputs are always merged
-    #[arg(short = 'm', long = "multi-report", hide = true)]
+    #[arg(short = 'm', long = "multi-report")]
     pub multi_report: bool,
 
     /// Only errors
@@ -140,6 +165,63 @@ pub struct ReportArgs {
     pub no_files: bool,
 }
 
+const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
+       nsys2prv-rs report [OPTIONS] <TRACE>
+       nsys2prv-rs completions <SHELL>
+       nsys2prv-rs man";
+
+const CATEGORIES: &str =
+    "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),
+graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt,
+openmp, openacc, sched, or all; BSC nsys2prv's names (cuda_api_trace, cuda_gpu_trace,
+nvtx_pushpop_trace, nvtx_startend_trace, mpi_event_trace, pthread) too.";
+
+const SHORT_GUIDE: &str = concat!(
+    "Categories: cuda-api, kernels, memory, sync (cuda), graphs, host-functions, cuda-events,\n",
+    "gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, openacc, sched, all.\n",
+    "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep run.prv\n",
+    "--help tells more: inputs and nsys, the output set, exit status, signals, environment."
+);
+
+/// The long help's sections, also the man page's (title, text).
+pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
+    ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR). They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
+    ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
+    ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
+    ("BSC NSYS2PRV", "Its command lines run unchanged: its -t names are accepted; -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; an output name without extension gets .prv. Its options without an equivalent are refused with what to use instead."),
+];
+
+const EXAMPLE: &str = "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep run.prv";
+
+/// `--help`'s text after the options: the categories, an example and the
+/// sections of the man page.
+fn long_guide() -> String {
+    let mut text = format!("{CATEGORIES}\n\n{EXAMPLE}");
+    for (title, body) in GUIDE_SECTIONS {
+        text += &format!("\n\n{title}\n{}", wrap(body, 96));
+    }
+    text
+}
+
+/// `text` broken into lines of at most `width` columns, at spaces.
+fn wrap(text: &str, width: usize) -> String {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line at least");
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines.join("\n")
+}
+
 /// `--time-window`: nanoseconds from the start of the uncut trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimeWindowArg {
@@ -148,7 +230,7 @@ pub struct TimeWindowArg {
     pub end: Option<i64>,
 }
 
-/// `START:END`, each `1500000`, `1500us`, `1.5ms`, `0.0015s` or empty.
+/// `START:END`, each `1500000ns`, `1500us`, `1.5ms`, `0.0015s`, `0` or empty.
 pub fn parse_time_window(text: &str) -> Result<TimeWindowArg, String> {
     let (start, end) = text
         .split_once(':')
@@ -167,16 +249,26 @@ pub fn parse_time_window(text: &str) -> Result<TimeWindowArg, String> {
     Ok(TimeWindowArg { start, end })
 }
 
-/// A time in ns: a number with an optional unit (ns, us, ms, s).
+/// A time in ns: a number with its unit (ns, us, ms, s); a bare number is
+/// refused (is 1500 ns or s?), except 0.
 fn parse_time(text: &str) -> Result<i64, String> {
-    let (number, scale) = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
+    let unit = [("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)]
         .iter()
-        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)))
-        .unwrap_or((text, 1.0));
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)));
+    let (number, scale) = match unit {
+        Some(found) => found,
+        None if text.trim().parse::<f64>().is_ok_and(|v| v == 0.0) => (text, 1.0),
+        None if text.trim().parse::<f64>().is_ok() => {
+            return Err(format!(
+                "'{text}' has no unit: write {text}ns, {text}us, {text}ms or {text}s"
+            ))
+        }
+        None => (text, 1.0),
+    };
     let value: f64 = number
         .trim()
         .parse()
-        .map_err(|_| format!("'{text}' is not a time like 2.5s, 300ms, 40us or 1000 (ns)"))?;
+        .map_err(|_| format!("'{text}' is not a time like 2.5s, 300ms, 40us or 1000ns"))?;
     if !value.is_finite() || value < 0.0 || value * scale >= 9.0e18 {
         return Err(format!("'{text}': a time from 0 up"));
     }
@@ -245,11 +337,54 @@ pub fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes the man page (roff) to stdout.
+/// Writes the man page (roff) to stdout: clap's sections, then the
+/// subcommands (without references to pages that do not exist) and the guide.
 pub fn print_man_page() -> anyhow::Result<()> {
     let command = <Args as clap::CommandFactory>::command();
-    clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+    let man = clap_mangen::Man::new(command.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    out.extend_from_slice(b".SH COMMANDS\n");
+    for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        out.extend_from_slice(
+            format!(".TP\n\\fB{}\\fR\n{}\n", roff(sub.get_name()), roff(&about)).as_bytes(),
+        );
+    }
+    out.extend_from_slice(
+        format!(
+            ".PP\n{}\n",
+            roff("See `nsys2prv-rs report --help` for the report's options.")
+        )
+        .as_bytes(),
+    );
+    out.extend_from_slice(format!(".SH CATEGORIES\n{}\n", roff(CATEGORIES)).as_bytes());
+    out.extend_from_slice(format!(".SH EXAMPLE\n{}\n", roff(EXAMPLE)).as_bytes());
+    for (title, text) in GUIDE_SECTIONS {
+        out.extend_from_slice(format!(".SH {title}\n{}\n", roff(text)).as_bytes());
+    }
+    man.render_version_section(&mut out)?;
+    use std::io::Write;
+    std::io::stdout().write_all(&out)?;
     Ok(())
+}
+
+/// Text safe in roff: backslashes and hyphens escaped, no line starting with a
+/// control character.
+fn roff(text: &str) -> String {
+    text.replace('\\', "\\e")
+        .replace('-', "\\-")
+        .lines()
+        .map(|l| match l.starts_with(['.', '\'']) {
+            true => format!("\\&{l}"),
+            false => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub fn is_usage_error(e: &anyhow::Error) -> bool {
@@ -268,6 +403,88 @@ impl Args {
     pub fn output(&self) -> &PathBuf {
         self.paths.last().expect("clap requires at least two paths")
     }
+
+    /// The trace to write: OUTPUT as given when it ends in `.prv` or `.prv.gz`;
+    /// `NAME.prv` for another name, as BSC nsys2prv does; `.gz` added with `-z`.
+    pub fn output_trace(&self) -> Result<PathBuf, UsageError> {
+        trace_name(self.output(), self.compress)
+    }
+
+    /// `--nvtx-range`, or BSC's `-f`.
+    pub fn nvtx_range_spec(&self) -> Option<&NvtxRangeSpec> {
+        self.nvtx_range.as_ref().or(self.filter_nvtx.as_ref())
+    }
+}
+
+/// Output names that are surely a mistake (an input given last, or one file of
+/// a trace) rather than a trace name to complete with `.prv`.
+const NOT_TRACE_NAMES: &[&str] = &[
+    ".sqlite",
+    ".nsys-rep",
+    ".qdrep",
+    ".pcf",
+    ".row",
+    ".cfg",
+    ".gz",
+];
+
+fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, UsageError> {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let gz = if compress { ".gz" } else { "" };
+    let trace = if name.ends_with(".prv.gz") {
+        name
+    } else if name.ends_with(".prv") {
+        format!("{name}{gz}")
+    } else if name.is_empty() || NOT_TRACE_NAMES.iter().any(|e| name.ends_with(e)) {
+        return Err(UsageError(format!(
+            "{}: the output must be NAME.prv, NAME.prv.gz or NAME (then NAME.prv is written)",
+            output.display()
+        )));
+    } else {
+        format!("{name}.prv{gz}")
+    };
+    Ok(output.with_file_name(trace))
+}
+
+/// Options of BSC nsys2prv (0.5.8 and 0.6) that have no equivalent here, and
+/// what to use instead.
+const BSC_OPTIONS_WITHOUT_EQUIVALENT: &[(&str, &str)] = &[
+    ("--time-limit-start", "use --time-window START:END (e.g. --time-window 2s:5s)"),
+    ("--time-limit-end", "use --time-window START:END (e.g. --time-window :5s)"),
+    ("--exclude-kernels", "use --exclude kernels"),
+    ("--clean", "nothing to clean: no intermediate files are left; .nsys-rep exports are cached in NAME.cache/ (delete it to free the space)"),
+    ("-c", "nothing to clean: no intermediate files are left; .nsys-rep exports are cached in NAME.cache/ (delete it to free the space)"),
+    ("--config", "there is no configuration file: give the options on the command line"),
+    ("--thread-name", "the .row names every thread already (thread names from the report)"),
+    ("-N", "the .row names every thread already (thread names from the report)"),
+    ("--label", "no labels: the .row names tasks by rank and host"),
+    ("-L", "no labels: the .row names tasks by rank and host"),
+    ("--description-file", "no trace description: keep notes beside the trace"),
+    ("--description-text", "no trace description: keep notes beside the trace"),
+    ("--timing", "each phase's time is printed off a terminal; use -v for per-report counts"),
+    ("--filter-cuda-calls-duration", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
+    ("--filter-cuda-calls-include-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
+    ("--filter-cuda-calls-exclude-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
+];
+
+/// The message for a BSC nsys2prv option that has no equivalent, if `args`
+/// (the command line after the program name) holds one.
+pub fn bsc_option_without_equivalent(args: &[String]) -> Option<String> {
+    for arg in args.iter().take_while(|a| a.as_str() != "--") {
+        let flag = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
+        if let Some((_, instead)) = BSC_OPTIONS_WITHOUT_EQUIVALENT
+            .iter()
+            .find(|(f, _)| *f == flag)
+        {
+            return Some(format!(
+                "{flag} is an option of BSC nsys2prv with no equivalent here: {instead}"
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -341,16 +558,53 @@ mod tests {
             })
         );
         assert_eq!(
-            parse_time_window("100:250"),
+            parse_time_window("100ns:250ns"),
             Ok(TimeWindowArg {
                 start: 100,
                 end: Some(250)
             })
         );
+        assert_eq!(
+            parse_time_window("0:1ms"),
+            Ok(TimeWindowArg {
+                start: 0,
+                end: Some(1_000_000)
+            })
+        );
+        let bare = parse_time_window("100:250").unwrap_err();
+        assert!(bare.contains("no unit") && bare.contains("100ns"), "{bare}");
         assert!(parse_time_window("3s:1s").is_err());
         assert!(parse_time_window("1s").is_err());
-        assert!(parse_time_window("-1:2").is_err());
+        assert!(parse_time_window("-1s:2s").is_err());
         assert!(parse_time_window("abc:2").is_err());
+    }
+
+    #[test]
+    fn output_names_follow_bsc() {
+        let name = |o: &str, z: bool| trace_name(std::path::Path::new(o), z).map_err(|e| e.0);
+        assert_eq!(name("out", false), Ok(PathBuf::from("out.prv")));
+        assert_eq!(name("d/out", true), Ok(PathBuf::from("d/out.prv.gz")));
+        assert_eq!(name("out.prv", true), Ok(PathBuf::from("out.prv.gz")));
+        assert_eq!(name("out.prv.gz", false), Ok(PathBuf::from("out.prv.gz")));
+        assert_eq!(name("run.v2", false), Ok(PathBuf::from("run.v2.prv")));
+        for bad in ["b.sqlite", "x.nsys-rep", "out.pcf", "out.row", "out.gz"] {
+            assert!(name(bad, false).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bsc_options_without_equivalent_say_what_to_use() {
+        let said = |a: &[&str]| {
+            bsc_option_without_equivalent(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert!(said(&["--time-limit-start=5", "a.sqlite", "o"])
+            .unwrap()
+            .contains("--time-window"));
+        assert!(said(&["--exclude-kernels", "a"])
+            .unwrap()
+            .contains("--exclude kernels"));
+        assert_eq!(said(&["-t", "nvtx", "a.sqlite", "out"]), None);
+        assert_eq!(said(&["--", "-c"]), None);
     }
 
     #[test]

@@ -20,11 +20,14 @@ use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::time_span;
 use paraver_writer::{
     write_trace_cut, Cut, MemoryBudget, MergeInput, OutputPaths, SpillPolicy, TimeWindow,
+    WriteError,
 };
 use rayon::prelude::*;
 
 use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
-use crate::inputs;
+use crate::inputs::{self, Found, Input};
+use crate::interrupt::checkpoint;
+use crate::output_set::{marker_text, OutputSet};
 use crate::progress::Progress;
 use crate::report;
 use crate::views;
@@ -41,27 +44,46 @@ pub fn run(args: &Args) -> Result<()> {
 
 fn convert(args: &Args) -> Result<()> {
     let started = Instant::now();
-    let paths = OutputPaths::for_trace(args.output())?;
-    let inputs = inputs::expand(args.inputs(), &export_settings(args, &paths))?;
+    let paths = OutputPaths::for_trace(&args.output_trace()?)?;
+    let settings = export_settings(args, &paths);
+    if args.dry_run {
+        let found = inputs::find(args.inputs(), &settings)?;
+        let options = options(args, found.len())?;
+        return dry_run(&found, &options);
+    }
+    let inputs = inputs::expand(args.inputs(), &settings)?;
+    checkpoint("inputs found");
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
-    if args.dry_run {
-        return dry_run(&inputs, &options);
-    }
+    let cfgs_dir = args
+        .cfgs_dir
+        .clone()
+        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
+    let output_set = OutputSet::prepare(&paths, &cfgs_dir)?;
 
     let reports = translate_all(&inputs, &options, args)?;
+    checkpoint("reports translated");
     let report_count = reports.len();
     let mut plan = plan_layout(&reports, &paths.stem());
     warn_about_limits(&plan.layout);
     let sync = align_clocks(&mut plan, &reports, sync_mode(args.sync));
     report_alignment(&sync, &reports, args.quiet);
+    if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
+        tracing::warn!(
+            "all {} reports come from {host} and share its clock, so their session start times already align them exactly; --sync {} moved them by up to {:.3} us to make the {} coincide, which hides the ranks' real skew (leave --sync out to keep it)",
+            reports.len(),
+            clap::ValueEnum::to_possible_value(&args.sync)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+            sync.skew_before_ns as f64 / 1e3,
+            sync.mode.describe(),
+        );
+    }
     let (messages, message_stats) = match_messages(&reports, &plan);
     report_messages(&message_stats);
 
     let range = nvtx_range(args, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
-    let records: u64 = reports.iter().map(|r| r.run.len() as u64).sum();
-    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -76,38 +98,41 @@ fn convert(args: &Args) -> Result<()> {
         })
         .collect();
     merge_inputs.extend(messages);
-    // Views are written first and renamed into place after the trace: a full disk
-    // fails before anything is committed, and an interrupted run leaves neither.
-    let cfgs_dir = args
-        .cfgs_dir
-        .clone()
-        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
-    let views = views::prepare(&cfgs_dir)
+    checkpoint("layout planned");
+    // MPI messages are records of their own.
+    let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
+    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
+    views::write(&output_set.staged_views(), &marker_text(&paths))
         .with_context(|| format!("{}: cannot write the views", paths.prv.display()))?;
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
     let summary = write_trace_cut(
-        &paths,
+        &output_set.staged_trace(),
         &plan.layout,
         &merge_inputs,
         &catalog,
         cut.as_ref(),
-        &mut |n| progress.set(n),
+        &mut |n| {
+            progress.set(n);
+            checkpoint("merging");
+        },
     )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
-    views.fit_to(&summary.event_types)?;
-    views.commit()?;
+    views::fit_to(&output_set.staged_views(), &summary.event_types)?;
+    checkpoint("trace written");
+    output_set.commit()?;
 
     if !args.quiet {
         eprintln!(
-            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} lines, {:.3} s of trace, in {:.2} s",
+            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} records ({} lines with the header), {:.3} s of trace, in {:.2} s",
             paths.prv.display(),
             report_count,
             plan.layout.nodes.len(),
             plan.layout.tasks.len(),
             plan.layout.thread_count(),
             summary.lines,
+            summary.lines + 1,
             summary.end_time as f64 / 1e9,
             started.elapsed().as_secs_f64()
         );
@@ -131,7 +156,7 @@ fn nvtx_range(
     reports: &[ReportTranslation],
     plan: &TracePlan,
 ) -> Result<Option<RangeWindow>> {
-    let Some(spec) = &args.nvtx_range else {
+    let Some(spec) = args.nvtx_range_spec() else {
         return Ok(None);
     };
     let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
@@ -176,15 +201,24 @@ fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Op
     })
 }
 
-/// Prints what a conversion would translate, from row counts only.
-fn dry_run(inputs: &[std::path::PathBuf], options: &Options) -> Result<()> {
-    let several = inputs.len() > 1;
-    let surveys: Vec<Survey> = inputs
+/// Prints what a conversion would translate, from row counts only, creating,
+/// exporting and changing nothing. Reports without an export yet are listed
+/// with the time their export would take.
+fn dry_run(found: &[Found], options: &Options) -> Result<()> {
+    let several = found.len() > 1;
+    let ready: Vec<&Input> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Ready(input) => Some(input),
+            Found::NeedsExport(_) => None,
+        })
+        .collect();
+    let surveys: Vec<Survey> = ready
         .par_iter()
-        .map(|p| survey_report(p, options, several))
+        .map(|i| survey_report(&i.export, &i.name, options, several))
         .collect::<Result<_, _>>()?;
-    println!(
-        "{:<40} {:<16} {:>5} {:>14}  rows per category",
+    let mut text = format!(
+        "{:<40} {:<16} {:>5} {:>14}  rows per category\n",
         "report", "host", "rank", "rows"
     );
     for s in &surveys {
@@ -193,8 +227,8 @@ fn dry_run(inputs: &[std::path::PathBuf], options: &Options) -> Result<()> {
             .iter()
             .map(|(c, n)| format!("{}={n}", c.name()))
             .collect();
-        println!(
-            "{:<40} {:<16} {:>5} {:>14}  {}",
+        text += &format!(
+            "{:<40} {:<16} {:>5} {:>14}  {}\n",
             s.path.display(),
             s.host.as_deref().unwrap_or("?"),
             s.rank.map_or("-".to_string(), |r| r.to_string()),
@@ -202,17 +236,113 @@ fn dry_run(inputs: &[std::path::PathBuf], options: &Options) -> Result<()> {
             per.join(" ")
         );
     }
+    let to_export: Vec<&std::path::PathBuf> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::NeedsExport(report) => Some(report),
+            Found::Ready(_) => None,
+        })
+        .collect();
+    for report in &to_export {
+        text += &format!(
+            "{:<40} needs `nsys export` first (its rows are counted once exported)\n",
+            report.display()
+        );
+    }
     let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
-    let lines: u64 = surveys.iter().map(Survey::estimated_lines).sum();
     let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
     let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
-    println!(
-        "{} reports on {} hosts: {rows} rows; about {lines} trace lines, {:.1} MB of .prv (before gzip)",
+    text += &format!(
+        "{} reports on {} hosts: {rows} rows; about {} of .prv (before gzip), {} to convert on {} threads\n",
         surveys.len(),
         hosts.len(),
-        bytes as f64 / 1e6
+        human_size(bytes),
+        human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * jobs() as f64)),
+        jobs()
     );
-    Ok(())
+    if !to_export.is_empty() {
+        let report_bytes: u64 = to_export
+            .iter()
+            .filter_map(|r| std::fs::metadata(r).ok())
+            .map(|m| m.len())
+            .sum();
+        let at_once = jobs().min(to_export.len());
+        text += &format!(
+            "{} reports need exporting with nsys first ({} of reports): {} of `nsys export`, {at_once} at once\n",
+            to_export.len(),
+            human_size(report_bytes),
+            human_seconds(
+                to_export.len() as f64 * NSYS_EXPORT_START_SECONDS / at_once as f64
+                    + report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / at_once as f64
+            ),
+        );
+    }
+    print_stdout(&text)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn print_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("stdout"),
+        _ => Ok(()),
+    }
+}
+
+/// `.prv` bytes written per second and worker thread, conservatively
+/// (BENCHMARKS.md: 1.2-2.5 M lines/s of ~50 bytes on 2 cores).
+const PRV_BYTES_PER_SECOND_PER_THREAD: f64 = 25.0e6;
+
+/// `nsys export --type sqlite`: nsys 2022.4 exports a 167 kB sample report in
+/// 0.03 s here; the rate on large reports is a conservative guess (no large
+/// real report to measure it on).
+const NSYS_EXPORT_START_SECONDS: f64 = 0.1;
+const NSYS_EXPORT_BYTES_PER_SECOND: f64 = 10.0e6;
+
+/// 3 significant digits: `25.9 kB`, `637 kB`, `1.27 MB`.
+fn human_size(bytes: u64) -> String {
+    let mut value = bytes as f64;
+    let mut unit = "B";
+    for next in ["kB", "MB", "GB", "TB"] {
+        if value < 1000.0 {
+            break;
+        }
+        value /= 1000.0;
+        unit = next;
+    }
+    let decimals = if unit == "B" || value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
+fn human_seconds(seconds: f64) -> String {
+    match seconds {
+        s if s < 1.0 => "under a second".into(),
+        s if s < 120.0 => format!("about {s:.0} s"),
+        s => format!("about {:.0} min", s / 60.0),
+    }
+}
+
+/// The host of every report, when there are several and all share one.
+fn one_host(reports: &[ReportTranslation]) -> Option<String> {
+    let hosts: std::collections::BTreeSet<_> =
+        reports.iter().map(|r| r.meta.hostname.clone()).collect();
+    match (reports.len(), hosts.into_iter().next()) {
+        (n, Some(Some(host)))
+            if n > 1
+                && reports
+                    .iter()
+                    .all(|r| r.meta.hostname.as_deref() == Some(&host)) =>
+        {
+            Some(host)
+        }
+        _ => None,
+    }
 }
 
 fn sync_mode(arg: SyncArg) -> SyncMode {
@@ -294,6 +424,7 @@ fn options(args: &Args, reports: usize) -> Result<Options> {
     }
     options.spill = Some(spill_policy(args, reports)?);
     options.decode_ahead = reports < jobs();
+    options.keep_nsys_threads = args.keep_nsys_threads;
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
@@ -354,9 +485,9 @@ fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Categ
     Ok(set)
 }
 
-fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[std::path::PathBuf]) -> Result<()> {
+fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result<()> {
     let out = [&paths.prv, &paths.pcf, &paths.row];
-    for input in inputs {
+    for input in inputs.iter().flat_map(|i| [&i.export, &i.name]) {
         let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.clone());
         if out
             .iter()
@@ -371,7 +502,7 @@ fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[std::path::PathBu
 /// Translates every report on the rayon pool (`-j` threads). Empty reports are left
 /// out with a warning unless all are empty.
 fn translate_all(
-    inputs: &[std::path::PathBuf],
+    inputs: &[Input],
     options: &Options,
     args: &Args,
 ) -> Result<Vec<ReportTranslation>> {
@@ -383,8 +514,8 @@ fn translate_all(
     ));
     let results: Vec<Result<ReportTranslation, TranslateError>> = inputs
         .par_iter()
-        .map(|path| {
-            let result = translate_report(path, options);
+        .map(|input| {
+            let result = translate_report(&input.export, &input.name, options);
             progress.lock().expect("progress lock").inc();
             result
         })
@@ -393,24 +524,30 @@ fn translate_all(
 
     let mut reports = Vec::with_capacity(results.len());
     let mut empty = Vec::new();
-    for result in results {
+    for (result, input) in results.into_iter().zip(inputs) {
         match result {
             Ok(report) => reports.push(report),
-            Err(TranslateError::Empty(path)) => empty.push(path),
-            Err(e) => return Err(e.into()),
+            Err(TranslateError::Empty(_)) => empty.push(input),
+            Err(e) => return Err(blame_the_right_place(e)),
         }
     }
     if reports.is_empty() {
         match empty.as_slice() {
-            [one] => return Err(TranslateError::Empty(one.clone()).into()),
+            [one] => bail!("{}: {}", one.name.display(), why_empty(one, options)),
             _ => bail!(
-                "none of the {} reports has events to translate",
-                empty.len()
+                "none of the {} reports has events in the selected categories ({})",
+                empty.len(),
+                selected(options)
             ),
         }
     }
-    for path in &empty {
-        tracing::warn!("{}: no events to translate; left out", path.display());
+    for input in &empty {
+        let why = why_empty(input, options);
+        if why.starts_with("nothing selected") {
+            tracing::info!("{}: {why}; left out", input.name.display());
+        } else {
+            tracing::warn!("{}: {why}; left out", input.name.display());
+        }
     }
     let reports = drop_duplicate_reports(reports);
     for report in &reports {
@@ -423,6 +560,46 @@ fn translate_all(
         log_counts(Path::new("all reports"), &total_counts(&reports));
     }
     Ok(reports)
+}
+
+/// Why a report gave no records: nothing at all, or only categories that
+/// `-t`/`--exclude` leave out (then it is not a problem of the report).
+fn why_empty(input: &Input, options: &Options) -> String {
+    let everything = Options::default();
+    let present: Vec<String> = survey_report(&input.export, &input.name, &everything, false)
+        .map(|s| s.rows)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(c, _)| !options.wants(*c))
+        .map(|(c, n)| format!("{} ({n} rows)", c.name()))
+        .collect();
+    if present.is_empty() {
+        "the report has no events to translate (no traced process has activity)".into()
+    } else {
+        format!(
+            "nothing selected to translate: the report has {}, which -t/--exclude leave out",
+            present.join(", ")
+        )
+    }
+}
+
+fn selected(options: &Options) -> String {
+    let names: Vec<&str> = options.categories.iter().map(|c| c.name()).collect();
+    names.join(", ")
+}
+
+/// A spill that fails is about the temporary directory, not the report.
+fn blame_the_right_place(e: TranslateError) -> anyhow::Error {
+    match e {
+        TranslateError::Write {
+            source: WriteError::Spill { dir, source },
+            ..
+        } => anyhow::anyhow!(
+            "{}: cannot write temporary files there ({source}); the reports are fine: free space there or give another directory with --tmp-dir DIR",
+            dir.display()
+        ),
+        e => e.into(),
+    }
 }
 
 /// The same report under two names (a copy, or a re-export) would double every
@@ -483,5 +660,6 @@ fn export_settings(args: &Args, paths: &OutputPaths) -> crate::nsys_export::Expo
     crate::nsys_export::ExportSettings {
         cache_dir: paths.prv.with_file_name(format!("{}.cache", paths.stem())),
         jobs: args.jobs.unwrap_or(0),
+        force: args.force_sqlite,
     }
 }

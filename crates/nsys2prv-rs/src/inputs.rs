@@ -5,30 +5,82 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::nsys_export::{exports_of, ExportSettings};
+use crate::nsys_export::{existing_export, export_all, ExportSettings};
 
 const EXPORT_EXT: &str = "sqlite";
 const REPORT_EXTS: &[&str] = &["nsys-rep", "qdrep"];
 
-/// Expands directories into the reports inside and reports into their exports
-/// (exporting them if needed); drops repeated inputs (with a warning) so nothing
-/// is translated twice.
-pub fn expand(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<PathBuf>> {
+/// One report to translate: its `.sqlite` export, and the name the user gave
+/// (the `.nsys-rep` for a report read through an export), which messages and
+/// the rank fallback use.
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub export: PathBuf,
+    pub name: PathBuf,
+}
+
+/// A report as found on disk, before any export.
+#[derive(Clone, Debug)]
+pub enum Found {
+    /// A `.sqlite`, or a report whose usable export exists (beside it or cached).
+    Ready(Input),
+    /// A `.nsys-rep`/`.qdrep` that `nsys export` must convert first.
+    NeedsExport(PathBuf),
+}
+
+/// Expands directories into the reports inside and finds each report's export
+/// without creating anything (for `--dry-run` too).
+pub fn find(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Found>> {
     let mut files = Vec::new();
     for input in inputs {
         files.extend(expand_one(input)?);
     }
-    let (reports, exports): (Vec<PathBuf>, Vec<PathBuf>) =
-        files.into_iter().partition(|p| has_ext(p, REPORT_EXTS));
-    let exported = exports_of(&reports, settings)?;
+    let mut found = Vec::with_capacity(files.len());
+    for file in files {
+        if !has_ext(&file, REPORT_EXTS) {
+            found.push(Found::Ready(Input {
+                export: file.clone(),
+                name: file,
+            }));
+        } else if let Some(export) = existing_export(&file, settings)? {
+            found.push(Found::Ready(Input { export, name: file }));
+        } else {
+            found.push(Found::NeedsExport(file));
+        }
+    }
+    Ok(found)
+}
+
+/// [`find`], then exports the reports that need it (in parallel); drops repeated
+/// inputs (with a warning) so nothing is translated twice.
+pub fn expand(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Input>> {
+    let found = find(inputs, settings)?;
+    let to_export: Vec<PathBuf> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::NeedsExport(report) => Some(report.clone()),
+            Found::Ready(_) => None,
+        })
+        .collect();
+    let mut exported = export_all(&to_export, settings)?.into_iter();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
-    for path in exports.into_iter().chain(exported) {
-        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    for f in found {
+        let input = match f {
+            Found::Ready(input) => input,
+            Found::NeedsExport(name) => Input {
+                export: exported.next().expect("one export per report"),
+                name,
+            },
+        };
+        let key = std::fs::canonicalize(&input.export).unwrap_or_else(|_| input.export.clone());
         if seen.insert(key) {
-            out.push(path);
+            out.push(input);
         } else {
-            tracing::warn!("{}: given more than once; translated once", path.display());
+            tracing::warn!(
+                "{}: given more than once; translated once",
+                input.name.display()
+            );
         }
     }
     Ok(out)

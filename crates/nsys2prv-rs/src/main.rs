@@ -3,7 +3,9 @@
 mod cli;
 mod convert;
 mod inputs;
+mod interrupt;
 mod nsys_export;
+mod output_set;
 mod progress;
 mod report;
 mod views;
@@ -17,9 +19,17 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    let command_line: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(message) = cli::bsc_option_without_equivalent(&command_line) {
+        eprintln!("error: {message}");
+        return ExitCode::from(2);
+    }
     let args = cli::Args::parse();
     progress::init_logging(args.quiet, args.verbose);
-    progress::remove_partial_output_on_interrupt();
+    interrupt::install();
     let result = match &args.command {
         Some(cli::Command::Report(report_args)) => report::run_command(report_args),
         Some(cli::Command::Completions { shell }) => cli::print_completions(*shell),

@@ -10,42 +10,151 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
+use crate::output_set::MARKER;
+
 /// Where exports go and how many `nsys` may run at once.
 pub struct ExportSettings {
     pub cache_dir: PathBuf,
     pub jobs: usize,
+    /// `--force-sqlite`: export again even when an export exists.
+    pub force: bool,
 }
 
-/// The export of each report, exporting those that need it in parallel.
-pub fn exports_of(reports: &[PathBuf], settings: &ExportSettings) -> Result<Vec<PathBuf>> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(settings.jobs)
-        .build()
-        .context("cannot start worker threads")?;
-    pool.install(|| reports.par_iter().map(|r| export_of(r, settings)).collect())
-}
-
-fn export_of(report: &Path, settings: &ExportSettings) -> Result<PathBuf> {
-    if let Some(sibling) = usable_sibling(report) {
-        return Ok(sibling);
+/// The usable export of `report` that already exists (beside it, or in the
+/// cache), without creating anything.
+pub fn existing_export(report: &Path, settings: &ExportSettings) -> Result<Option<PathBuf>> {
+    if settings.force {
+        return Ok(None);
     }
-    let cached = settings
-        .cache_dir
-        .join(format!("{}.{}.sqlite", stem(report), cache_key(report)?));
+    if let Some(sibling) = usable_sibling(report) {
+        return Ok(Some(sibling));
+    }
+    let cached = cached_export(report, settings)?;
     if nsys_reader::Export::open(&cached).is_ok() {
         tracing::debug!(
             "{}: using cached export {}",
             report.display(),
             cached.display()
         );
-        return Ok(cached);
+        return Ok(Some(cached));
     }
-    std::fs::create_dir_all(&settings.cache_dir).with_context(|| {
-        format!(
-            "{}: cannot create the export cache",
-            settings.cache_dir.display()
-        )
-    })?;
+    Ok(None)
+}
+
+fn cached_export(report: &Path, settings: &ExportSettings) -> Result<PathBuf> {
+    Ok(settings
+        .cache_dir
+        .join(format!("{}.{}.sqlite", stem(report), cache_key(report)?)))
+}
+
+/// Exports every report (in parallel, up to `jobs` at once) into the cache.
+/// A cache directory this run created and left empty (every export failed) is
+/// removed again.
+pub fn export_all(reports: &[PathBuf], settings: &ExportSettings) -> Result<Vec<PathBuf>> {
+    if reports.is_empty() {
+        return Ok(Vec::new());
+    }
+    let created = open_cache(&settings.cache_dir)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(settings.jobs)
+        .build()
+        .context("cannot start worker threads")?;
+    let result: Result<Vec<PathBuf>> = pool.install(|| {
+        reports
+            .par_iter()
+            .map(|r| export_into_cache(r, settings))
+            .collect()
+    });
+    if result.is_err() && created {
+        remove_if_empty(&settings.cache_dir);
+    }
+    result
+}
+
+/// Creates the cache directory with its marker, or checks that an existing one
+/// is ours: it has the marker, or holds only exports named like ours (versions
+/// before the marker). True when this call created it.
+fn open_cache(dir: &Path) -> Result<bool> {
+    let marker = dir.join(MARKER);
+    if dir.is_dir() {
+        if !marker.is_file() {
+            if !holds_only_cached_exports(dir) {
+                return Err(crate::cli::UsageError(format!(
+                    "{}: exists and was not made by nsys2prv-rs (no {MARKER} file in it), so exports will not go there: give another output name",
+                    dir.display()
+                ))
+                .into());
+            }
+            write_marker(&marker)?;
+        }
+        clean_partials(dir);
+        return Ok(false);
+    }
+    std::fs::create_dir(dir)
+        .with_context(|| format!("{}: cannot create the export cache", dir.display()))?;
+    write_marker(&marker)?;
+    Ok(true)
+}
+
+fn write_marker(marker: &Path) -> Result<()> {
+    std::fs::write(
+        marker,
+        "Exports of Nsight Systems reports made by nsys2prv-rs; delete this directory to free the space.\n",
+    )
+    .with_context(|| format!("{}: cannot write", marker.display()))
+}
+
+/// `NAME.0123456789abcdef.sqlite` entries only.
+fn holds_only_cached_exports(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().all(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let key = name
+            .strip_suffix(".sqlite")
+            .and_then(|n| n.rsplit_once('.'))
+            .map(|(_, key)| key);
+        e.path().is_file()
+            && key.is_some_and(|k| k.len() == 16 && k.chars().all(|c| c.is_ascii_hexdigit()))
+    })
+}
+
+/// Removes partial exports of killed runs on this host
+/// (`NAME.KEY.HOST.PID.partial.sqlite` whose process is gone).
+fn clean_partials(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let host = crate::output_set::host_name();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(owner) = name.strip_suffix(".partial.sqlite") else {
+            continue;
+        };
+        let mut parts = owner.rsplitn(3, '.');
+        let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
+        let on_this_host = parts.next() == Some(host.as_str());
+        if let (Some(pid), true) = (pid, on_this_host) {
+            if !crate::output_set::process_alive(pid) {
+                crate::interrupt::remove_all(&entry.path());
+            }
+        }
+    }
+}
+
+fn remove_if_empty(dir: &Path) {
+    let only_marker = std::fs::read_dir(dir)
+        .map(|d| d.flatten().all(|e| e.file_name() == MARKER))
+        .unwrap_or(false);
+    if only_marker {
+        let _ = std::fs::remove_file(dir.join(MARKER));
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+fn export_into_cache(report: &Path, settings: &ExportSettings) -> Result<PathBuf> {
+    let cached = cached_export(report, settings)?;
     run_nsys_export(report, &cached)?;
     Ok(cached)
 }
@@ -110,14 +219,20 @@ fn nsys_version(nsys: &Path) -> String {
         .unwrap_or_else(|| "of unknown version".into())
 }
 
-/// Exports under a temporary name in the cache, renamed when complete.
+/// Exports under a temporary name in the cache (`NAME.KEY.HOST.PID.partial.sqlite`,
+/// removed by an interrupt, or by a later run once this process is gone), renamed
+/// when complete.
 fn run_nsys_export(report: &Path, target: &Path) -> Result<()> {
     let nsys = nsys_binary();
-    let partial = target.with_extension("partial.sqlite");
-    let _ = std::fs::remove_file(&partial);
-    let _guard = paraver_writer::output::track_pending(&partial);
+    let partial = target.with_extension(format!(
+        "{}.{}.partial.sqlite",
+        crate::output_set::host_name(),
+        std::process::id()
+    ));
+    let _guard = crate::interrupt::track(&partial);
     tracing::info!("{}: exporting with {}", report.display(), nsys.display());
-    let output = Command::new(&nsys)
+    let mut command = Command::new(&nsys);
+    command
         .args([
             "export",
             "--type",
@@ -128,7 +243,11 @@ fn run_nsys_export(report: &Path, target: &Path) -> Result<()> {
         ])
         .arg(&partial)
         .arg(report)
-        .output();
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = crate::interrupt::spawn_tracked(&mut command)
+        .and_then(|(child, _tracked)| child.wait_with_output());
     let output = match output {
         Ok(o) => o,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(

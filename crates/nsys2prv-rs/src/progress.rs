@@ -59,12 +59,18 @@ impl Progress {
             };
             let template = match total {
                 Some(_) => format!(
-                    "{phase:>10} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}}, ETA {{eta}})"
+                    "{phase:>10} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{rate}}, ETA {{eta}})"
                 ),
-                None => format!("{phase:>10} {{spinner}} {{human_pos}} {unit} ({{per_sec}})"),
+                None => format!("{phase:>10} {{spinner}} {{human_pos}} {unit} ({{rate}})"),
             };
             if let Ok(style) = ProgressStyle::with_template(&template) {
-                bar.set_style(style.progress_chars("=> "));
+                let style = style.progress_chars("=> ").with_key(
+                    "rate",
+                    |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{}", rate(state.per_sec()));
+                    },
+                );
+                bar.set_style(style);
             }
             bar.enable_steady_tick(Duration::from_millis(200));
             return Progress {
@@ -96,9 +102,10 @@ impl Progress {
             if p.last.elapsed() >= PLAIN_EVERY {
                 p.last = Instant::now();
                 let secs = p.started.elapsed().as_secs_f64().max(1e-9);
+                let rate = rate(done as f64 / secs);
                 match p.total {
-                    Some(t) => eprintln!("{}: {done}/{t} ({:.0}/s)", p.phase, done as f64 / secs),
-                    None => eprintln!("{}: {done} ({:.0}/s)", p.phase, done as f64 / secs),
+                    Some(t) => eprintln!("{}: {done}/{t} ({rate})", p.phase),
+                    None => eprintln!("{}: {done} ({rate})", p.phase),
                 }
             }
         }
@@ -120,17 +127,29 @@ impl Progress {
     }
 }
 
-/// On SIGINT/SIGTERM (Ctrl-C, Slurm's time limit), removes the files being
-/// written and exits 130: a killed run leaves no partial trace. (Spill files are
-/// unlinked at creation and vanish with the process.)
-pub fn remove_partial_output_on_interrupt() {
-    let installed = ctrlc::set_handler(|| {
-        paraver_writer::output::remove_pending_files_and_exit(
-            130,
-            "error: interrupted; partial output removed",
-        )
-    });
-    if let Err(e) = installed {
-        tracing::debug!("no interrupt handler: {e}");
+/// A rate with 3 significant digits: `850/s`, `12.3 k/s`, `1.52 M/s`.
+fn rate(per_second: f64) -> String {
+    let (value, unit) = match per_second {
+        r if r >= 1e6 => (r / 1e6, " M"),
+        r if r >= 1e3 => (r / 1e3, " k"),
+        r => (r, ""),
+    };
+    let decimals = match value {
+        _ if unit.is_empty() => 0,
+        v if v >= 100.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    format!("{value:.decimals$}{unit}/s")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rates_have_three_significant_digits() {
+        assert_eq!(super::rate(849.7), "850/s");
+        assert_eq!(super::rate(12_345.678), "12.3 k/s");
+        assert_eq!(super::rate(523_424.123_4), "523 k/s");
+        assert_eq!(super::rate(1_523_424.0), "1.52 M/s");
     }
 }

@@ -419,84 +419,50 @@ pub const VIEWS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Writes every view under `dir` (replacing older copies).
-fn write_all(dir: &Path) -> Result<()> {
-    for (rel, text) in VIEWS {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+/// Creates `dir` and writes every view and the marker in it. Nothing is created
+/// recursively: if an interrupt removes the staging directory meanwhile, it
+/// stays removed (see `interrupt`).
+pub fn write(dir: &Path, marker: &str) -> Result<()> {
+    let create = |d: &Path| match std::fs::create_dir(d) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(e).with_context(|| format!("{}: cannot create directory", d.display()))
         }
+        _ => Ok(()),
+    };
+    create(dir)?;
+    std::fs::write(dir.join(crate::output_set::MARKER), marker)
+        .with_context(|| format!("{}: cannot write the views", dir.display()))?;
+    let mut last_parent = None;
+    for (rel, text) in VIEWS {
+        let rel = Path::new(rel);
+        if let Some(parent) = rel.parent().filter(|p| last_parent != Some(*p)) {
+            for ancestor in parent.ancestors().collect::<Vec<_>>().into_iter().rev() {
+                if !ancestor.as_os_str().is_empty() {
+                    create(&dir.join(ancestor))?;
+                }
+            }
+            last_parent = Some(parent);
+        }
+        crate::interrupt::checkpoint("writing views");
+        let path = dir.join(rel);
         std::fs::write(&path, text)
             .with_context(|| format!("{}: cannot write view", path.display()))?;
     }
     Ok(())
 }
 
-/// The views written into a temporary directory beside `target`, to be renamed
-/// into place once the trace is complete (so a failed or interrupted run leaves
-/// neither).
-pub struct PendingViews {
-    temp: tempfile::TempDir,
-    target: std::path::PathBuf,
-    _guard: paraver_writer::output::PendingGuard,
-}
-
-pub fn prepare(target: &Path) -> Result<PendingViews> {
-    let parent = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("{}: cannot create directory", parent.display()))?;
-    let name = target
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("cfgs");
-    let (temp, _guard) = paraver_writer::output::create_tracked(
-        || {
-            tempfile::Builder::new()
-                .prefix(&format!(".{name}."))
-                .tempdir_in(parent)
-        },
-        |t| t.path(),
-    )
-    .with_context(|| format!("{}: cannot create directory", parent.display()))?;
-    write_all(temp.path())?;
-    Ok(PendingViews {
-        temp,
-        target: target.to_path_buf(),
-        _guard,
-    })
-}
-
-impl PendingViews {
-    /// Drops from the views' event-type filters the types the trace lacks (see
-    /// [`fit_filters`]), so that Paraver opens them without asking whether to go on.
-    pub fn fit_to(&self, trace_types: &BTreeSet<u32>) -> Result<()> {
-        for (rel, text) in VIEWS {
-            if let Some(fitted) = fit_filters(text, trace_types) {
-                let path = self.temp.path().join(rel);
-                std::fs::write(&path, fitted)
-                    .with_context(|| format!("{}: cannot write view", path.display()))?;
-            }
+/// Drops from the views' event-type filters the types the trace lacks (see
+/// [`fit_filters`]), so that Paraver opens them without asking whether to go on.
+/// `dir` holds the views written by [`write`].
+pub fn fit_to(dir: &Path, trace_types: &BTreeSet<u32>) -> Result<()> {
+    for (rel, text) in VIEWS {
+        if let Some(fitted) = fit_filters(text, trace_types) {
+            let path = dir.join(rel);
+            std::fs::write(&path, fitted)
+                .with_context(|| format!("{}: cannot write view", path.display()))?;
         }
-        Ok(())
     }
-
-    /// Replaces any older views at the target with these.
-    pub fn commit(self) -> Result<()> {
-        if self.target.is_dir() {
-            std::fs::remove_dir_all(&self.target)
-                .with_context(|| format!("{}: cannot replace the views", self.target.display()))?;
-        }
-        let target = self.target.clone();
-        let temp = self.temp;
-        paraver_writer::output::commit_unless_interrupted(|| std::fs::rename(temp.path(), &target))
-            .with_context(|| format!("{}: cannot install the views", target.display()))?;
-        let _ = temp.keep();
-        Ok(())
-    }
+    Ok(())
 }
 
 /// `cfg` with each window's list of event types (`{evt_type, =}`) cut down to

@@ -174,7 +174,7 @@ fn a_time_window_cuts_every_category() {
     let start = first + (end - first) / 3;
     let stop = first + 2 * (end - first) / 3;
     let cut = dir.path().join("cut.prv");
-    let window = format!("{start}:{stop}ns");
+    let window = format!("{start}ns:{stop}ns");
     let result = convert(&[&input], &cut, &["--time-window", &window]);
     assert!(
         result.status.success(),

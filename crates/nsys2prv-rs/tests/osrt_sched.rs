@@ -178,8 +178,13 @@ fn thread_names(row: &Path) -> Vec<String> {
 fn check_export(export: &Path) -> (paraver_writer::validate::TraceStats, Found) {
     let dir = tempfile::tempdir().unwrap();
     let prv = dir.path().join("out.prv");
-    // NVTX and the other categories are checked by their own tests.
-    let out = convert(&[export], &prv, &["-t", "osrt,sched,cuda"]);
+    // NVTX and the other categories are checked by their own tests; the counts
+    // below are of every thread, Nsight's own included.
+    let out = convert(
+        &[export],
+        &prv,
+        &["-t", "osrt,sched,cuda", "--keep-nsys-threads"],
+    );
     assert!(
         out.status.success(),
         "{}: {}",

@@ -853,7 +853,7 @@ fn a_conversion_installs_every_bundled_cfg() {
     );
     let installed = dir.path().join("t.cfgs");
     let bundled = files_under(&cfgs_dir());
-    let copies = files_under(&installed);
+    let copies = cfgs_under(&installed);
     let rel = |base: &Path, files: &[PathBuf]| -> Vec<String> {
         files
             .iter()
@@ -913,7 +913,7 @@ fn views_beside_a_trace_list_only_its_types() {
         |ty: u32| stats.event_begins.contains_key(&ty) || stats.event_ends.contains_key(&ty);
     let installed = dir.path().join("t.cfgs");
     let mut fitted = Vec::new();
-    for path in files_under(&installed) {
+    for path in cfgs_under(&installed) {
         let rel = path.strip_prefix(&installed).unwrap().display().to_string();
         let cfg = parse_cfg(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
         check_cfg(&cfg).unwrap_or_else(|e| panic!("{rel}: {e}"));

@@ -18,7 +18,7 @@ pub use merge::{write_trace, write_trace_cut, Cut, MergeInput, TimeWindow, Trace
 pub use names::NameTables;
 pub use output::OutputPaths;
 pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, ValueLabels};
-pub use record::{Comm, EventPair, LocalThread, Value};
+pub use record::{Comm, EventPair, LocalThread, Value, DISCARDED};
 pub use run::{Run, RunBuilder};
 pub use spill::{MemoryBudget, SpillPolicy};
 pub use states::StateTiler;

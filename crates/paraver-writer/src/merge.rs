@@ -15,7 +15,7 @@ use crate::layout::{GlobalThread, TraceLayout};
 use crate::lines::{EventsKey, LineFormatter};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
-use crate::output::{gzip_member, OutputPaths, PendingFile, TraceSink};
+use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
 use crate::pcf::{PcfCatalog, UsedLabels};
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 use crate::run::Run;
@@ -53,8 +53,9 @@ pub const MAX_SPAN: i64 = 1 << 53;
 pub const PROGRESS_STEP: u64 = 1 << 20;
 
 /// Writes the `.prv` (merging `inputs`, which must be in canonical order: ties
-/// between runs go to the earlier one), the `.pcf` and the `.row`, and renames them
-/// into place only when all three are complete.
+/// between runs go to the earlier one), the `.pcf` and the `.row` at `paths`
+/// (written in place: a caller that wants them atomic writes them elsewhere and
+/// renames them; a failure may leave some of them behind).
 pub fn write_trace(
     paths: &OutputPaths,
     layout: &TraceLayout,
@@ -111,7 +112,7 @@ fn write_trace_batched(
     let (global_names, handle_values) =
         assign_values(inputs.iter().map(|i| &i.run.names), &reserved);
 
-    let prv_file = PendingFile::create(&paths.prv)?;
+    let prv_file = OutputFile::create(&paths.prv)?;
     let mut body = BodyWriter::new(TraceSink::new(prv_file.file(), paths.gzip), catalog);
     body.cut = window;
     body.batch_records = batch_records;
@@ -136,14 +137,14 @@ fn write_trace_batched(
     summary.end_time = end_time;
     summary.event_types = used.types.clone();
 
-    let pcf_file = PendingFile::create(&paths.pcf)?;
+    let pcf_file = OutputFile::create(&paths.pcf)?;
     let mut pcf = std::io::BufWriter::new(pcf_file.file());
     catalog
         .write(&mut pcf, &used, &global_names)
         .and_then(|_| pcf.flush())
         .map_err(|e| WriteError::io(&paths.pcf, e))?;
     drop(pcf);
-    let row_file = PendingFile::create(&paths.row)?;
+    let row_file = OutputFile::create(&paths.row)?;
     let mut row = std::io::BufWriter::new(row_file.file());
     layout
         .write_row(&mut row)
@@ -151,9 +152,9 @@ fn write_trace_batched(
         .map_err(|e| WriteError::io(&paths.row, e))?;
     drop(row);
 
-    pcf_file.commit()?;
-    row_file.commit()?;
-    prv_file.commit()?;
+    pcf_file.finish()?;
+    row_file.finish()?;
+    prv_file.finish()?;
     Ok(summary)
 }
 
@@ -1398,7 +1399,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, WriteError::EmptyWindow { .. }), "{err}");
-        assert!(!paths.prv.exists());
     }
 
     #[test]

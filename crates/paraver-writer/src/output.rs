@@ -1,14 +1,12 @@
-//! The output file set, written under temporary names and renamed only when complete,
-//! so a failed or interrupted run never leaves a partial trace behind.
+//! The output file names and the sinks the trace is written through (plain or
+//! gzip members).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use tempfile::NamedTempFile;
 
 use crate::WriteError;
 
@@ -52,159 +50,58 @@ impl OutputPaths {
             .unwrap_or("trace");
         name.trim_end_matches(".pcf").to_string()
     }
-}
 
-/// Temporary files being written, for an interrupt handler to remove: destructors
-/// do not run when a signal ends the process.
-static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Set once the pending files were removed: files created afterwards (while the
-/// process is exiting) are removed at once.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Creates something on disk and registers its path in one step under the
-/// registry's lock, so an interrupt cannot fall between the two.
-pub fn create_tracked<T>(
-    create: impl FnOnce() -> std::io::Result<T>,
-    path_of: impl Fn(&T) -> &Path,
-) -> std::io::Result<(T, PendingGuard)> {
-    let mut pending = PENDING
-        .lock()
-        .map_err(|_| std::io::Error::other("poisoned lock"))?;
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::Interrupted,
-            "interrupted",
-        ));
-    }
-    let created = create()?;
-    let path = path_of(&created).to_path_buf();
-    pending.push(path.clone());
-    Ok((created, PendingGuard(path)))
-}
-
-/// Registers `path` until the returned guard is dropped.
-pub fn track_pending(path: &Path) -> PendingGuard {
-    if let Ok(mut p) = PENDING.lock() {
-        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-            remove_path(path);
-        } else {
-            p.push(path.to_path_buf());
+    /// The same file names in `dir` (a staging directory).
+    pub fn in_dir(&self, dir: &Path) -> OutputPaths {
+        let moved = |p: &Path| dir.join(p.file_name().unwrap_or_default());
+        OutputPaths {
+            prv: moved(&self.prv),
+            pcf: moved(&self.pcf),
+            row: moved(&self.row),
+            gzip: self.gzip,
         }
     }
-    PendingGuard(path.to_path_buf())
-}
 
-/// Removes every temporary file still being written and ends the process with
-/// `code`, keeping the registry locked so no other thread can create or commit a
-/// file in between (for an interrupt handler).
-pub fn remove_pending_files_and_exit(code: i32, message: &str) -> ! {
-    let pending = PENDING.lock();
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-    if let Ok(mut pending) = pending {
-        for path in pending.drain(..) {
-            remove_path(&path);
-        }
-        eprintln!("{message}");
-        std::process::exit(code);
-    }
-    eprintln!("{message}");
-    std::process::exit(code)
-}
-
-/// Runs `commit` (a rename into place) unless the run was interrupted, under the
-/// registry's lock so an interrupt cannot remove files half-way through it.
-pub fn commit_unless_interrupted<T>(
-    commit: impl FnOnce() -> std::io::Result<T>,
-) -> std::io::Result<T> {
-    let _held = PENDING.lock();
-    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::Interrupted,
-            "interrupted",
-        ));
-    }
-    commit()
-}
-
-fn remove_path(path: &Path) {
-    if path.is_dir() {
-        let _ = std::fs::remove_dir_all(path);
-    } else {
-        let _ = std::fs::remove_file(path);
+    /// The trace's file names: `.prv[.gz]`, `.pcf`, `.row`.
+    pub fn files(&self) -> [&Path; 3] {
+        [&self.prv, &self.pcf, &self.row]
     }
 }
 
-/// Unregisters its path when dropped.
-pub struct PendingGuard(PathBuf);
-
-impl Drop for PendingGuard {
-    fn drop(&mut self) {
-        if let Ok(mut p) = PENDING.lock() {
-            if let Some(i) = p.iter().position(|q| *q == self.0) {
-                p.swap_remove(i);
-            }
-        }
-    }
+/// A new output file (created or truncated). The caller decides where: the
+/// command line writes into a staging directory and renames the complete set into
+/// place, so atomicity and interrupts are its business, not the writer's.
+pub struct OutputFile {
+    path: PathBuf,
+    file: File,
 }
 
-/// A file being written next to its final path; dropped without `commit`, it vanishes.
-pub struct PendingFile {
-    target: PathBuf,
-    temp: NamedTempFile,
-    _guard: PendingGuard,
-}
-
-impl PendingFile {
-    pub fn create(target: &Path) -> Result<Self, WriteError> {
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let prefix = format!(
-            ".{}.",
-            target.file_name().and_then(|n| n.to_str()).unwrap_or("out")
-        );
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix).suffix(".tmp");
-        // Temporary files are private by default; the trace gets the permissions of
-        // any new file (0666 less the umask).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
-        }
-        let (temp, _guard) = create_tracked(|| builder.tempfile_in(dir), |t| t.path())
-            .map_err(|e| WriteError::io(target, e))?;
-        Ok(PendingFile {
-            target: target.to_path_buf(),
-            temp,
-            _guard,
+impl OutputFile {
+    pub fn create(path: &Path) -> Result<Self, WriteError> {
+        let file = File::create(path).map_err(|e| WriteError::io(path, e))?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            file,
         })
     }
 
     pub fn file(&self) -> &File {
-        self.temp.as_file()
+        &self.file
     }
 
-    pub fn target(&self) -> &Path {
-        &self.target
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
-    /// Flushes to disk and renames over the final name.
-    pub fn commit(self) -> Result<(), WriteError> {
-        let target = self.target;
-        self.temp
-            .as_file()
+    /// Flushes the file to disk (so a rename after it never exposes a short file).
+    pub fn finish(self) -> Result<(), WriteError> {
+        self.file
             .sync_all()
-            .map_err(|e| WriteError::io(&target, e))?;
-        commit_unless_interrupted(|| self.temp.persist(&target).map_err(|e| e.error))
-            .map_err(|e| WriteError::io(&target, e))?;
-        Ok(())
+            .map_err(|e| WriteError::io(&self.path, e))
     }
 }
 
-/// A buffered writer over a pending file: plain, or gzip-compressed. A `.prv.gz`
+/// A buffered writer over an output file: plain, or gzip-compressed. A `.prv.gz`
 /// is a series of gzip members (one per block of text, like pigz's): zlib, and so
 /// Paraver, reads them as one stream, and blocks can be compressed on any thread
 /// (see [`TraceSink::write_member`]). Text written directly is compressed on a
@@ -453,30 +350,12 @@ mod tests {
     }
 
     #[test]
-    fn uncommitted_files_leave_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("a.prv");
-        {
-            let f = PendingFile::create(&target).unwrap();
-            let mut w = TraceSink::new(f.file(), false);
-            w.write_all(b"x").unwrap();
-        }
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-        let f = PendingFile::create(&target).unwrap();
-        f.commit().unwrap();
-        assert!(target.exists());
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let plain = dir.path().join("plain");
-            std::fs::File::create(&plain).unwrap();
-            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-            assert_eq!(
-                mode(&target),
-                mode(&plain),
-                "same permissions as any new file"
-            );
-        }
+    fn staged_paths_keep_the_names() {
+        let p = OutputPaths::for_trace(Path::new("/x/run.prv.gz")).unwrap();
+        let s = p.in_dir(Path::new("/y/stage"));
+        assert_eq!(s.prv, Path::new("/y/stage/run.prv.gz"));
+        assert_eq!(s.pcf, Path::new("/y/stage/run.pcf"));
+        assert!(s.gzip);
     }
 }
 

@@ -4,6 +4,10 @@
 /// global (task, thread), so producers never need the global layout.
 pub type LocalThread = u32;
 
+/// A thread whose records are dropped as they are added (a thread the trace
+/// hides): record builders return at once for it.
+pub const DISCARDED: LocalThread = LocalThread::MAX;
+
 /// An event value: a plain number, or a handle into the run's name table for the
 /// event type, resolved to a stable global value when the trace is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -8,7 +8,7 @@
 use rayon::slice::ParallelSliceMut;
 
 use crate::names::NameTables;
-use crate::record::{Body, Comm, EventPair, LocalThread, Record};
+use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED};
 use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
 use crate::WriteError;
 
@@ -91,7 +91,7 @@ impl RunBuilder {
 
     /// Point event(s) at `time`.
     pub fn events(&mut self, thread: LocalThread, time: i64, pairs: &[EventPair]) {
-        if pairs.is_empty() {
+        if pairs.is_empty() || thread == DISCARDED {
             return;
         }
         let (first, count) = self.push_pairs(pairs);
@@ -107,7 +107,7 @@ impl RunBuilder {
     /// An interval: `pairs` at `begin`, the same types with value 0 at `end`.
     /// A zero or negative length becomes 1 ns so the end still follows the begin.
     pub fn interval(&mut self, thread: LocalThread, begin: i64, end: i64, pairs: &[EventPair]) {
-        if pairs.is_empty() {
+        if pairs.is_empty() || thread == DISCARDED {
             return;
         }
         let end = end.max(begin + 1);
@@ -126,6 +126,9 @@ impl RunBuilder {
     /// A state record; callers make states of one thread non-overlapping
     /// (see [`crate::states::StateTiler`]).
     pub fn state(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
+        if thread == DISCARDED {
+            return;
+        }
         let body = Body::State { end, state };
         self.push(
             Record {
@@ -140,6 +143,9 @@ impl RunBuilder {
 
     /// A communication from `sender` at `send_logical` to `comm.receiver`.
     pub fn comm(&mut self, sender: LocalThread, send_logical: i64, comm: Comm) {
+        if sender == DISCARDED || comm.receiver == DISCARDED {
+            return;
+        }
         let index = self.comms.len() as u32;
         self.comms.push(comm);
         self.threads_seen = self.threads_seen.max(comm.receiver as usize + 1);

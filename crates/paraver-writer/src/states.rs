@@ -60,7 +60,7 @@ impl StateTiler {
     }
 
     pub fn add(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
-        if end <= begin {
+        if end <= begin || thread == crate::record::DISCARDED {
             return;
         }
         self.intervals.push(Interval {

@@ -26,6 +26,14 @@ pub fn corpus_dir() -> Option<PathBuf> {
 }
 
 /// Every file below `dir`, sorted.
+/// The views (`.cfg` files) under `dir`, sorted; not the marker file the tool
+/// writes beside them.
+pub fn cfgs_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = files_under(dir);
+    files.retain(|p| p.extension().is_some_and(|e| e == "cfg"));
+    files
+}
+
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -49,6 +57,32 @@ pub fn workspace_root() -> PathBuf {
 
 pub fn binary() -> Command {
     Command::new(env!("CARGO_BIN_EXE_nsys2prv-rs"))
+}
+
+/// An NSYS_HOME whose `bin/nsys` copies `source` to the requested output, or
+/// fails like an nsys too old for the report.
+pub fn fake_nsys_home(dir: &Path, source: &Path, too_old: bool) -> PathBuf {
+    let home = dir.join("nsys-home");
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    let log = dir.join("nsys.log");
+    let body = if too_old {
+        "echo 'Error: Version number is invalid' >&2; exit 1".to_string()
+    } else {
+        format!("cp '{}' \"$out\"", source.display())
+    };
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'NVIDIA Nsight Systems version 2022.4.2.1'; exit 0; fi\n\
+         echo \"$@\" >> '{}'\nout=\nwhile [ $# -gt 1 ]; do [ \"$1\" = --output ] && out=$2; shift; done\n{body}\n",
+        log.display()
+    );
+    let nsys = home.join("bin/nsys");
+    std::fs::write(&nsys, script).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&nsys, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    home
 }
 
 /// Runs the converter quietly on `inputs` into `output`.
