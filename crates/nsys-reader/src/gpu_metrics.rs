@@ -15,7 +15,6 @@
 //! through `TARGET_INFO_SOC_METRICS` by (typeId, metricId) (NVIDIA's SQLite schema
 //! reference, nsys 2026.4).
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::{Export, ReadError, RowView, TableScan};
@@ -69,10 +68,10 @@ impl GenericMetricTypes {
 
 /// One legacy sample: the metrics of one GPU at one time.
 #[derive(Debug, Clone, PartialEq)]
-pub struct GenericSample<'a> {
+pub struct GenericSample {
     pub timestamp: i64,
     pub type_id: i64,
-    pub values: Vec<(Cow<'a, str>, f64)>,
+    pub values: Vec<(String, f64)>,
 }
 
 /// Rows of a `GENERIC_EVENTS` scan: GPU-metric rows read or skipped, and rows of
@@ -105,7 +104,10 @@ impl Export {
 
     /// Streams `SOC_METRICS`; rows with NULL timestamp, typeId, metricId or value
     /// are skipped.
-    pub fn soc_metrics(&self, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    pub fn soc_metrics(
+        &self,
+        f: impl FnMut(&MetricRow) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         self.metric_rows(SOC_METRICS, f)
     }
 
@@ -122,11 +124,18 @@ impl Export {
 
     /// Streams `GPU_METRICS`; rows with NULL timestamp, typeId, metricId or value
     /// are skipped.
-    pub fn gpu_metrics(&self, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    pub fn gpu_metrics(
+        &self,
+        f: impl FnMut(&MetricRow) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         self.metric_rows(GPU_METRICS, f)
     }
 
-    fn metric_rows(&self, table: &str, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    fn metric_rows(
+        &self,
+        table: &str,
+        f: impl FnMut(&MetricRow) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = ["timestamp", "typeId", "metricId", "value"];
         let decode = |row: &RowView| {
             Some(MetricRow {
@@ -184,7 +193,7 @@ impl Export {
     pub fn generic_gpu_metrics(
         &self,
         types: &GenericMetricTypes,
-        mut f: impl FnMut(&GenericSample),
+        mut f: impl FnMut(&GenericSample) -> Result<(), ReadError>,
     ) -> Result<GenericScan, ReadError> {
         let mut out = GenericScan::default();
         // `Some(None)`: a row of another source, neither translated nor skipped.
@@ -200,16 +209,17 @@ impl Export {
         out.scan = self.scan_rows(GENERIC_EVENTS, &columns, "1", decode, |row| {
             let Some((timestamp, type_id, data)) = row else {
                 out.other_sources += 1;
-                return;
+                return Ok(());
             };
             match json_numbers(data) {
                 Some(values) => f(&GenericSample {
                     timestamp: *timestamp,
                     type_id: *type_id,
                     values,
-                }),
+                })?,
                 None => bad_json += 1,
             }
+            Ok(())
         })?;
         out.scan.skipped += bad_json;
         out.scan.rows -= out.other_sources;
@@ -265,17 +275,12 @@ fn names_gpu_metrics(text: &str) -> bool {
 }
 
 /// The numbers of a JSON sample: members `"name": number` (or a numeric string)
-/// of the object and of nested objects, and `{"name": …, "value": …}` elements.
-/// `None` when the text is not a JSON object.
-pub fn json_numbers(text: &str) -> Option<Vec<(Cow<'_, str>, f64)>> {
-    let mut parser = Json {
-        text: text.as_bytes(),
-        src: text,
-        at: 0,
-    };
-    let value = parser.value(0)?;
-    parser.skip_space();
-    if parser.at != parser.text.len() || !matches!(value, JsonValue::Object(_)) {
+/// of the object and of nested objects, and `{"name": …, "value": …}` elements,
+/// in the order the text has them (the order of the sample's events). `None` when
+/// the text is not a JSON object.
+pub fn json_numbers(text: &str) -> Option<Vec<(String, f64)>> {
+    let value: Node = serde_json::from_str(text).ok()?;
+    if !matches!(value, Node::Object(_)) {
         return None;
     }
     let mut out = Vec::new();
@@ -283,31 +288,29 @@ pub fn json_numbers(text: &str) -> Option<Vec<(Cow<'_, str>, f64)>> {
     Some(out)
 }
 
-fn collect_numbers<'a>(value: JsonValue<'a>, out: &mut Vec<(Cow<'a, str>, f64)>) {
+fn collect_numbers(value: Node, out: &mut Vec<(String, f64)>) {
     match value {
-        JsonValue::Object(members) => {
+        Node::Object(members) => {
             if let Some(pair) = name_value_pair(&members) {
                 out.push(pair);
                 return;
             }
             for (key, v) in members {
                 match v {
-                    JsonValue::Number(n) => out.push((key, n)),
-                    JsonValue::String(s) => {
+                    Node::Number(n) => out.push((key, n)),
+                    Node::String(s) => {
                         if let Ok(n) = s.trim().parse::<f64>() {
                             if n.is_finite() {
                                 out.push((key, n));
                             }
                         }
                     }
-                    nested @ (JsonValue::Object(_) | JsonValue::Array(_)) => {
-                        collect_numbers(nested, out)
-                    }
-                    JsonValue::Other => {}
+                    nested @ (Node::Object(_) | Node::Array(_)) => collect_numbers(nested, out),
+                    Node::Other => {}
                 }
             }
         }
-        JsonValue::Array(items) => {
+        Node::Array(items) => {
             for item in items {
                 collect_numbers(item, out);
             }
@@ -317,7 +320,7 @@ fn collect_numbers<'a>(value: JsonValue<'a>, out: &mut Vec<(Cow<'a, str>, f64)>)
 }
 
 /// `{"name": "SM Active", "value": 12}` (any capitalisation) → ("SM Active", 12).
-fn name_value_pair<'a>(members: &[(Cow<'a, str>, JsonValue<'a>)]) -> Option<(Cow<'a, str>, f64)> {
+fn name_value_pair(members: &[(String, Node)]) -> Option<(String, f64)> {
     let find = |keys: &[&str]| {
         members
             .iter()
@@ -325,180 +328,79 @@ fn name_value_pair<'a>(members: &[(Cow<'a, str>, JsonValue<'a>)]) -> Option<(Cow
             .map(|(_, v)| v)
     };
     let name = match find(&["name", "metricName", "metric"])? {
-        JsonValue::String(s) => s.clone(),
+        Node::String(s) => s.clone(),
         _ => return None,
     };
     match find(&["value"])? {
-        JsonValue::Number(n) => Some((name, *n)),
+        Node::Number(n) => Some((name, *n)),
         _ => None,
     }
 }
 
-enum JsonValue<'a> {
-    Object(Vec<(Cow<'a, str>, JsonValue<'a>)>),
-    Array(Vec<JsonValue<'a>>),
-    String(Cow<'a, str>),
+/// A JSON value whose objects keep their members in the text's order (a
+/// `serde_json::Value` sorts them).
+enum Node {
+    Object(Vec<(String, Node)>),
+    Array(Vec<Node>),
+    String(String),
     Number(f64),
     /// true, false, null.
     Other,
 }
 
-/// A small JSON parser for metric samples: no panics, bounded nesting.
-struct Json<'a> {
-    text: &'a [u8],
-    src: &'a str,
-    at: usize,
+impl<'de> serde::Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
 }
 
-const MAX_DEPTH: u32 = 32;
+struct NodeVisitor;
 
-impl<'a> Json<'a> {
-    fn skip_space(&mut self) {
-        while self
-            .text
-            .get(self.at)
-            .is_some_and(|b| b.is_ascii_whitespace())
-        {
-            self.at += 1;
-        }
+impl<'de> serde::de::Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
     }
 
-    fn eat(&mut self, byte: u8) -> bool {
-        self.skip_space();
-        if self.text.get(self.at) == Some(&byte) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
+    fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+        Ok(Node::Other)
     }
 
-    fn value(&mut self, depth: u32) -> Option<JsonValue<'a>> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.skip_space();
-        match *self.text.get(self.at)? {
-            b'{' => {
-                self.at += 1;
-                let mut members = Vec::new();
-                if self.eat(b'}') {
-                    return Some(JsonValue::Object(members));
-                }
-                loop {
-                    self.skip_space();
-                    let key = self.string()?;
-                    if !self.eat(b':') {
-                        return None;
-                    }
-                    let value = self.value(depth + 1)?;
-                    members.push((key, value));
-                    if self.eat(b',') {
-                        continue;
-                    }
-                    return self.eat(b'}').then_some(JsonValue::Object(members));
-                }
-            }
-            b'[' => {
-                self.at += 1;
-                let mut items = Vec::new();
-                if self.eat(b']') {
-                    return Some(JsonValue::Array(items));
-                }
-                loop {
-                    items.push(self.value(depth + 1)?);
-                    if self.eat(b',') {
-                        continue;
-                    }
-                    return self.eat(b']').then_some(JsonValue::Array(items));
-                }
-            }
-            b'"' => self.string().map(JsonValue::String),
-            b't' => self.word("true"),
-            b'f' => self.word("false"),
-            b'n' => self.word("null"),
-            _ => self.number(),
-        }
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Other)
     }
 
-    fn word(&mut self, word: &str) -> Option<JsonValue<'a>> {
-        let end = self.at + word.len();
-        (self.text.get(self.at..end)? == word.as_bytes()).then(|| {
-            self.at = end;
-            JsonValue::Other
-        })
+    fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Number(v as f64))
     }
 
-    fn number(&mut self) -> Option<JsonValue<'a>> {
-        let start = self.at;
-        while self
-            .text
-            .get(self.at)
-            .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
-        {
-            self.at += 1;
-        }
-        let n: f64 = self.src.get(start..self.at)?.parse().ok()?;
-        n.is_finite().then_some(JsonValue::Number(n))
+    fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Number(v as f64))
     }
 
-    /// A string at the cursor (which is on its opening quote).
-    fn string(&mut self) -> Option<Cow<'a, str>> {
-        if self.text.get(self.at) != Some(&b'"') {
-            return None;
-        }
-        self.at += 1;
-        let start = self.at;
-        loop {
-            match *self.text.get(self.at)? {
-                b'"' => {
-                    let s = self.src.get(start..self.at)?;
-                    self.at += 1;
-                    return Some(Cow::Borrowed(s));
-                }
-                b'\\' => return self.escaped_string(start),
-                _ => self.at += 1,
-            }
-        }
+    fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::Number(v))
     }
 
-    /// The rest of a string that has escapes, from its first character at `start`.
-    fn escaped_string(&mut self, start: usize) -> Option<Cow<'a, str>> {
-        let mut out = String::from(self.src.get(start..self.at)?);
-        loop {
-            let b = *self.text.get(self.at)?;
-            match b {
-                b'"' => {
-                    self.at += 1;
-                    return Some(Cow::Owned(out));
-                }
-                b'\\' => {
-                    let escape = *self.text.get(self.at + 1)?;
-                    self.at += 2;
-                    match escape {
-                        b'n' => out.push('\n'),
-                        b't' => out.push('\t'),
-                        b'r' => out.push('\r'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'u' => {
-                            let hex = self.src.get(self.at..self.at + 4)?;
-                            let code = u32::from_str_radix(hex, 16).ok()?;
-                            out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                            self.at += 4;
-                        }
-                        other => out.push(other as char),
-                    }
-                }
-                _ => {
-                    // Copy one whole UTF-8 character.
-                    let rest = self.src.get(self.at..)?;
-                    let c = rest.chars().next()?;
-                    out.push(c);
-                    self.at += c.len_utf8();
-                }
-            }
+    fn visit_str<E>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::String(v.to_owned()))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
         }
+        Ok(Node::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut members = Vec::new();
+        while let Some(member) = map.next_entry()? {
+            members.push(member);
+        }
+        Ok(Node::Object(members))
     }
 }
 
@@ -507,7 +409,20 @@ mod tests {
     use super::*;
 
     fn owned(text: &str) -> Option<Vec<(String, f64)>> {
-        json_numbers(text).map(|v| v.into_iter().map(|(k, n)| (k.into_owned(), n)).collect())
+        json_numbers(text)
+    }
+
+    #[test]
+    fn members_keep_their_order() {
+        assert_eq!(
+            owned(r#"{"Z": 1, "A": 2, "M": {"y": 3, "b": 4}}"#),
+            Some(vec![
+                ("Z".into(), 1.0),
+                ("A".into(), 2.0),
+                ("y".into(), 3.0),
+                ("b".into(), 4.0)
+            ])
+        );
     }
 
     #[test]
@@ -539,7 +454,8 @@ mod tests {
         ] {
             assert_eq!(owned(text), None, "{text}");
         }
-        let deep = "{\"a\":".repeat(100) + "1" + &"}".repeat(100);
+        // serde_json refuses nesting beyond 128 levels.
+        let deep = "{\"a\":".repeat(200) + "1" + &"}".repeat(200);
         assert_eq!(owned(&deep), None);
     }
 

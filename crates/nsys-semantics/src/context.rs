@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 
+use nsys_reader::cuda::GpuPlace;
 use nsys_reader::ids::{pid_of, tid_of};
-use nsys_reader::{Export, ReadError};
+use nsys_reader::{Export, ReadError, TableScan};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::FxHashMap;
 
-use crate::mpi::SyncPoints;
+use crate::handoff::{Handoff, P2pEndpoint, SyncPoints};
 use crate::options::Options;
 
 /// A row of the trace as the report knows it. Its order is the layout's order of
@@ -113,6 +114,10 @@ pub(crate) struct ReportContext<'a> {
     pub row_labels: FxHashMap<ThreadKey, String>,
     /// Times every rank shares, for aligning clocks.
     pub sync_points: SyncPoints,
+    /// Point-to-point message endpoints, paired across reports later.
+    pub p2p: Vec<P2pEndpoint>,
+    /// What one category's pass hands another's.
+    pub handoff: Handoff,
 }
 
 impl<'a> ReportContext<'a> {
@@ -139,6 +144,8 @@ impl<'a> ReportContext<'a> {
             nvtx_ranks: FxHashMap::default(),
             row_labels: FxHashMap::default(),
             sync_points: SyncPoints::default(),
+            p2p: Vec::new(),
+            handoff: Handoff::default(),
         }
     }
 
@@ -182,6 +189,15 @@ impl<'a> ReportContext<'a> {
         self.thread(ThreadKey::cpu(pid_of(global_tid), tid_of(global_tid)))
     }
 
+    /// The row of the GPU stream a GPU operation ran on.
+    pub fn stream_thread(&mut self, place: &GpuPlace) -> LocalThread {
+        self.thread(ThreadKey::stream(
+            pid_of(place.global_pid),
+            place.device_id as u32,
+            place.stream_id as u32,
+        ))
+    }
+
     /// Name handle for the string `string_id` as a value of `ty`, after `transform`.
     pub fn name(
         &mut self,
@@ -209,6 +225,16 @@ impl<'a> ReportContext<'a> {
 
     pub fn count(&mut self, what: &str, n: u64) {
         *self.counts.entry(what.to_string()).or_default() += n;
+    }
+
+    /// Counts a scan of `table`: the rows translated (when there are any) and the
+    /// rows skipped, with a warning.
+    pub fn note_scan(&mut self, table: &str, scan: TableScan) {
+        let translated = scan.rows - scan.skipped;
+        if translated > 0 {
+            self.count(table, translated);
+        }
+        self.note_skipped(table, scan.skipped);
     }
 
     /// Records rows skipped for NULLs where values are required.

@@ -5,19 +5,84 @@
 use nsys_reader::cuda::{ApiCall, RUNTIME, SYNCHRONIZATION};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::{Comm, EventPair, LocalThread};
+use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{state, CORRELATION_ID, CUDA_API, CUDA_SYNC};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
-use crate::cuda_gpu::GpuLinks;
-use crate::cuda_sync::SyncCalls;
-use crate::nccl::NcclRanges;
+use crate::cuda_sync::{CUDA_SYNC, SYNC};
+use crate::handoff::{GpuLinks, NcclRanges, SyncCalls};
+use crate::types::{interval, state};
+
+pub const CUDA_API: u32 = 63_000_000;
+/// On API calls and the GPU operations they launched.
+pub const CORRELATION_ID: u32 = 9200;
+
+pub const API: Category = Category::named("cuda-api");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: API,
+    aliases: &["api"],
+    bsc_names: &["cuda_api_trace"],
+    groups: &["cuda"],
+    tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
+    table_prefixes: &[],
+    bytes_per_row: 140,
+    launched: false,
+    event_types,
+    states: &[
+        state::SYNCHRONIZATION,
+        state::MEMORY_TRANSFER,
+        state::CONFIGURING,
+        state::ALLOCATING,
+        state::FREEING,
+        state::FORK_JOIN,
+        state::OTHERS,
+    ],
+    views: &[
+        "views/cuda_api_calls.cfg",
+        "basics/correlation_id.cfg",
+        "analysis/cuda_api_profile.cfg",
+    ],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::HostCalls,
+        run: pass,
+        also_for: &[SYNC],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
+    vec![
+        interval(CUDA_API, "CUDA library call", ValueLabels::Names),
+        interval(CORRELATION_ID, "CUDA correlation ID", ValueLabels::Numeric),
+    ]
+}
 
 /// What the API side emits: calls (`cuda-api`), synchronizations (`sync`), or both.
 pub(crate) struct ApiOutputs {
     pub calls: bool,
     pub syncs: bool,
+}
+
+/// API calls with their launch arrows (the GPU side has run), and the
+/// synchronizations they made (`sync`).
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let outputs = ApiOutputs {
+        calls: ctx.options.wants(API),
+        syncs: ctx.options.wants(SYNC),
+    };
+    let mut handoff = std::mem::take(&mut ctx.handoff);
+    handoff.links.sort();
+    let result = translate(
+        ctx,
+        &handoff.links,
+        &handoff.syncs,
+        &handoff.nccl_ranges,
+        outputs,
+    );
+    ctx.handoff = handoff;
+    result
 }
 
 /// Name handle and state of an API function, resolved once per name id.
@@ -27,7 +92,7 @@ struct ApiName {
     state: u32,
 }
 
-pub(crate) fn translate(
+fn translate(
     ctx: &mut ReportContext,
     links: &GpuLinks,
     syncs: &SyncCalls,
@@ -36,12 +101,8 @@ pub(crate) fn translate(
 ) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
-    let mut failure = None;
     let (mut arrows, mut synced) = (0u64, 0u64);
     let scan = export.api_calls(|call| {
-        if failure.is_some() {
-            return;
-        }
         let thread = ctx.cpu_thread(call.global_tid);
         let pid = pid_of(call.global_tid);
         let sync = call.correlation_id.and_then(|c| syncs.find(pid, c));
@@ -57,15 +118,9 @@ pub(crate) fn translate(
             }
         }
         if !outputs.calls {
-            return;
+            return Ok(());
         }
-        let name = match api_name(ctx, &mut names, call.name_id) {
-            Ok(n) => n,
-            Err(e) => {
-                failure = Some(e);
-                return;
-            }
-        };
+        let name = api_name(ctx, &mut names, call.name_id)?;
         emit_call(ctx, thread, call, name, sync.is_some());
         if let Some(c) = call.correlation_id {
             for link in links.find(pid, c) {
@@ -91,10 +146,8 @@ pub(crate) fn translate(
                 arrows += 1;
             }
         }
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     if outputs.calls {
         ctx.count(RUNTIME, scan.rows - scan.skipped);
         ctx.count("launch arrows", arrows);

@@ -26,8 +26,10 @@ use nsys_reader::ReadError;
 use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{numeric, TAG_EVENT_WAIT};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey};
+use crate::handoff::TAG_EVENT_WAIT;
+use crate::types::point;
 
 pub const CUDA_EVENT_OP: u32 = 9301;
 pub const CUDA_EVENT_ID: u32 = 9302;
@@ -37,21 +39,45 @@ const RECORD: i64 = 1;
 const HOST_WAIT: i64 = 2;
 const STREAM_WAIT: i64 = 3;
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const CUDA_EVENTS: Category = Category::named("cuda-events");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: CUDA_EVENTS,
+    aliases: &["events"],
+    bsc_names: &["cuda_events"],
+    groups: &[],
+    tables: &["CUPTI_ACTIVITY_KIND_CUDA_EVENT"],
+    table_prefixes: &[],
+    bytes_per_row: 145,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &[],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
     vec![
-        EventTypeInfo {
-            ty: CUDA_EVENT_OP,
-            label: "CUDA event".into(),
-            values: ValueLabels::Fixed(vec![
-                (RECORD, "Record (cudaEventRecord)".into()),
-                (HOST_WAIT, "Host waits (cudaEventSynchronize)".into()),
-                (STREAM_WAIT, "Stream waits (cudaStreamWaitEvent)".into()),
+        point(
+            CUDA_EVENT_OP,
+            "CUDA event",
+            ValueLabels::fixed(&[
+                (RECORD, "Record (cudaEventRecord)"),
+                (HOST_WAIT, "Host waits (cudaEventSynchronize)"),
+                (STREAM_WAIT, "Stream waits (cudaStreamWaitEvent)"),
             ]),
-            precision: None,
-            gradient: 0,
-        },
-        numeric(CUDA_EVENT_ID, "CUDA event id"),
-        numeric(CUDA_EVENT_SYNC_ID, "CUDA event sync id"),
+        ),
+        point(CUDA_EVENT_ID, "CUDA event id", ValueLabels::Numeric),
+        point(
+            CUDA_EVENT_SYNC_ID,
+            "CUDA event sync id",
+            ValueLabels::Numeric,
+        ),
     ]
 }
 
@@ -74,12 +100,18 @@ struct Tally {
     arrows: u64,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut records: Vec<EventRecord> = Vec::new();
-    let record_scan = export.event_records(|r| records.push(*r))?;
+    let record_scan = export.event_records(|r| {
+        records.push(*r);
+        Ok(())
+    })?;
     let mut waits: Vec<EventWait> = Vec::new();
-    let wait_scan = export.event_waits(|w| waits.push(*w))?;
+    let wait_scan = export.event_waits(|w| {
+        waits.push(*w);
+        Ok(())
+    })?;
     ctx.note_skipped(CUDA_EVENT, record_scan.skipped);
     ctx.note_skipped(SYNCHRONIZATION, wait_scan.skipped);
     if records.is_empty() && waits.is_empty() {
@@ -88,6 +120,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut calls: FxHashMap<(u32, i64), CallSite> = FxHashMap::default();
     export.event_call_sites(|c| {
         calls.insert((pid_of(c.global_tid), c.correlation_id), *c);
+        Ok(())
     })?;
     let mut tally = Tally::default();
     let placed = place_records(ctx, &records, &calls, &mut tally);

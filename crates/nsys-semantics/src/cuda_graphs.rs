@@ -16,18 +16,18 @@
 //!   `CUDA_GRAPH_NODE_EVENTS` and from `CUDA_GRAPH_EVENTS` in both of its forms
 //!   (node events in nsys 2022, graph events later).
 
-use nsys_reader::cuda::GpuPlace;
 use nsys_reader::enums;
 use nsys_reader::graphs::{GraphEvent, GRAPH_EVENTS, GRAPH_NODE_EVENTS, GRAPH_TRACE};
-use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
+use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, numeric, state, CORRELATION_ID, TAG_LAUNCH};
-use crate::context::{ReportContext, ThreadKey};
-use crate::cuda_gpu::GpuLinks;
-use crate::options::Category;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
+use crate::context::ReportContext;
+use crate::cuda_api::CORRELATION_ID;
+use crate::handoff::{GpuLinks, TAG_LAUNCH};
+use crate::memory::MEMORY;
+use crate::types::{interval, state};
 
 pub const CUDA_GRAPH: u32 = 63_000_008;
 pub const GRAPH_ID: u32 = 63_000_100;
@@ -36,6 +36,32 @@ pub const GRAPH_NODE_ID: u32 = 63_000_102;
 pub const GRAPH_API_EVENT: u32 = 63_000_103;
 pub const ORIGINAL_GRAPH_NODE_ID: u32 = 63_000_104;
 pub const ORIGINAL_GRAPH_ID: u32 = 63_000_105;
+
+pub const GRAPHS: Category = Category::named("graphs");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: GRAPHS,
+    aliases: &["cuda-graphs"],
+    bsc_names: &["graphs"],
+    groups: &[],
+    tables: &[
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+        "CUDA_GRAPH_NODE_EVENTS",
+        "CUDA_GRAPH_EVENTS",
+    ],
+    table_prefixes: &[],
+    bytes_per_row: 200,
+    launched: false,
+    event_types,
+    states: &[state::RUNNING],
+    views: &[],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::GpuOperations,
+        run: pass,
+        also_for: &[],
+    }),
+};
 
 /// `ENUM_NSYS_EVENT_CLASS` labels of graph events (stable since 2022).
 const EVENT_CLASSES: &[(i64, &str)] = &[
@@ -46,29 +72,33 @@ const EVENT_CLASSES: &[(i64, &str)] = &[
     (111, "CUDA graph exec-node set params"),
 ];
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+fn event_types() -> Vec<EventTypeInfo> {
+    use ValueLabels::{Names, Numeric};
     vec![
-        named(CUDA_GRAPH, "CUDA graph"),
-        numeric(GRAPH_ID, "CUDA graph id"),
-        numeric(GRAPH_EXEC_ID, "CUDA graph exec id"),
-        numeric(GRAPH_NODE_ID, "CUDA graph node id"),
-        named(GRAPH_API_EVENT, "CUDA graph API event"),
-        numeric(ORIGINAL_GRAPH_NODE_ID, "CUDA graph node cloned from"),
-        numeric(ORIGINAL_GRAPH_ID, "CUDA graph cloned from"),
+        interval(CUDA_GRAPH, "CUDA graph", Names),
+        interval(GRAPH_ID, "CUDA graph id", Numeric),
+        interval(GRAPH_EXEC_ID, "CUDA graph exec id", Numeric),
+        interval(GRAPH_NODE_ID, "CUDA graph node id", Numeric),
+        interval(GRAPH_API_EVENT, "CUDA graph API event", Names),
+        interval(
+            ORIGINAL_GRAPH_NODE_ID,
+            "CUDA graph node cloned from",
+            Numeric,
+        ),
+        interval(ORIGINAL_GRAPH_ID, "CUDA graph cloned from", Numeric),
     ]
 }
 
-fn stream_thread(ctx: &mut ReportContext, place: &GpuPlace) -> LocalThread {
-    ctx.thread(ThreadKey::stream(
-        pid_of(place.global_pid),
-        place.device_id as u32,
-        place.stream_id as u32,
-    ))
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let mut links = std::mem::take(&mut ctx.handoff.links);
+    let result = translate(ctx, &mut links);
+    ctx.handoff.links = links;
+    result
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
     executions(ctx, links)?;
-    if ctx.options.wants(Category::Memory) {
+    if ctx.options.wants(MEMORY) {
         node_operations(ctx)?;
     }
     construction(ctx)
@@ -89,7 +119,7 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
                 };
                 ctx.run.names.intern(CUDA_GRAPH, &label)
             });
-        let thread = stream_thread(ctx, &g.place);
+        let thread = ctx.stream_thread(&g.place);
         let mut pairs = vec![EventPair::name(CUDA_GRAPH, name)];
         let ids = [
             (GRAPH_ID, g.graph_id),
@@ -105,11 +135,9 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
         ctx.run.interval(thread, p.start, p.end, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
         links.add(p, thread, 0, TAG_LAUNCH, false);
+        Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count(GRAPH_TRACE, scan.rows - scan.skipped);
-    }
-    ctx.note_skipped(GRAPH_TRACE, scan.skipped);
+    ctx.note_scan(GRAPH_TRACE, scan);
     Ok(())
 }
 
@@ -117,10 +145,11 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
 fn node_operations(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let scan = export.graph_node_operations(|op| {
-        let thread = stream_thread(ctx, &op.place);
+        let thread = ctx.stream_thread(&op.place);
         let pair = EventPair::raw(GRAPH_NODE_ID, op.graph_node_id);
         ctx.run
             .interval(thread, op.place.start, op.place.end, &[pair]);
+        Ok(())
     })?;
     if scan.rows > scan.skipped {
         ctx.count("graph node copies and sets", scan.rows - scan.skipped);
@@ -146,11 +175,9 @@ fn construction(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 ctx.run.names.intern(GRAPH_API_EVENT, &label)
             });
             emit_construction(ctx, e, name);
+            Ok(())
         })?;
-        if scan.rows > scan.skipped {
-            ctx.count(table, scan.rows - scan.skipped);
-        }
-        ctx.note_skipped(table, scan.skipped);
+        ctx.note_scan(table, scan);
     }
     Ok(())
 }

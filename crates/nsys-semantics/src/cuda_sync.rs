@@ -5,47 +5,61 @@
 use nsys_reader::cuda::{SyncKind, SYNCHRONIZATION};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
+use paraver_writer::{EventTypeInfo, ValueLabels};
 
-use crate::catalog::CUDA_SYNC;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
+use crate::handoff::{SyncCall, SyncCalls};
+use crate::types::interval;
 
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SyncCall {
-    pub pid: u32,
-    pub correlation: i64,
-    pub start: i64,
-    pub end: i64,
-    /// Name handle of the sync kind (value of `CUDA_SYNC`).
-    pub kind: u32,
+/// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
+/// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
+pub const CUDA_SYNC: u32 = 9350;
+
+pub const SYNC: Category = Category::named("sync");
+
+/// Its pass collects the rows; the API pass writes them on the calls' threads.
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: SYNC,
+    aliases: &["synchronization"],
+    bsc_names: &[],
+    groups: &["cuda"],
+    tables: &["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
+    table_prefixes: &[],
+    bytes_per_row: 58,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &["views/cuda_synchronization.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::CallContext,
+        run: pass,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
+    vec![interval(
+        CUDA_SYNC,
+        "CUDA synchronization",
+        ValueLabels::Names,
+    )]
 }
 
-/// Synchronizations by (pid, correlation id).
-#[derive(Default)]
-pub(crate) struct SyncCalls(Vec<SyncCall>);
-
-impl SyncCalls {
-    pub fn find(&self, pid: u32, correlation: i64) -> Option<&SyncCall> {
-        let i = self
-            .0
-            .partition_point(|s| (s.pid, s.correlation) < (pid, correlation));
-        self.0
-            .get(i)
-            .filter(|s| (s.pid, s.correlation) == (pid, correlation))
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    ctx.handoff.syncs = collect(ctx)?;
+    Ok(())
 }
 
-pub(crate) fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
+fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
     let export = ctx.export;
     let mut calls = Vec::new();
     let mut uncorrelated = 0u64;
     let scan = export.syncs(|s| {
         let Some(correlation) = s.place.correlation_id else {
             uncorrelated += 1;
-            return;
+            return Ok(());
         };
         let label = match s.kind() {
             SyncKind::Context => "Context sync",
@@ -60,8 +74,8 @@ pub(crate) fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
             end: s.place.end,
             kind: ctx.run.names.intern(CUDA_SYNC, label),
         });
+        Ok(())
     })?;
     ctx.note_skipped(SYNCHRONIZATION, scan.skipped + uncorrelated);
-    calls.sort_by_key(|s| (s.pid, s.correlation));
-    Ok(SyncCalls(calls))
+    Ok(SyncCalls::new(calls))
 }

@@ -16,33 +16,32 @@ use paraver_writer::Value;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::layout::TracePlan;
-use crate::nvtx::{DEFAULT_DOMAIN, START_END_FIRST_LANE};
+use crate::registry::Registry;
 use crate::report::ReportTranslation;
 
-/// NCCL regions (NVTX `NCCL` domain ranges).
-const NCCL_REGIONS: u32 = 9500;
-/// One past the last NVTX domain block.
-const NVTX_TYPES_END: u32 = 60_000;
-
-/// Whether the events of `ty` are instants (they are never repeated at a cut's
-/// start): NVTX marks, CUDA event records and waits, GPU memory allocation and free
-/// sizes, pool operations and page faults, IB switch congestion events. Other types that have no end events are
-/// values that hold until the next one (GPU metrics, NIC counters, the GPU memory in
-/// use) and are repeated at the start with their last value.
-pub fn is_point_type(ty: u32) -> bool {
-    let nvtx_mark = (DEFAULT_DOMAIN..NVTX_TYPES_END).contains(&ty) && ty % 100 == 4;
-    nvtx_mark
-        || (9301..=9303).contains(&ty)
-        || matches!(ty, 66_500_002 | 66_500_003 | 66_500_005..=66_500_008)
-        || crate::network::is_congestion_type(ty)
+/// The types of ranges a cut can name (NVTX push/pop ranges of any domain,
+/// start/end lanes, NCCL regions: those the registry's categories declare),
+/// remembered per type.
+struct RangeTypes {
+    registry: Registry,
+    known: FxHashMap<u32, bool>,
 }
 
-/// Whether `ty` holds NVTX ranges (push/pop of any domain, start/end lanes, NCCL
-/// regions).
-pub fn is_nvtx_range_type(ty: u32) -> bool {
-    ((DEFAULT_DOMAIN..NVTX_TYPES_END).contains(&ty) && ty.is_multiple_of(100))
-        || (START_END_FIRST_LANE..START_END_FIRST_LANE + 96).contains(&ty)
-        || ty == NCCL_REGIONS
+impl RangeTypes {
+    fn new() -> Self {
+        RangeTypes {
+            registry: Registry::standard(),
+            known: FxHashMap::default(),
+        }
+    }
+
+    fn contains(&mut self, ty: u32) -> bool {
+        let registry = &self.registry;
+        *self
+            .known
+            .entry(ty)
+            .or_insert_with(|| registry.is_range_type(ty))
+    }
 }
 
 /// `NAME` or `NAME#N`.
@@ -148,11 +147,12 @@ pub fn nvtx_range_window(
     spec: &NvtxRangeSpec,
 ) -> Result<RangeWindow, CutError> {
     let mut found: Vec<Found> = Vec::new();
+    let mut ranges = RangeTypes::new();
     for (r, report) in reports.iter().enumerate() {
         let names = &report.run.names;
         let targets: FxHashSet<(u32, u32)> = names
             .types()
-            .filter(|&ty| is_nvtx_range_type(ty))
+            .filter(|&ty| ranges.contains(ty))
             .flat_map(|ty| {
                 names
                     .names_of(ty)
@@ -170,7 +170,7 @@ pub fn nvtx_range_window(
         // Per (thread, type): the begin of each open range, if it is a target.
         let mut open: FxHashMap<(u32, u32), Vec<Option<i64>>> = FxHashMap::default();
         for_each_event(&report.run, &mut |time, thread, closing, pairs| {
-            for pair in pairs.iter().filter(|p| is_nvtx_range_type(p.ty)) {
+            for pair in pairs.iter().filter(|p| ranges.contains(p.ty)) {
                 let stack = open.entry((thread, pair.ty)).or_default();
                 if closing {
                     if let Some(Some(begin)) = stack.pop() {
@@ -231,13 +231,14 @@ pub fn nvtx_range_window(
 
 /// Up to `limit` range names of the reports, sorted, for error messages.
 fn some_range_names(reports: &[ReportTranslation], limit: usize) -> Vec<String> {
+    let registry = Registry::standard();
     let mut all: Vec<String> = reports
         .iter()
         .flat_map(|r| {
             let names = &r.run.names;
             names
                 .types()
-                .filter(|&ty| is_nvtx_range_type(ty))
+                .filter(|&ty| registry.is_range_type(ty))
                 .flat_map(move |ty| names.names_of(ty).iter().map(|n| n.to_string()))
         })
         .collect();
@@ -276,18 +277,13 @@ mod tests {
     }
 
     #[test]
-    fn types_are_classified() {
-        assert!(is_point_type(9604));
-        assert!(is_point_type(66_701_001) && is_point_type(66_701_009));
-        assert!(!is_point_type(66_701_010) && !is_point_type(66_710_001));
-        assert!(is_point_type(9704));
-        assert!(!is_point_type(9600));
-        assert!(!is_point_type(9400));
-        assert!(is_nvtx_range_type(9600));
-        assert!(is_nvtx_range_type(59_900));
-        assert!(is_nvtx_range_type(9004));
-        assert!(is_nvtx_range_type(9500));
-        assert!(!is_nvtx_range_type(9601));
-        assert!(!is_nvtx_range_type(63_000_006));
+    fn range_types_are_those_the_categories_declare() {
+        let mut ranges = RangeTypes::new();
+        for ty in [9600, 9700, 59_900, 9004, 9099, 9500] {
+            assert!(ranges.contains(ty), "{ty}");
+        }
+        for ty in [9601, 9604, 9100, 60_000, 63_000_006, 9501] {
+            assert!(!ranges.contains(ty), "{ty}");
+        }
     }
 }

@@ -27,9 +27,10 @@ use nsys_reader::ReadError;
 use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::numeric;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
 use crate::gpu_metrics::DeviceMap;
+use crate::types::{level, point};
 
 pub const MEMORY_ALLOCATED: u32 = 66_500_001;
 pub const ALLOCATION_SIZE: u32 = 66_500_002;
@@ -43,34 +44,54 @@ pub const CPU_PAGE_FAULT: u32 = 66_500_008;
 const POOL_OPERATIONS: [(i64, &str); 3] = [(1, "Created"), (2, "Destroyed"), (3, "Trimmed")];
 const ACCESS_TYPES: [(i64, &str); 4] = [(1, "Read"), (2, "Write"), (3, "Atomic"), (4, "Prefetch")];
 
-fn fixed(ty: u32, label: &str, values: &[(i64, &str)]) -> EventTypeInfo {
-    EventTypeInfo {
-        ty,
-        label: label.into(),
-        values: ValueLabels::Fixed(values.iter().map(|&(v, l)| (v, l.to_string())).collect()),
-        precision: None,
-        gradient: 0,
-    }
-}
+pub const GPU_MEMORY: Category = Category::named("gpu-memory");
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: GPU_MEMORY,
+    aliases: &["memory-usage"],
+    bsc_names: &["memory_usage"],
+    groups: &[],
+    tables: &[
+        "CUDA_GPU_MEMORY_USAGE_EVENTS",
+        "CUDA_GPU_MEMORY_POOL_EVENTS",
+        "CUDA_UM_CPU_PAGE_FAULT_EVENTS",
+        "CUDA_UM_GPU_PAGE_FAULT_EVENTS",
+    ],
+    table_prefixes: &[],
+    bytes_per_row: 50,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &[],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+/// Memory in use and pool sizes hold until they change; allocations, frees, pool
+/// operations and faults are instants.
+fn event_types() -> Vec<EventTypeInfo> {
+    use ValueLabels::{Bytes, Numeric};
     vec![
-        numeric(MEMORY_ALLOCATED, "GPU memory allocated (bytes)"),
-        numeric(ALLOCATION_SIZE, "GPU memory allocation size (bytes)"),
-        numeric(FREE_SIZE, "GPU memory free size (bytes)"),
-        numeric(POOLS_SIZE, "GPU memory pools size (bytes)"),
-        fixed(
+        level(MEMORY_ALLOCATED, "GPU memory allocated (bytes)", Bytes),
+        point(ALLOCATION_SIZE, "GPU memory allocation size (bytes)", Bytes),
+        point(FREE_SIZE, "GPU memory free size (bytes)", Bytes),
+        level(POOLS_SIZE, "GPU memory pools size (bytes)", Bytes),
+        point(
             POOL_OPERATION,
             "GPU memory pool operation",
-            &POOL_OPERATIONS,
+            ValueLabels::fixed(&POOL_OPERATIONS),
         ),
-        numeric(GPU_PAGE_FAULTS, "Unified memory GPU page faults"),
-        fixed(
+        point(GPU_PAGE_FAULTS, "Unified memory GPU page faults", Numeric),
+        point(
             GPU_FAULT_ACCESS,
             "Unified memory GPU page fault access type",
-            &ACCESS_TYPES,
+            ValueLabels::fixed(&ACCESS_TYPES),
         ),
-        numeric(CPU_PAGE_FAULT, "Unified memory CPU page faults"),
+        point(CPU_PAGE_FAULT, "Unified memory CPU page faults", Numeric),
     ]
 }
 
@@ -93,7 +114,7 @@ struct Row {
     change: Change,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let wanted = [
         MEMORY_USAGE,
@@ -114,7 +135,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             OPERATION_DEALLOCATION => true,
             _ => {
                 unknown_operations += 1;
-                return;
+                return Ok(());
             }
         };
         let (time, gpu, seq) = (
@@ -146,6 +167,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 },
             });
         }
+        Ok(())
     })?;
     let pools = export.memory_pool_events(|p| {
         let pid = pid_of(p.global_pid);
@@ -160,6 +182,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 operation: p.operation,
             },
         });
+        Ok(())
     })?;
     rows.sort_unstable();
     let tally = running_sums(ctx, &rows);
@@ -247,18 +270,17 @@ fn page_faults(ctx: &mut ReportContext, map: &DeviceMap) -> Result<(), ReadError
         } else {
             ctx.run.events(thread, f.start, &[faults]);
         }
+        Ok(())
     })?;
     let cpu = export.cpu_page_faults(|f| {
         let pid = pid_of(f.global_pid);
         let thread = ctx.thread(ThreadKey::cpu(pid, pid));
         ctx.run
             .events(thread, f.start, &[EventPair::raw(CPU_PAGE_FAULT, 1)]);
+        Ok(())
     })?;
     for (table, scan) in [(UM_GPU_PAGE_FAULTS, gpu), (UM_CPU_PAGE_FAULTS, cpu)] {
-        if scan.rows > scan.skipped {
-            ctx.count(table, scan.rows - scan.skipped);
-        }
-        ctx.note_skipped(table, scan.skipped);
+        ctx.note_scan(table, scan);
     }
     Ok(())
 }

@@ -41,16 +41,47 @@ use nsys_reader::gpu_metrics::{
 };
 use nsys_reader::{Export, ReadError};
 use paraver_writer::names::stable_hash;
-use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
+use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::numeric;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
+use crate::metric_values::{is_clock, normalize, scale_of, split_unit, MetricType, Tally};
+use crate::soc_metrics;
+use crate::types::level;
 
 pub const METRICS_FIRST: u32 = 9400;
 /// 9400–9449: the built-in names; 9450–9499: other names, by hash.
 const HASHED_FIRST: u32 = 9450;
 const HASHED_SLOTS: u32 = 50;
+
+pub const GPU_METRICS_CATEGORY: Category = Category::named("gpu-metrics");
+
+/// GPU metrics, and SoC metrics ([`crate::soc_metrics`]).
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: GPU_METRICS_CATEGORY,
+    aliases: &["metrics"],
+    bsc_names: &["gpu_metrics"],
+    groups: &[],
+    tables: &["GPU_METRICS", "GENERIC_EVENTS", "SOC_METRICS"],
+    table_prefixes: &[],
+    bytes_per_row: 50,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &["views/gpu_metrics/"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::DeviceRows,
+        run: pass,
+        also_for: &[],
+    }),
+};
+
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    translate(ctx)?;
+    soc_metrics::translate(ctx)
+}
 
 /// A metric of the built-in table: its name as nsys 2024+ writes it, the unit
 /// of its `[unit]` suffix, older names of the same metric, and its scale.
@@ -125,42 +156,6 @@ const fn k(name: &'static str, unit: &'static str, aliases: &'static [&'static s
     }
 }
 
-/// How one metric is written: its type, the factor its values are scaled by,
-/// and whether it is a clock (whose negative values are 32-bit overflows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct MetricType {
-    pub ty: u32,
-    pub scale: i64,
-    pub clock: bool,
-}
-
-/// `Name [unit]` → (`Name`, `unit`); no suffix → (`Name`, None).
-pub(crate) fn split_unit(name: &str) -> (&str, Option<&str>) {
-    let trimmed = name.trim();
-    if let Some(body) = trimmed.strip_suffix(']') {
-        if let Some(open) = body.rfind('[') {
-            return (body[..open].trim_end(), Some(body[open + 1..].trim()));
-        }
-    }
-    (trimmed, None)
-}
-
-/// Lower case, single blanks.
-pub(crate) fn normalize(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
-/// Percentages and averages are scaled ×100; counts, clocks and requests not.
-pub(crate) fn scale_of(unit: Option<&str>) -> i64 {
-    match unit {
-        Some(u) if u.contains('%') || u.to_lowercase().starts_with("avg") => 100,
-        _ => 1,
-    }
-}
-
 /// The built-in entry a recorded name stands for.
 fn known_index(name: &str) -> Option<usize> {
     let (base, unit) = split_unit(name);
@@ -194,19 +189,14 @@ fn known_type(index: usize) -> MetricType {
     }
 }
 
-pub(crate) fn is_clock(name: &str) -> bool {
-    normalize(name).contains("clock frequency")
-}
-
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+/// Samples hold until the next one.
+fn event_types() -> Vec<EventTypeInfo> {
     (0..KNOWN.len())
         .map(|i| {
             let known = &KNOWN[i];
             let t = known_type(i);
-            numeric(
-                t.ty,
-                &label(&format!("{} [{}]", known.name, known.unit), t.scale),
-            )
+            let label = label(&format!("{} [{}]", known.name, known.unit), t.scale);
+            level(t.ty, &label, ValueLabels::Numeric)
         })
         .collect()
 }
@@ -265,69 +255,11 @@ impl MetricTypes {
             scale: scale_of(unit),
             clock: is_clock(base),
         };
-        let info = numeric(t.ty, &label(name.trim(), t.scale));
+        let info = level(t.ty, &label(name.trim(), t.scale), ValueLabels::Numeric);
         if ctx.extra_types.iter().all(|e| e.ty != t.ty) {
             ctx.extra_types.push(info);
         }
         Some(t)
-    }
-}
-
-/// Values changed on the way, for the counts.
-#[derive(Default)]
-pub(crate) struct Tally {
-    clamped: u64,
-    unwrapped_clocks: u64,
-    rounded: u64,
-}
-
-impl Tally {
-    /// An integer sample, scaled.
-    pub fn int(&mut self, value: i64, t: MetricType) -> i64 {
-        let value = if value >= 0 {
-            value
-        } else if t.clock && value >= i64::from(i32::MIN) {
-            self.unwrapped_clocks += 1;
-            value & 0xFFFF_FFFF
-        } else {
-            self.clamped += 1;
-            0
-        };
-        value.saturating_mul(t.scale)
-    }
-
-    /// A JSON sample, scaled and rounded.
-    fn float(&mut self, value: f64, t: MetricType) -> i64 {
-        if value < 0.0 && !(t.clock && value.fract() == 0.0) {
-            self.clamped += 1;
-            return 0;
-        }
-        if value < 0.0 {
-            return self.int(value as i64, t);
-        }
-        let scaled = value * t.scale as f64;
-        if scaled.fract() != 0.0 {
-            self.rounded += 1;
-        }
-        // `as` saturates: no overflow on absurd values.
-        scaled.round() as i64
-    }
-
-    /// Counts the changed values under `<prefix> metric …`.
-    pub fn record(&self, ctx: &mut ReportContext, prefix: &str) {
-        let counts = [
-            ("negative values written as 0", self.clamped),
-            (
-                "clock values read as unsigned 32 bits",
-                self.unwrapped_clocks,
-            ),
-            ("values rounded", self.rounded),
-        ];
-        for (what, n) in counts {
-            if n > 0 {
-                ctx.count(&format!("{prefix} metric {what}"), n);
-            }
-        }
     }
 }
 
@@ -420,7 +352,7 @@ impl Rows {
     }
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     if !export.has_table(GPU_METRICS) && !export.has_table(GENERIC_EVENTS) {
         return Ok(());
@@ -478,7 +410,7 @@ fn current(
     let scan = export.gpu_metrics(|m| {
         let Some(thread) = rows.thread(ctx, m.type_id) else {
             rows.unowned += 1;
-            return;
+            return Ok(());
         };
         let t = *by_id.entry((m.type_id, m.metric_id)).or_insert_with(|| {
             let name = match names.get(&(m.type_id, m.metric_id)) {
@@ -492,7 +424,7 @@ fn current(
         });
         let Some(t) = t else {
             untyped += 1;
-            return;
+            return Ok(());
         };
         if pending != Some((m.timestamp, thread)) || pending_type != m.type_id {
             if let Some((time, thread)) = pending {
@@ -504,6 +436,7 @@ fn current(
         }
         pairs.push(EventPair::raw(t.ty, tally.int(m.value, t)));
         written += 1;
+        Ok(())
     })?;
     if let Some((time, thread)) = pending {
         ctx.run.events(thread, time, &pairs);
@@ -546,7 +479,7 @@ fn legacy(
     let scan = export.generic_gpu_metrics(&metric_types, |s| {
         let Some(thread) = rows.thread(ctx, s.type_id) else {
             rows.unowned += 1;
-            return;
+            return Ok(());
         };
         pairs.clear();
         for (name, value) in &s.values {
@@ -560,6 +493,7 @@ fn legacy(
             samples += 1;
             values += pairs.len() as u64;
         }
+        Ok(())
     })?;
     ctx.count(GENERIC_EVENTS, samples);
     ctx.count("GENERIC_EVENTS metric values", values);
@@ -634,35 +568,5 @@ mod tests {
             let cell = format!("| {ty} | {name}{scaled} |");
             assert!(readme.contains(&cell), "README lacks {cell}");
         }
-    }
-
-    #[test]
-    fn scales_follow_units() {
-        assert_eq!(scale_of(Some("Throughput %")), 100);
-        assert_eq!(scale_of(Some("Avg Warps per Cycle")), 100);
-        assert_eq!(scale_of(Some("MHz")), 1);
-        assert_eq!(scale_of(None), 1);
-        assert_eq!(split_unit("A [B] "), ("A", Some("B")));
-        assert_eq!(split_unit("A"), ("A", None));
-    }
-
-    #[test]
-    fn negative_values_never_reach_the_trace() {
-        let pct = known_type(6);
-        let clock = known_type(0);
-        let mut tally = Tally::default();
-        assert_eq!(tally.int(-5, pct), 0);
-        assert_eq!(tally.int(87, pct), 8700);
-        // 2 400 000 000 Hz stored in a signed 32-bit integer.
-        assert_eq!(
-            tally.int(2_400_000_000u32 as i32 as i64, clock),
-            2_400_000_000
-        );
-        assert_eq!(tally.float(12.345, pct), 1235);
-        assert_eq!(tally.float(-0.5, pct), 0);
-        assert_eq!(
-            (tally.clamped, tally.unwrapped_clocks, tally.rounded),
-            (2, 1, 1)
-        );
     }
 }

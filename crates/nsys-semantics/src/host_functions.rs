@@ -18,28 +18,62 @@
 use nsys_reader::host_functions::{HostCallback, HostLaunch, HOST_CALLBACK, HOST_LAUNCH};
 use nsys_reader::ids::pid_of;
 use nsys_reader::ReadError;
-use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread};
+use paraver_writer::{Comm, EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, state, CORRELATION_ID, TAG_HOST_CALLBACK, TAG_LAUNCH};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext, ThreadKey};
-use crate::cuda_gpu::GpuLinks;
+use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
+use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK, TAG_LAUNCH};
+use crate::types::{interval, state};
 
 pub const HOST_FUNCTION: u32 = 63_000_110;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const HOST_FUNCTIONS: Category = Category::named("host-functions");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: HOST_FUNCTIONS,
+    aliases: &["host-funcs"],
+    bsc_names: &[],
+    groups: &[],
+    tables: &[
+        "CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH",
+        "CUDA_HOST_CALLBACK",
+    ],
+    table_prefixes: &[],
+    bytes_per_row: 150,
+    launched: false,
+    event_types,
+    states: &[state::SYNCHRONIZATION],
+    views: &["views/host_functions.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::GpuOperations,
+        run: pass,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
     vec![
-        named(HOST_FUNCTION, "CUDA host function"),
-        named(HOST_CALLBACK_CALL, "CUDA host callback"),
+        interval(HOST_FUNCTION, "CUDA host function", ValueLabels::Names),
+        interval(HOST_CALLBACK_CALL, "CUDA host callback", ValueLabels::Names),
     ]
+}
+
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let mut links = std::mem::take(&mut ctx.handoff.links);
+    let result = translate(ctx, &mut links);
+    ctx.handoff.links = links;
+    result
 }
 
 /// GPU sides by (pid, correlation id), each list in start order.
 type GpuSides = FxHashMap<(u32, i64), Vec<(i64, LocalThread)>>;
 
-pub(crate) fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
     let gpu_sides = gpu_side(ctx, links)?;
     cpu_side(ctx, &gpu_sides)
 }
@@ -73,14 +107,12 @@ fn gpu_side(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<GpuSides, R
             let key = (pid_of(p.global_pid), c);
             sides.entry(key).or_default().push((p.start, thread));
         }
+        Ok(())
     })?;
     for list in sides.values_mut() {
         list.sort_unstable();
     }
-    if scan.rows > scan.skipped {
-        ctx.count(HOST_LAUNCH, scan.rows - scan.skipped);
-    }
-    ctx.note_skipped(HOST_LAUNCH, scan.skipped);
+    ctx.note_scan(HOST_LAUNCH, scan);
     Ok(sides)
 }
 
@@ -111,16 +143,9 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
         return Ok(());
     }
     let mut names = NameCache::default();
-    let mut failure = None;
     let mut arrows = 0u64;
     let scan = export.host_callbacks(|c| {
-        let name = match ctx.name(HOST_CALLBACK_CALL, &mut names, c.name_id, |n| n.to_string()) {
-            Ok(n) => n,
-            Err(e) => {
-                failure = Some(e);
-                return;
-            }
-        };
+        let name = ctx.name(HOST_CALLBACK_CALL, &mut names, c.name_id, |n| n.to_string())?;
         let thread = ctx.cpu_thread(c.global_tid);
         let mut pairs = vec![EventPair::name(HOST_CALLBACK_CALL, name)];
         if let Some(id) = c.correlation_id.filter(|&v| v > 0) {
@@ -139,10 +164,8 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
             ctx.run.comm(gpu, start, comm);
             arrows += 1;
         }
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     if scan.rows > scan.skipped {
         ctx.count(HOST_CALLBACK, scan.rows - scan.skipped);
     }

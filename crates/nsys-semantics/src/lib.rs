@@ -3,19 +3,23 @@
 //! file formats: rows come from `nsys-reader`, records go to `paraver-writer`.
 
 pub mod catalog;
+pub mod category;
 pub mod clock;
 mod context;
 mod cuda_api;
 mod cuda_events;
-mod cuda_gpu;
 mod cuda_graphs;
 mod cuda_sync;
 pub mod cuts;
 mod gpu_memory;
 mod gpu_metrics;
+pub mod handoff;
 mod host_functions;
+mod kernels;
 pub mod layout;
+mod memory;
 pub mod messages;
+mod metric_values;
 pub mod mpi;
 mod mpi_values;
 mod nccl;
@@ -26,15 +30,31 @@ mod openmp;
 pub mod options;
 mod osrt;
 pub mod ranks;
+pub mod registry;
 mod report;
 mod sched;
 mod soc_metrics;
 pub mod survey;
+mod types;
 
+pub use category::CategoryInfo;
 pub use context::{ThreadKey, ThreadKind};
 pub use layout::{plan_layout, TracePlan};
 pub use options::{Category, KernelNames, Options};
-pub use report::{translate_report, ReportTranslation};
+pub use registry::{Registry, UnknownCategory};
+pub use report::{translate_report, translate_with, ReportTranslation};
+
+/// Event type numbers other crates need (the report reads traces by them).
+pub mod event_types {
+    pub use crate::cuda_api::{CORRELATION_ID, CUDA_API};
+    pub use crate::handoff::{
+        CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY,
+    };
+    pub use crate::kernels::{CUDA_KERNEL, NCCL_KERNEL};
+    pub use crate::memory::{CUDA_MEMORY_OP, CUDA_MEMORY_SIZE};
+    pub use crate::nccl::{KERNEL_COLLECTIVE, MESSAGE_SIZE, NCCL_REGIONS};
+    pub use crate::nvtx::is_range_type as is_nvtx_range_type;
+}
 
 /// A translation failure, naming the report.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use paraver_writer::{Comm, GlobalThread, MergeInput, RunBuilder};
 
+use crate::handoff::{CommKey, P2pEndpoint};
 use crate::layout::TracePlan;
-use crate::mpi::{CommKey, P2pEndpoint};
 use crate::report::ReportTranslation;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -10,11 +10,45 @@ use nsys_reader::ReadError;
 use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::catalog::numeric;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
+use crate::handoff::{CommKey, P2pEndpoint};
 use crate::mpi_values::{self, MpiClass};
+use crate::types::interval;
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const MPI: Category = Category::named("mpi");
+
+/// The `MPI_*` tables; the NVTX pass translates the 2022-era `MPI` domain.
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: MPI,
+    aliases: &[],
+    bsc_names: &["mpi_event_trace"],
+    groups: &[],
+    tables: &[
+        "MPI_P2P_EVENTS",
+        "MPI_COLLECTIVES_EVENTS",
+        "MPI_START_WAIT_EVENTS",
+        "MPI_OTHER_EVENTS",
+    ],
+    table_prefixes: &[],
+    bytes_per_row: 130,
+    launched: false,
+    event_types,
+    states: mpi_values::STATES,
+    views: &[
+        "views/mpi_calls.cfg",
+        "views/mpi_messages.cfg",
+        "analysis/mpi_profile.cfg",
+    ],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: pass,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
     let mut types: Vec<EventTypeInfo> = MpiClass::ALL
         .iter()
         .map(|&class| {
@@ -25,28 +59,33 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
                     .filter(|c| c.class == class)
                     .map(|c| (c.value, c.name.to_string())),
             );
-            EventTypeInfo {
-                ty: class.event_type(),
-                label: class.label().to_string(),
-                values: ValueLabels::Fixed(table),
-                precision: None,
-                gradient: 0,
-            }
+            interval(class.event_type(), class.label(), ValueLabels::Fixed(table))
         })
         .collect();
-    types.push(numeric(
-        mpi_values::SEND_SIZE_IN_COLLECTIVE,
-        "Send Size in MPI Global OP",
-    ));
-    types.push(numeric(
-        mpi_values::RECV_SIZE_IN_COLLECTIVE,
-        "Recv Size in MPI Global OP",
-    ));
-    types.push(numeric(
-        mpi_values::ROOT_IN_COLLECTIVE,
-        "Root in MPI Global OP",
-    ));
+    types.extend([
+        interval(
+            mpi_values::SEND_SIZE_IN_COLLECTIVE,
+            "Send Size in MPI Global OP",
+            ValueLabels::Bytes,
+        ),
+        interval(
+            mpi_values::RECV_SIZE_IN_COLLECTIVE,
+            "Recv Size in MPI Global OP",
+            ValueLabels::Bytes,
+        ),
+        interval(
+            mpi_values::ROOT_IN_COLLECTIVE,
+            "Root in MPI Global OP",
+            ValueLabels::Numeric,
+        ),
+    ]);
     types
+}
+
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let endpoints = translate(ctx)?;
+    ctx.p2p.extend(endpoints);
+    Ok(())
 }
 
 /// The event pair and thread state of an MPI call, by name. Known calls keep
@@ -62,99 +101,45 @@ pub(crate) fn call_pair(ctx: &mut ReportContext, name: &str) -> (EventPair, u32)
     (pair, mpi_values::state_of(name))
 }
 
-/// How a communicator is recognised by every rank that uses it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CommKey {
-    World,
-    Uid(i64),
-    Members(Vec<i64>),
-}
-
-/// One side of a point-to-point message, in this report's clock.
-#[derive(Clone, Debug)]
-pub struct P2pEndpoint {
-    pub pid: u32,
-    pub thread: LocalThread,
-    pub is_send: bool,
-    /// World rank of the other side.
-    pub peer: i64,
-    pub tag: i64,
-    pub comm: CommKey,
-    pub size: i64,
-    /// When the call began (logical time).
-    pub logical: i64,
-    /// When data left (send) or arrived (receive: end of the call, or of the wait
-    /// that completed a non-blocking receive).
-    pub physical: i64,
-    request: Option<i64>,
-}
-
-/// Times every rank shares, in this report's clock, for `--sync`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SyncPoints {
-    pub mpi_init_end: Option<i64>,
-    pub first_barrier_end: Option<i64>,
-    pub last_barrier_end: Option<i64>,
-    pub first_nccl_end: Option<i64>,
-}
-
-#[derive(Default)]
-pub(crate) struct MpiOutcome {
-    pub endpoints: Vec<P2pEndpoint>,
-}
-
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<MpiOutcome, ReadError> {
+/// The calls of the `MPI_*` tables, and the report's message endpoints.
+fn translate(ctx: &mut ReportContext) -> Result<Vec<P2pEndpoint>, ReadError> {
     let export = ctx.export;
     if !export.has_mpi_tables() {
-        return Ok(MpiOutcome::default());
+        return Ok(Vec::new());
     }
     let comms = export.mpi_communicators()?;
-    let mut pass = Pass {
+    let mut pass = CallScan {
         comms: &comms,
         names: FxHashMap::default(),
         seen_waits: FxHashSet::default(),
         waits: Vec::new(),
         endpoints: Vec::new(),
-        failure: None,
         translated: 0,
         duplicates: 0,
     };
     let scan = export.mpi_calls(|call| pass.call(ctx, call))?;
-    if let Some(e) = pass.failure.take() {
-        return Err(e);
-    }
     ctx.count("MPI calls", pass.translated);
     ctx.count("MPI wait rows for the same call", pass.duplicates);
     ctx.note_skipped("MPI tables", scan.skipped);
     let mut endpoints = pass.endpoints;
     complete_receives(&mut endpoints, &mut pass.waits);
-    Ok(MpiOutcome { endpoints })
+    Ok(endpoints)
 }
 
-struct Pass<'c> {
+struct CallScan<'c> {
     comms: &'c std::collections::HashMap<i64, Communicator>,
     names: FxHashMap<i64, String>,
     /// (thread, start, end) of start/wait rows: one row per request of one call.
     seen_waits: FxHashSet<(i64, i64, i64)>,
     waits: Vec<(u32, i64, i64, i64)>,
     endpoints: Vec<P2pEndpoint>,
-    failure: Option<ReadError>,
     translated: u64,
     duplicates: u64,
 }
 
-impl Pass<'_> {
-    fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) {
-        if self.failure.is_some() {
-            return;
-        }
-        let name = match self.name(ctx, call.name_id) {
-            Ok(n) => n,
-            Err(e) => {
-                self.failure = Some(e);
-                return;
-            }
-        };
+impl CallScan<'_> {
+    fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) -> Result<(), ReadError> {
+        let name = self.name(ctx, call.name_id)?;
         let end = call.end.unwrap_or(call.start).max(call.start);
         let pid = pid_of(call.global_tid);
         if let MpiDetail::StartWait { request } = call.detail {
@@ -163,7 +148,7 @@ impl Pass<'_> {
             }
             if !self.seen_waits.insert((call.global_tid, call.start, end)) {
                 self.duplicates += 1;
-                return;
+                return Ok(());
             }
         }
         let thread = ctx.cpu_thread(call.global_tid);
@@ -208,6 +193,7 @@ impl Pass<'_> {
         ctx.states.add(thread, call.start, end, state);
         note_sync_point(ctx, &name, end);
         self.translated += 1;
+        Ok(())
     }
 
     fn name(&mut self, ctx: &ReportContext, id: Option<i64>) -> Result<String, ReadError> {

@@ -130,19 +130,32 @@ pub const ROOT_IN_COLLECTIVE_LABEL: &str = "Root in MPI Global OP";
 #[allow(dead_code)] // reference data, not every caller needs it
 pub const COMMUNICATOR_IN_COLLECTIVE_LABEL: &str = "Communicator in MPI Global OP";
 
-// Extrae's thread states (`STATE_*` in events.h, labels from labels.h).
-const WAITING_MESSAGE: u32 = 3; // STATE_WAITMESS
-const BLOCKING_SEND: u32 = 4; // STATE_SEND
-const SYNCHRONIZATION: u32 = 5; // STATE_BARRIER
-const TEST_PROBE: u32 = 6; // STATE_PROBE
-const WAIT: u32 = 8; // STATE_TWRECV ("Wait/WaitAll"; Extrae also uses it for MPI_Test*)
-const IMMEDIATE_SEND: u32 = 10; // STATE_ISEND
-const IMMEDIATE_RECV: u32 = 11; // STATE_IWAITMESS / STATE_IRECV
-const IO: u32 = 12; // STATE_IO
-const GROUP_COMM: u32 = 13; // STATE_BCAST
-const OTHERS: u32 = 15; // STATE_MIXED / STATE_INITFINI
-const SEND_RECV: u32 = 16; // STATE_SENDRECVOP
-const MEMORY_TRANSFER: u32 = 17; // STATE_MEMORY_XFER (Extrae's MPI one-sided transfers)
+// Extrae's thread states, as its MPI merger names them (`STATE_*` in events.h):
+// STATE_WAITMESS, STATE_SEND, STATE_BARRIER, STATE_PROBE, STATE_TWRECV ("Wait/WaitAll";
+// Extrae also uses it for MPI_Test*), STATE_ISEND, STATE_IWAITMESS / STATE_IRECV,
+// STATE_IO, STATE_BCAST, STATE_MIXED / STATE_INITFINI, STATE_SENDRECVOP,
+// STATE_MEMORY_XFER (Extrae's MPI one-sided transfers).
+use crate::types::state::{
+    BLOCKING_SEND, GROUP_COMMUNICATION as GROUP_COMM, IMMEDIATE_RECEIVE as IMMEDIATE_RECV,
+    IMMEDIATE_SEND, IO, MEMORY_TRANSFER, OTHERS, SEND_RECEIVE as SEND_RECV, SYNCHRONIZATION,
+    TEST_PROBE, WAIT, WAITING_MESSAGE,
+};
+
+/// Every state an MPI call sets.
+pub const STATES: &[u32] = &[
+    WAITING_MESSAGE,
+    BLOCKING_SEND,
+    SYNCHRONIZATION,
+    TEST_PROBE,
+    WAIT,
+    IMMEDIATE_SEND,
+    IMMEDIATE_RECV,
+    IO,
+    GROUP_COMM,
+    OTHERS,
+    SEND_RECV,
+    MEMORY_TRANSFER,
+];
 
 use MpiClass::{Collective as COL, Io as FIO, OneSided as RMA, Other as OTH, PointToPoint as P2P};
 
@@ -590,6 +603,23 @@ pub fn state_of(name: &str) -> u32 {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn every_call_sets_a_listed_state() {
+        for c in MPI_CALLS {
+            assert!(STATES.contains(&c.state), "{}", c.name);
+            assert!(STATES.contains(&state_of(c.name)), "{}", c.name);
+        }
+        for name in [
+            "MPI_Foo",
+            "MPI_File_x",
+            "MPI_Win_wait_x",
+            "MPI_Ibcast_x",
+            "MPIX_Put",
+        ] {
+            assert!(STATES.contains(&state_of(name)), "{name}");
+        }
+    }
 
     fn value(name: &str) -> i64 {
         lookup(name)

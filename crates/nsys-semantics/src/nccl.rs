@@ -7,14 +7,15 @@
 //! reduction operation, 9503 root, 9504 data type, 9505 communicator, 9506 peer,
 //! 9507 element count.
 
-use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
-use rustc_hash::FxHashMap;
+use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use serde_json::Value as Json;
 
-use crate::catalog::{named, numeric};
+use crate::category::{Category, CategoryInfo};
 use crate::context::ReportContext;
+use crate::types::interval;
 
-pub const NCCL_RANGE: u32 = 9500;
+/// Ranges of the NVTX `NCCL` domain.
+pub const NCCL_REGIONS: u32 = 9500;
 pub const MESSAGE_SIZE: u32 = 9501;
 pub const REDUCTION_OP: u32 = 9502;
 pub const ROOT: u32 = 9503;
@@ -31,21 +32,55 @@ pub const KERNEL_REDUCTION_OP: u32 = 9524;
 /// Name of the NVTX domain NCCL registers.
 pub const DOMAIN: &str = "NCCL";
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const NCCL: Category = Category::named("nccl");
+
+/// No pass of its own: the NVTX pass reads its ranges, the kernel pass its kernels'
+/// names, and the API pass puts a range's payload on the kernel it launched.
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: NCCL,
+    aliases: &[],
+    bsc_names: &["nccl"],
+    groups: &[],
+    tables: &["NVTX_EVENTS"],
+    table_prefixes: &[],
+    bytes_per_row: 150,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &[
+        "views/nccl_regions.cfg",
+        "views/nccl_collective.cfg",
+        "views/nccl_message_size.cfg",
+        "views/nccl_reduction_op.cfg",
+        "views/nccl_kernels.cfg",
+        "analysis/nccl_calls.cfg",
+        "analysis/nccl_kernels_profile.cfg",
+        "analysis/comm_compute_overlap.cfg",
+    ],
+    names_ranges: Some(|ty| ty == NCCL_REGIONS),
+    pass: None,
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
+    use ValueLabels::{Bytes, Names, Numeric};
     vec![
-        named(NCCL_RANGE, "NCCL regions"),
-        numeric(MESSAGE_SIZE, "NCCL message size (bytes)"),
-        named(REDUCTION_OP, "NCCL reduction operation"),
-        numeric(ROOT, "NCCL root"),
-        named(DATA_TYPE, "NCCL data type"),
-        named(COMMUNICATOR, "NCCL communicator"),
-        numeric(PEER, "NCCL peer"),
-        numeric(COUNT, "NCCL element count"),
-        named(KERNEL_COLLECTIVE, "NCCL kernel collective"),
-        named(KERNEL_ALGORITHM, "NCCL kernel algorithm"),
-        named(KERNEL_PROTOCOL, "NCCL kernel protocol"),
-        named(KERNEL_DATA_TYPE, "NCCL kernel data type"),
-        named(KERNEL_REDUCTION_OP, "NCCL kernel reduction operation"),
+        interval(NCCL_REGIONS, "NCCL regions", Names),
+        interval(MESSAGE_SIZE, "NCCL message size (bytes)", Bytes),
+        interval(REDUCTION_OP, "NCCL reduction operation", Names),
+        interval(ROOT, "NCCL root", Numeric),
+        interval(DATA_TYPE, "NCCL data type", Names),
+        interval(COMMUNICATOR, "NCCL communicator", Names),
+        interval(PEER, "NCCL peer", Numeric),
+        interval(COUNT, "NCCL element count", Numeric),
+        interval(KERNEL_COLLECTIVE, "NCCL kernel collective", Names),
+        interval(KERNEL_ALGORITHM, "NCCL kernel algorithm", Names),
+        interval(KERNEL_PROTOCOL, "NCCL kernel protocol", Names),
+        interval(KERNEL_DATA_TYPE, "NCCL kernel data type", Names),
+        interval(
+            KERNEL_REDUCTION_OP,
+            "NCCL kernel reduction operation",
+            Names,
+        ),
     ]
 }
 
@@ -204,42 +239,6 @@ pub(crate) fn kernel_pairs(ctx: &mut ReportContext, name: &str) -> Vec<EventPair
     .collect()
 }
 
-/// An NCCL range with its payload, on the thread that called NCCL.
-#[derive(Debug, Clone)]
-pub(crate) struct NcclRange {
-    pub start: i64,
-    pub end: i64,
-    pub payload: Vec<EventPair>,
-}
-
-/// NCCL ranges by thread, sorted by start, to find the range a launch was made in.
-#[derive(Default)]
-pub(crate) struct NcclRanges {
-    by_thread: FxHashMap<LocalThread, Vec<NcclRange>>,
-}
-
-impl NcclRanges {
-    pub fn add(&mut self, thread: LocalThread, range: NcclRange) {
-        if !range.payload.is_empty() {
-            self.by_thread.entry(thread).or_default().push(range);
-        }
-    }
-
-    pub fn sort(&mut self) {
-        for ranges in self.by_thread.values_mut() {
-            ranges.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
-        }
-    }
-
-    /// The innermost range with a payload that contains `time` on `thread`: binary
-    /// search, then a short walk back over ranges that started earlier.
-    pub fn enclosing(&self, thread: LocalThread, time: i64) -> Option<&NcclRange> {
-        let ranges = self.by_thread.get(&thread)?;
-        let after = ranges.partition_point(|r| r.start <= time);
-        ranges[..after].iter().rev().find(|r| r.end > time)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,32 +273,5 @@ mod tests {
         assert_eq!(field_of("NCCL communicator ID"), Some((COMMUNICATOR, true)));
         assert_eq!(field_of("something else"), None);
         assert_eq!(json_integer(&Json::String("0x10".into())), Some(16));
-    }
-
-    #[test]
-    fn innermost_enclosing_range_is_found() {
-        let mut r = NcclRanges::default();
-        let pair = vec![EventPair::raw(MESSAGE_SIZE, 1)];
-        r.add(
-            0,
-            NcclRange {
-                start: 0,
-                end: 100,
-                payload: pair.clone(),
-            },
-        );
-        r.add(
-            0,
-            NcclRange {
-                start: 10,
-                end: 20,
-                payload: vec![EventPair::raw(MESSAGE_SIZE, 2)],
-            },
-        );
-        r.sort();
-        assert_eq!(r.enclosing(0, 15).unwrap().start, 10);
-        assert_eq!(r.enclosing(0, 50).unwrap().start, 0);
-        assert!(r.enclosing(0, 100).is_none());
-        assert!(r.enclosing(1, 15).is_none());
     }
 }

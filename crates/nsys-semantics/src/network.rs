@@ -33,11 +33,12 @@ use nsys_reader::network::{
     IB_SWITCH_METRIC, NIC_METRIC,
 };
 use nsys_reader::{enums, ReadError};
-use paraver_writer::{EventPair, EventTypeInfo, LocalThread};
+use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, numeric, HashedTypes};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
+use crate::types::{level, point, HashedTypes};
 
 pub const NIC_COUNTERS_FIRST: u32 = 66_700_000;
 pub const IB_CONGESTION_EVENT: u32 = 66_701_001;
@@ -57,19 +58,46 @@ const FIELD_LABELS: [&str; 8] = [
     "IB congestion switch egress port",
 ];
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
-    let mut types = vec![named(IB_CONGESTION_EVENT, "IB switch congestion event")];
+pub const NETWORK: Category = Category::named("network");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: NETWORK,
+    aliases: &["nic-metrics", "nic", "ib-switch"],
+    bsc_names: &["nic_metrics"],
+    groups: &[],
+    tables: &[
+        "NET_NIC_METRIC",
+        "NET_IB_SWITCH_METRIC",
+        "NET_IB_SWITCH_CONGESTION_EVENT",
+    ],
+    table_prefixes: &[],
+    bytes_per_row: 50,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &["views/ib_congestion.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::DeviceRows,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+/// Congestion events and their packet fields are instants; the counters
+/// (declared per report) hold until the next sample.
+fn event_types() -> Vec<EventTypeInfo> {
+    let mut types = vec![point(
+        IB_CONGESTION_EVENT,
+        "IB switch congestion event",
+        ValueLabels::Names,
+    )];
     types.extend(
         (IB_CONGESTION_FIELDS_FIRST..)
             .zip(FIELD_LABELS)
-            .map(|(ty, label)| numeric(ty, label)),
+            .map(|(ty, label)| point(ty, label, ValueLabels::Numeric)),
     );
     types
-}
-
-/// Whether `ty` is a congestion event or one of its fields (point events).
-pub fn is_congestion_type(ty: u32) -> bool {
-    (IB_CONGESTION_EVENT..IB_CONGESTION_FIELDS_FIRST + FIELD_LABELS.len() as u32).contains(&ty)
 }
 
 /// Counter types of one kind of device (NICs or switches), per report.
@@ -140,7 +168,8 @@ impl CounterTypes {
             format!("{} {name} [{unit}]", self.prefix)
         };
         if ctx.extra_types.iter().all(|e| e.ty != found.ty) {
-            ctx.extra_types.push(numeric(found.ty, &label));
+            ctx.extra_types
+                .push(level(found.ty, &label, ValueLabels::Numeric));
         }
         Some(found.ty)
     }
@@ -168,7 +197,7 @@ fn owner(ctx: &mut ReportContext, table: &str) -> Option<u32> {
     owner
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let tables = [NIC_METRIC, IB_SWITCH_METRIC, IB_CONGESTION];
     let Some(first) = tables.into_iter().find(|t| export.has_table(t)) else {
@@ -201,6 +230,7 @@ fn nic_counters(
     if nic_ids.is_empty() {
         export.nic_samples(|s| {
             dense.insert(s.global_id, 0);
+            Ok(())
         })?;
         for (i, v) in dense.values_mut().enumerate() {
             *v = i as u32;
@@ -226,6 +256,7 @@ fn nic_counters(
             ctx.thread(key)
         });
         tally.sample(ctx, &mut types, metrics, thread, s);
+        Ok(())
     })?;
     tally.record(ctx, NIC_METRIC, "NIC");
     if scan.rows > scan.skipped {
@@ -333,6 +364,7 @@ fn switch_counters(
     let scan = export.ib_switch_samples(|s| {
         let thread = switches.thread(ctx, s.global_id);
         tally.sample(ctx, &mut types, metrics, thread, s);
+        Ok(())
     })?;
     tally.record(ctx, IB_SWITCH_METRIC, "IB switch");
     if scan.rows > scan.skipped {
@@ -373,6 +405,7 @@ fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result
         }
         let thread = switches.thread(ctx, e.global_id);
         ctx.run.events(thread, e.start, &pairs);
+        Ok(())
     })?;
     if scan.rows > scan.skipped {
         ctx.count(IB_CONGESTION, scan.rows - scan.skipped);

@@ -16,9 +16,12 @@ use paraver_writer::names::stable_hash;
 use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, numeric, state};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
-use crate::nccl::{self, NcclRange, NcclRanges, NCCL_RANGE};
+use crate::handoff::{NcclRange, NcclRanges};
+use crate::mpi::MPI;
+use crate::nccl::{self, NCCL, NCCL_REGIONS};
+use crate::types::{interval, point, state};
 
 pub const DEFAULT_DOMAIN: u32 = 9600;
 const DOMAIN_STRIDE: u32 = 100;
@@ -28,11 +31,77 @@ pub const START_END_FIRST_LANE: u32 = 9004;
 const START_END_LANES: u32 = 96;
 const PAYLOAD_INT: u32 = 1;
 const PAYLOAD_FLOAT: u32 = 2;
-const CATEGORY: u32 = 3;
+const RANGE_CATEGORY: u32 = 3;
 const MARK: u32 = 4;
 /// Negative payloads, as magnitudes: BSC's pertalde rejects negative event values.
 const NEGATIVE_PAYLOAD_INT: u32 = 5;
 const NEGATIVE_PAYLOAD_FLOAT: u32 = 6;
+/// One past the last domain block.
+const DOMAIN_TYPES_END: u32 = DEFAULT_DOMAIN + DOMAIN_STRIDE * (DOMAIN_SLOTS as u32 + 1);
+
+pub const NVTX: Category = Category::named("nvtx");
+
+/// One pass over `NVTX_EVENTS` serves NVTX, NCCL (its domain's ranges) and
+/// 2022-era MPI (the `MPI` domain's ranges).
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: NVTX,
+    aliases: &[],
+    bsc_names: &["nvtx_pushpop_trace", "nvtx_startend_trace"],
+    groups: &[],
+    tables: &["NVTX_EVENTS"],
+    table_prefixes: &[],
+    bytes_per_row: 72,
+    launched: false,
+    event_types,
+    states: COMMUNICATION_STATES,
+    views: &[
+        "views/nvtx_ranges.cfg",
+        "views/nvtx_start_end.cfg",
+        "views/nvtx_marks.cfg",
+        "analysis/nvtx_profile.cfg",
+    ],
+    names_ranges: Some(is_range_type),
+    pass: Some(Pass {
+        stage: Stage::CallContext,
+        run: pass,
+        also_for: &[NCCL, MPI],
+    }),
+};
+
+/// Whether `ty` holds NVTX ranges: push/pop ranges of any domain, start/end lanes.
+pub fn is_range_type(ty: u32) -> bool {
+    ((DEFAULT_DOMAIN..DOMAIN_TYPES_END).contains(&ty) && ty.is_multiple_of(DOMAIN_STRIDE))
+        || (START_END_FIRST_LANE..START_END_FIRST_LANE + START_END_LANES).contains(&ty)
+}
+
+/// States of the communication libraries' ranges (MPI, UCX, SHMEM), see
+/// [`communication_state`].
+const COMMUNICATION_STATES: &[u32] = &[
+    state::WAITING_MESSAGE,
+    state::BLOCKING_SEND,
+    state::SYNCHRONIZATION,
+    state::TEST_PROBE,
+    state::WAIT,
+    state::IMMEDIATE_SEND,
+    state::IMMEDIATE_RECEIVE,
+    state::IO,
+    state::GROUP_COMMUNICATION,
+    state::OTHERS,
+    state::SEND_RECEIVE,
+    state::MEMORY_TRANSFER,
+    state::ATOMIC_MEMORY_OPERATION,
+    state::ONE_SIDED,
+];
+
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let wanted = Wanted {
+        nvtx: ctx.options.wants(NVTX),
+        nccl: ctx.options.wants(NCCL),
+        mpi: ctx.options.wants(MPI),
+    };
+    ctx.handoff.nccl_ranges = translate(ctx, wanted)?;
+    Ok(())
+}
 
 /// The block of types of a domain.
 fn domain_base(name: &str) -> u32 {
@@ -49,40 +118,60 @@ fn domain_types(base: u32, domain: &str) -> Vec<EventTypeInfo> {
         format!("domain {domain}")
     };
     // Scaled in the label rather than with PRECISION, which BSC's pertalde rejects.
+    // Payloads and categories go with their range; marks are instants.
+    use ValueLabels::{Names, Numeric};
     vec![
-        named(base, &format!("NVTX push/pop ranges ({label})")),
-        numeric(base + PAYLOAD_INT, &format!("NVTX payload ({label})")),
-        numeric(
+        interval(base, &format!("NVTX push/pop ranges ({label})"), Names),
+        interval(
+            base + PAYLOAD_INT,
+            &format!("NVTX payload ({label})"),
+            Numeric,
+        ),
+        interval(
             base + PAYLOAD_FLOAT,
             &format!("NVTX payload x1000 (floating point, {label})"),
+            Numeric,
         ),
-        named(base + CATEGORY, &format!("NVTX category ({label})")),
-        named(base + MARK, &format!("NVTX marks ({label})")),
-        numeric(
+        interval(
+            base + RANGE_CATEGORY,
+            &format!("NVTX category ({label})"),
+            Names,
+        ),
+        mark_type(base, &label),
+        interval(
             base + NEGATIVE_PAYLOAD_INT,
             &format!("NVTX negative payload, magnitude ({label})"),
+            Numeric,
         ),
-        numeric(
+        interval(
             base + NEGATIVE_PAYLOAD_FLOAT,
             &format!("NVTX negative payload x1000, magnitude (floating point, {label})"),
+            Numeric,
         ),
     ]
 }
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+fn mark_type(base: u32, label: &str) -> EventTypeInfo {
+    point(
+        base + MARK,
+        &format!("NVTX marks ({label})"),
+        ValueLabels::Names,
+    )
+}
+
+fn event_types() -> Vec<EventTypeInfo> {
     let mut types = domain_types(DEFAULT_DOMAIN, "");
-    types.push(named(START_END_FIRST_LANE, "NVTX start/end ranges"));
+    types.push(lane_type(0));
     types
 }
 
 fn lane_type(lane: u32) -> EventTypeInfo {
-    EventTypeInfo {
-        values: ValueLabels::Names,
-        ..named(
-            START_END_FIRST_LANE + lane,
-            &format!("NVTX start/end ranges (lane {})", lane + 1),
-        )
-    }
+    let label = if lane == 0 {
+        "NVTX start/end ranges".to_string()
+    } else {
+        format!("NVTX start/end ranges (lane {})", lane + 1)
+    };
+    interval(START_END_FIRST_LANE + lane, &label, ValueLabels::Names)
 }
 
 /// What a domain is, per (pid, domain id).
@@ -114,7 +203,7 @@ pub(crate) struct Wanted {
     pub mpi: bool,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, ReadError> {
+fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, ReadError> {
     let defs = read_definitions(ctx)?;
     let mut pass = RangePass {
         defs: &defs,
@@ -123,7 +212,6 @@ pub(crate) fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclR
         unclosed: Vec::new(),
         nccl: NcclRanges::default(),
         last_time: i64::MIN,
-        failure: None,
         translated: 0,
     };
     let export = ctx.export;
@@ -135,9 +223,6 @@ pub(crate) fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclR
         kind::NVTXT_START_END,
     ];
     let scan = export.nvtx_events(&kinds, |e| pass.event(ctx, e))?;
-    if let Some(e) = pass.failure.take() {
-        return Err(e);
-    }
     ctx.note_skipped(NVTX_EVENTS, scan.skipped);
     let last = pass.last_time;
     for (thread, start, pairs) in std::mem::take(&mut pass.unclosed) {
@@ -158,7 +243,10 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
     let mut rows = Vec::new();
     export.nvtx_events(
         &[kind::DOMAIN_CREATE, kind::CATEGORY, kind::THREAD_NAME],
-        |e| rows.push(e.clone()),
+        |e| {
+            rows.push(e.clone());
+            Ok(())
+        },
     )?;
     // The latest name of a thread wins, whatever order the rows come in.
     rows.sort_by_key(|e| e.start);
@@ -173,7 +261,11 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
         match e.event_type {
             kind::DOMAIN_CREATE => {
                 let domain = describe_domain(&text);
-                if domain.base != NCCL_RANGE && domain.base != DEFAULT_DOMAIN {
+                if domain.base == NCCL_REGIONS {
+                    // Its ranges have types of their own; its marks, its block's.
+                    let base = domain_base(nccl::DOMAIN);
+                    register_types(ctx, vec![mark_type(base, "domain NCCL")]);
+                } else if domain.base != DEFAULT_DOMAIN {
                     register_types(ctx, domain_types(domain.base, &domain.name));
                 }
                 defs.domains.insert((pid, e.domain_id), domain);
@@ -197,7 +289,7 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
 
 fn describe_domain(name: &str) -> Domain {
     let base = if name == nccl::DOMAIN {
-        NCCL_RANGE
+        NCCL_REGIONS
     } else {
         domain_base(name)
     };
@@ -224,19 +316,15 @@ struct RangePass<'d> {
     unclosed: Vec<(LocalThread, i64, Vec<EventPair>)>,
     nccl: NcclRanges,
     last_time: i64,
-    failure: Option<ReadError>,
     translated: u64,
 }
 
 impl RangePass<'_> {
-    fn event(&mut self, ctx: &mut ReportContext, e: &NvtxEvent) {
-        if self.failure.is_some() {
-            return;
-        }
+    fn event(&mut self, ctx: &mut ReportContext, e: &NvtxEvent) -> Result<(), ReadError> {
         self.last_time = self.last_time.max(e.start).max(e.end.unwrap_or(e.start));
         let pid = pid_of(e.global_tid);
         let domain = self.domain(pid, e.domain_id);
-        let is_nccl = domain.base == NCCL_RANGE;
+        let is_nccl = domain.base == NCCL_REGIONS;
         let as_mpi = domain.name == "MPI" && self.wanted.mpi;
         let wanted = if is_nccl {
             self.wanted.nccl
@@ -244,15 +332,9 @@ impl RangePass<'_> {
             self.wanted.nvtx || as_mpi
         };
         if !wanted {
-            return;
+            return Ok(());
         }
-        let text = match self.text(ctx, e) {
-            Ok(t) => t,
-            Err(err) => {
-                self.failure = Some(err);
-                return;
-            }
-        };
+        let text = self.text(ctx, e)?;
         let thread = ctx.cpu_thread(e.global_tid);
         self.translated += 1;
         match e.event_type {
@@ -278,6 +360,7 @@ impl RangePass<'_> {
             }),
             _ => self.push_pop(ctx, thread, e, &domain, &text),
         }
+        Ok(())
     }
 
     fn domain(&self, pid: u32, id: i64) -> Domain {
@@ -315,7 +398,7 @@ impl RangePass<'_> {
         }
         let base = domain.base;
         let mut pairs = vec![EventPair::name(base, ctx.run.names.intern(base, text))];
-        if base == NCCL_RANGE {
+        if base == NCCL_REGIONS {
             let json = match (&e.json, e.json_text_id) {
                 (Some(j), _) => Some(j.clone()),
                 (None, Some(id)) => ctx.export.string(id).ok().flatten(),
@@ -399,8 +482,8 @@ impl RangePass<'_> {
                 .cloned()
                 .unwrap_or_else(|| format!("category {c}"));
             pairs.push(EventPair::name(
-                base + CATEGORY,
-                ctx.run.names.intern(base + CATEGORY, &name),
+                base + RANGE_CATEGORY,
+                ctx.run.names.intern(base + RANGE_CATEGORY, &name),
             ));
         }
         pairs
@@ -458,11 +541,11 @@ pub fn communication_state(domain: &str, call: &str) -> u32 {
     if has(&["barrier", "quiet", "fence", "wait", "sync"]) {
         state::SYNCHRONIZATION
     } else if has(&["atomic", "fetch", "swap", "inc", "add"]) {
-        21
+        state::ATOMIC_MEMORY_OPERATION
     } else if has(&["put", "get"]) {
-        25
+        state::ONE_SIDED
     } else if has(&["to_all", "broadcast", "collect", "alltoall", "reduce"]) {
-        13
+        state::GROUP_COMMUNICATION
     } else {
         state::OTHERS
     }
@@ -478,6 +561,25 @@ mod tests {
         let b = domain_base("Compute Domain");
         assert_eq!(b, domain_base("Compute Domain"));
         assert!((9700..=59900).contains(&b) && b.is_multiple_of(100));
+    }
+
+    #[test]
+    fn communication_states_are_declared() {
+        for (domain, call) in [
+            ("MPI", "MPI_Send"),
+            ("MPI", "MPI_Win_fence"),
+            ("SHMEM", "shmem_barrier_all"),
+            ("SHMEM", "shmem_int_atomic_add"),
+            ("SHMEM", "shmem_putmem"),
+            ("SHMEM", "shmem_broadcast64"),
+            ("UCX", "ucp_worker_progress"),
+        ] {
+            let s = communication_state(domain, call);
+            assert!(COMMUNICATION_STATES.contains(&s), "{domain} {call}: {s}");
+        }
+        assert!(crate::mpi_values::STATES
+            .iter()
+            .all(|s| COMMUNICATION_STATES.contains(s)));
     }
 
     #[test]

@@ -25,8 +25,9 @@ use nsys_reader::ReadError;
 use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, numeric, state};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext};
+use crate::types::{interval, state};
 
 const BASE: u32 = 66_000_000;
 /// nsys2prv's attributes, in the 100000s digit.
@@ -59,7 +60,39 @@ fn table_label(table: AccTable) -> &'static str {
     }
 }
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const OPENACC: Category = Category::named("openacc");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: OPENACC,
+    aliases: &["acc"],
+    bsc_names: &["openacc"],
+    groups: &[],
+    tables: &[
+        "CUPTI_ACTIVITY_KIND_OPENACC_DATA",
+        "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
+        "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
+    ],
+    table_prefixes: &[],
+    bytes_per_row: 150,
+    launched: false,
+    event_types,
+    states: &[
+        state::SYNCHRONIZATION,
+        state::MEMORY_TRANSFER,
+        state::CONFIGURING,
+        state::OTHERS,
+    ],
+    views: &["views/openacc.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
+    use ValueLabels::{Bytes, Names, Numeric};
     let mut types = Vec::new();
     for table in AccTable::ALL {
         let label = table_label(table);
@@ -67,24 +100,34 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
             table,
             EVENT_KIND.iter().map(|&(k, l)| (k, l.to_string())),
         ));
-        types.push(named(acc_type(table, REGION), &format!("{label} region")));
-        types.push(named(
+        types.push(interval(
+            acc_type(table, REGION),
+            &format!("{label} region"),
+            Names,
+        ));
+        types.push(interval(
             acc_type(table, FUNCTION),
             &format!("{label} function"),
+            Names,
         ));
     }
     let data = AccTable::Data;
     let launch = AccTable::Launch;
     types.extend([
-        numeric(acc_type(data, BYTES), "OpenACC Data bytes"),
-        named(acc_type(data, OBJECT_NAME), "OpenACC Data variable"),
-        numeric(acc_type(launch, GANGS), "OpenACC Launch gangs"),
-        numeric(acc_type(launch, WORKERS), "OpenACC Launch workers"),
-        numeric(
+        interval(acc_type(data, BYTES), "OpenACC Data bytes", Bytes),
+        interval(acc_type(data, OBJECT_NAME), "OpenACC Data variable", Names),
+        interval(acc_type(launch, GANGS), "OpenACC Launch gangs", Numeric),
+        interval(acc_type(launch, WORKERS), "OpenACC Launch workers", Numeric),
+        interval(
             acc_type(launch, VECTOR_LENGTH),
             "OpenACC Launch vector length",
+            Numeric,
         ),
-        named(acc_type(launch, OBJECT_NAME), "OpenACC Launch kernel"),
+        interval(
+            acc_type(launch, OBJECT_NAME),
+            "OpenACC Launch kernel",
+            Names,
+        ),
     ]);
     types
 }
@@ -93,13 +136,11 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
 fn kind_type(table: AccTable, labels: impl Iterator<Item = (i64, String)>) -> EventTypeInfo {
     let mut values = vec![(0, "End".to_string())];
     values.extend(labels.map(|(k, l)| (k + 1, l)));
-    EventTypeInfo {
-        ty: acc_type(table, KIND),
-        label: table_label(table).into(),
-        values: ValueLabels::Fixed(values),
-        precision: None,
-        gradient: 0,
-    }
+    interval(
+        acc_type(table, KIND),
+        table_label(table),
+        ValueLabels::Fixed(values),
+    )
 }
 
 /// A region: table, name, source file and line ids.
@@ -113,7 +154,7 @@ struct Names {
     objects: FxHashMap<AccTable, NameCache>,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let present: Vec<AccTable> = AccTable::ALL
         .into_iter()
@@ -125,17 +166,8 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     note_unknown_kinds(ctx)?;
     let mut names = Names::default();
     for table in present {
-        let mut failure = None;
-        let scan = export.openacc_events(table, |e| {
-            if failure.is_none() {
-                failure = emit(ctx, &mut names, table, e).err();
-            }
-        })?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        ctx.count(table.name(), scan.rows - scan.skipped);
-        ctx.note_skipped(table.name(), scan.skipped);
+        let scan = export.openacc_events(table, |e| emit(ctx, &mut names, table, e))?;
+        ctx.note_scan(table.name(), scan);
     }
     Ok(())
 }

@@ -48,8 +48,9 @@ use nsys_reader::{ReadError, TableScan};
 use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{numeric, state};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
+use crate::types::{interval, state};
 
 pub const OMP_PARALLEL: u32 = 60_002;
 pub const OMP_WORKSHARING: u32 = 60_003;
@@ -130,7 +131,30 @@ const TABLE_ORDER: [OmpTable; 18] = [
     OmpTable::Flush,
 ];
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const OPENMP: Category = Category::named("openmp");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: OPENMP,
+    aliases: &["omp"],
+    bsc_names: &["openmp"],
+    groups: &[],
+    tables: &[],
+    table_prefixes: &["OPENMP_EVENT_KIND_"],
+    bytes_per_row: 82,
+    launched: false,
+    event_types,
+    states: &[state::RUNNING, state::SYNCHRONIZATION, state::FORK_JOIN],
+    views: &["views/openmp.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+/// Every event is an interval, runtime events too (of the length nsys gives them).
+fn event_types() -> Vec<EventTypeInfo> {
     use val::*;
     vec![
         fixed(
@@ -187,7 +211,11 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
                 (LOCK_RELEASING, "LOCK: Releasing"),
             ],
         ),
-        numeric(OMP_LOCK_ADDRESS, "OpenMP Lock Address"),
+        interval(
+            OMP_LOCK_ADDRESS,
+            "OpenMP Lock Address",
+            ValueLabels::Numeric,
+        ),
         fixed(
             OMP_TASKING,
             "OpenMP Tasking",
@@ -207,23 +235,19 @@ pub(crate) fn event_types() -> Vec<EventTypeInfo> {
             "OpenMP prior task status (task switch)",
             TASK_STATUS,
         ),
-        numeric(
+        interval(
             OMP_WORK_COUNT,
             "OpenMP worksharing count (iterations, sections)",
+            ValueLabels::Numeric,
         ),
     ]
 }
 
+/// An interval type with a fixed table of values, and `0 End`.
 fn fixed(ty: u32, label: &str, values: &[(i64, &str)]) -> EventTypeInfo {
     let mut table = vec![(0, "End".to_string())];
     table.extend(values.iter().map(|&(v, l)| (v, l.to_string())));
-    EventTypeInfo {
-        ty,
-        label: label.into(),
-        values: ValueLabels::Fixed(table),
-        precision: None,
-        gradient: 0,
-    }
+    interval(ty, label, ValueLabels::Fixed(table))
 }
 
 fn event_kind_labels() -> Vec<(i64, &'static str)> {
@@ -368,7 +392,7 @@ fn emit(ctx: &mut ReportContext, table: OmpTable, e: &OmpEvent, end: i64) {
     }
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let present = export.openmp_tables();
     if present.is_empty() {
@@ -385,10 +409,12 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             OmpTable::SyncRegion | OmpTable::SyncRegionWait => {
                 sync_regions(ctx, table, &mut repairs)?
             }
-            _ => export.openmp_events(table, |e| emit(ctx, table, e, e.end))?,
+            _ => export.openmp_events(table, |e| {
+                emit(ctx, table, e, e.end);
+                Ok(())
+            })?,
         };
-        ctx.count(table.name(), scan.rows - scan.skipped);
-        ctx.note_skipped(table.name(), scan.skipped);
+        ctx.note_scan(table.name(), scan);
     }
     finish_open_work(ctx, &mut repairs);
     report_repairs(ctx, &repairs);
@@ -426,6 +452,7 @@ fn parallel_regions(
         if let (true, Some(id)) = (e.end >= horizon, e.parallel_id) {
             open.entry((e.global_tid, id)).or_insert((*e, None));
         }
+        Ok(())
     })?;
     let scan = export.openmp_events(table, |e| {
         let held = e
@@ -438,6 +465,7 @@ fn parallel_regions(
             }
             _ => emit(ctx, table, e, e.end),
         }
+        Ok(())
     })?;
     let mut held: Vec<(OmpEvent, Option<i64>)> = open.into_values().collect();
     held.sort_by_key(|(e, _)| (e.start, e.global_tid));
@@ -467,6 +495,7 @@ fn tasks(
         } else {
             emit(ctx, table, e, e.end);
         }
+        Ok(())
     })?;
     for leftover in leftovers {
         match closing_open_task(&mut open, &leftover) {
@@ -514,7 +543,7 @@ fn workshares(
     export.openmp_events(table, |e| {
         if e.end < horizon {
             emit(ctx, table, e, e.end);
-            return;
+            return Ok(());
         }
         let index = repairs.open_work.len();
         repairs.open_work.push((*e, e.end));
@@ -522,6 +551,7 @@ fn workshares(
             let ids = repairs.open_work_by_task.entry((e.global_tid, task));
             ids.or_default().push(index);
         }
+        Ok(())
     })
 }
 
@@ -537,10 +567,10 @@ fn sync_regions(
         emit(ctx, table, e, e.end);
         let barrier = e.kind.is_some_and(sync_region::is_barrier);
         let (true, Some(task)) = (barrier, e.task_id) else {
-            return;
+            return Ok(());
         };
         let Some(ids) = repairs.open_work_by_task.get(&(e.global_tid, task)) else {
-            return;
+            return Ok(());
         };
         for &i in ids {
             let (work, end) = &mut repairs.open_work[i];
@@ -548,6 +578,7 @@ fn sync_regions(
                 *end = (*end).min(e.start);
             }
         }
+        Ok(())
     })
 }
 

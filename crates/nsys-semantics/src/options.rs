@@ -2,107 +2,25 @@
 
 use std::collections::BTreeSet;
 
-/// A translatable category of Nsight data (the `-t/--trace` names).
+/// A category of Nsight data, known by its `-t` name. What each one is, is
+/// declared in its module ([`crate::category::CategoryInfo`]) and listed in
+/// [`crate::registry`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Category {
-    CudaApi,
-    Kernels,
-    Memory,
-    Sync,
-    Nvtx,
-    Nccl,
-    Osrt,
-    OpenMp,
-    OpenAcc,
-    Sched,
-    Mpi,
-    Graphs,
-    CudaEvents,
-    GpuMemory,
-    GpuMetrics,
-    Network,
-    HostFunctions,
-}
+pub struct Category(&'static str);
 
 impl Category {
-    pub const ALL: [Category; 17] = [
-        Category::CudaApi,
-        Category::Kernels,
-        Category::Memory,
-        Category::Sync,
-        Category::Nvtx,
-        Category::Nccl,
-        Category::Osrt,
-        Category::OpenMp,
-        Category::OpenAcc,
-        Category::Sched,
-        Category::Mpi,
-        Category::Graphs,
-        Category::CudaEvents,
-        Category::GpuMemory,
-        Category::GpuMetrics,
-        Category::Network,
-        Category::HostFunctions,
-    ];
-
-    const CUDA: [Category; 4] = [
-        Category::CudaApi,
-        Category::Kernels,
-        Category::Memory,
-        Category::Sync,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Category::CudaApi => "cuda-api",
-            Category::Kernels => "kernels",
-            Category::Memory => "memory",
-            Category::Sync => "sync",
-            Category::Nvtx => "nvtx",
-            Category::Nccl => "nccl",
-            Category::Osrt => "osrt",
-            Category::OpenMp => "openmp",
-            Category::OpenAcc => "openacc",
-            Category::Sched => "sched",
-            Category::Mpi => "mpi",
-            Category::Graphs => "graphs",
-            Category::CudaEvents => "cuda-events",
-            Category::GpuMemory => "gpu-memory",
-            Category::GpuMetrics => "gpu-metrics",
-            Category::Network => "network",
-            Category::HostFunctions => "host-functions",
-        }
+    pub const fn named(name: &'static str) -> Self {
+        Category(name)
     }
 
-    /// Categories a `-t` word selects: a category name, a group (`cuda`, `all`), or
-    /// one of BSC nsys2prv's names (`cuda_api_trace`, `cuda_gpu_trace`,
-    /// `nvtx_pushpop_trace`, `nvtx_startend_trace`, `pthread`).
-    pub fn parse_word(word: &str) -> Option<Vec<Category>> {
-        let word = word.trim().to_ascii_lowercase().replace('_', "-");
-        let found = match word.as_str() {
-            "all" => Category::ALL.to_vec(),
-            "cuda" => Category::CUDA.to_vec(),
-            "nvtx" | "nvtx-pushpop-trace" | "nvtx-startend-trace" => vec![Category::Nvtx],
-            "nccl" => vec![Category::Nccl],
-            "osrt" | "pthread" | "pthreads" => vec![Category::Osrt],
-            "openmp" | "omp" => vec![Category::OpenMp],
-            "openacc" | "acc" => vec![Category::OpenAcc],
-            "sched" | "scheduling" => vec![Category::Sched],
-            "mpi" | "mpi-event-trace" => vec![Category::Mpi],
-            "graphs" | "cuda-graphs" => vec![Category::Graphs],
-            "cuda-events" | "events" => vec![Category::CudaEvents],
-            "gpu-memory" | "memory-usage" => vec![Category::GpuMemory],
-            "gpu-metrics" | "metrics" => vec![Category::GpuMetrics],
-            "network" | "nic-metrics" | "nic" | "ib-switch" => vec![Category::Network],
-            "host-functions" | "host-funcs" => vec![Category::HostFunctions],
-            "cuda-api" | "cuda-api-trace" | "api" => vec![Category::CudaApi],
-            "kernels" | "kernel" => vec![Category::Kernels],
-            "memory" | "memcpy" | "memset" => vec![Category::Memory],
-            "sync" | "synchronization" => vec![Category::Sync],
-            "cuda-gpu-trace" => vec![Category::Kernels, Category::Memory],
-            _ => return None,
-        };
-        Some(found)
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
     }
 }
 
@@ -116,6 +34,8 @@ pub enum KernelNames {
     Demangled,
 }
 
+/// The default (in [`crate::registry`]) selects every category of the standard
+/// registry.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub categories: BTreeSet<Category>,
@@ -134,18 +54,6 @@ pub struct Options {
 /// injection and communication threads and CUPTI's worker.
 pub fn is_nsys_thread(name: &str) -> bool {
     name.starts_with("[NSys") || name == "CUPTI worker thread"
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            categories: Category::ALL.into_iter().collect(),
-            kernel_names: KernelNames::Short,
-            spill: None,
-            decode_ahead: false,
-            keep_nsys_threads: false,
-        }
-    }
 }
 
 impl Options {

@@ -11,17 +11,16 @@ use nsys_reader::ReadError;
 use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{named, state};
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
+use crate::types::{interval, state};
 
 /// OS runtime call, valued by function name (BSC nsys2prv 0.6).
 pub const OSRT_CALL: u32 = 66_400_000;
 /// pthread call, with Extrae's values (BSC nsys2prv 0.6 uses the same number).
 pub const PTHREAD_CALL: u32 = 61_000_000;
 
-/// Extrae states used here that `catalog::state` does not name.
-const BLOCKED: u32 = 9;
-const IO: u32 = 12;
+use state::{BLOCKED, IO};
 
 /// Extrae's 61000000 values (paraver-format.md §8.4).
 const PTHREAD_VALUES: [(i64, &str); 14] = [
@@ -41,21 +40,37 @@ const PTHREAD_VALUES: [(i64, &str); 14] = [
     (13, "pthread_barrier_wait"),
 ];
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const OSRT: Category = Category::named("osrt");
+
+/// OS runtime calls and pthreads.
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: OSRT,
+    aliases: &["pthreads"],
+    bsc_names: &["pthread", "osrt"],
+    groups: &[],
+    tables: &["OSRT_API"],
+    table_prefixes: &[],
+    bytes_per_row: 126,
+    launched: false,
+    event_types,
+    states: &[state::SYNCHRONIZATION, BLOCKED, IO, state::OTHERS],
+    views: &["views/os_runtime.cfg", "views/pthreads.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
     vec![
-        named(OSRT_CALL, "OS runtime call"),
-        EventTypeInfo {
-            ty: PTHREAD_CALL,
-            label: "pthread call".into(),
-            values: ValueLabels::Fixed(
-                PTHREAD_VALUES
-                    .iter()
-                    .map(|&(v, label)| (v, label.to_string()))
-                    .collect(),
-            ),
-            precision: None,
-            gradient: 0,
-        },
+        interval(OSRT_CALL, "OS runtime call", ValueLabels::Names),
+        interval(
+            PTHREAD_CALL,
+            "pthread call",
+            ValueLabels::fixed(&PTHREAD_VALUES),
+        ),
     ]
 }
 
@@ -67,30 +82,20 @@ struct OsrtName {
     state: u32,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, OsrtName> = FxHashMap::default();
-    let mut failure = None;
     let (mut markers, mut pthread_calls) = (0u64, 0u64);
     let scan = export.osrt_calls(|call| {
-        if failure.is_some() {
-            return;
-        }
         if !call.is_call() {
             markers += 1;
-            return;
+            return Ok(());
         }
-        match osrt_name(ctx, &mut names, call.name_id) {
-            Ok(name) => {
-                pthread_calls += u64::from(name.pthread.is_some());
-                emit_call(ctx, call, name);
-            }
-            Err(e) => failure = Some(e),
-        }
+        let name = osrt_name(ctx, &mut names, call.name_id)?;
+        pthread_calls += u64::from(name.pthread.is_some());
+        emit_call(ctx, call, name);
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     let calls = scan.rows - scan.skipped - markers;
     if calls > 0 {
         ctx.count(OSRT_API, calls);

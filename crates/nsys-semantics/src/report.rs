@@ -6,19 +6,13 @@ use std::path::{Path, PathBuf};
 use nsys_reader::{Export, Metadata};
 use paraver_writer::{EventTypeInfo, Run};
 
-use crate::catalog::state;
 use crate::context::{ReportContext, ThreadKey};
-use crate::cuda_api::{self, ApiOutputs};
-use crate::cuda_gpu::{self, GpuLinks};
-use crate::cuda_sync::{self, SyncCalls};
-use crate::mpi::{self, P2pEndpoint, SyncPoints};
-use crate::nccl::NcclRanges;
-use crate::options::{Category, Options};
+use crate::handoff::{P2pEndpoint, SyncPoints};
+use crate::options::Options;
+use crate::ranks;
+use crate::registry::Registry;
+use crate::types::state;
 use crate::TranslateError;
-use crate::{
-    cuda_events, cuda_graphs, gpu_memory, gpu_metrics, host_functions, network, nvtx, openacc,
-    openmp, osrt, ranks, sched, soc_metrics,
-};
 
 /// Everything one report contributes to the trace.
 pub struct ReportTranslation {
@@ -44,10 +38,21 @@ pub struct ReportTranslation {
     pub sync_points: SyncPoints,
 }
 
-/// Translates the export at `path`; `name` is the report as the user gave it
-/// (a `.nsys-rep` read through its export), used in messages and for the rank
-/// in the file name.
+/// Translates the export at `path` with the standard categories; `name` is the
+/// report as the user gave it (a `.nsys-rep` read through its export), used in
+/// messages and for the rank in the file name.
 pub fn translate_report(
+    path: &Path,
+    name: &Path,
+    options: &Options,
+) -> Result<ReportTranslation, TranslateError> {
+    translate_with(&Registry::standard(), path, name, options)
+}
+
+/// Translates one report: the passes of the selected categories of `registry`, by
+/// stage then in registry order, into one run.
+pub fn translate_with(
+    registry: &Registry,
     path: &Path,
     name: &Path,
     options: &Options,
@@ -55,82 +60,13 @@ pub fn translate_report(
     let mut export = Export::open(path)?;
     export.set_decode_ahead(options.decode_ahead);
     let mut ctx = ReportContext::new(&export, options);
-
-    let mut links = GpuLinks::default();
-    if options.wants(Category::Kernels) {
-        cuda_gpu::kernels(&mut ctx, &mut links)?;
+    for pass in registry.passes(options) {
+        (pass.run)(&mut ctx)?;
     }
-    if options.wants(Category::Memory) {
-        cuda_gpu::memory(&mut ctx, &mut links)?;
-    }
-    if options.wants(Category::Graphs) {
-        cuda_graphs::translate(&mut ctx, &mut links)?;
-    }
-    if options.wants(Category::HostFunctions) {
-        host_functions::translate(&mut ctx, &mut links)?;
-    }
-    links.sort();
-    let syncs = if options.wants(Category::Sync) {
-        cuda_sync::collect(&mut ctx)?
-    } else {
-        SyncCalls::default()
-    };
-    let wanted = nvtx::Wanted {
-        nvtx: options.wants(Category::Nvtx),
-        nccl: options.wants(Category::Nccl),
-        mpi: options.wants(Category::Mpi),
-    };
-    let nccl_ranges = if wanted.nvtx || wanted.nccl || wanted.mpi {
-        nvtx::translate(&mut ctx, wanted)?
-    } else {
-        NcclRanges::default()
-    };
-    let outputs = ApiOutputs {
-        calls: options.wants(Category::CudaApi),
-        syncs: options.wants(Category::Sync),
-    };
-    if outputs.calls || outputs.syncs {
-        cuda_api::translate(&mut ctx, &links, &syncs, &nccl_ranges, outputs)?;
-    }
-    if options.wants(Category::CudaEvents) {
-        cuda_events::translate(&mut ctx)?;
-    }
-    if options.wants(Category::GpuMemory) {
-        gpu_memory::translate(&mut ctx)?;
-    }
-    let p2p = if options.wants(Category::Mpi) {
-        mpi::translate(&mut ctx)?.endpoints
-    } else {
-        Vec::new()
-    };
-    if options.wants(Category::Osrt) {
-        osrt::translate(&mut ctx)?;
-    }
-    if options.wants(Category::OpenMp) {
-        openmp::translate(&mut ctx)?;
-    }
-    if options.wants(Category::OpenAcc) {
-        openacc::translate(&mut ctx)?;
-    }
-    if options.wants(Category::Sched) {
-        sched::translate(&mut ctx)?;
-    }
-    // Metrics and network rows go under processes found above.
-    if options.wants(Category::GpuMetrics) {
-        gpu_metrics::translate(&mut ctx)?;
-        soc_metrics::translate(&mut ctx)?;
-    }
-    if options.wants(Category::Network) {
-        network::translate(&mut ctx)?;
-    }
-    finish(ctx, name, p2p)
+    finish(ctx, name)
 }
 
-fn finish(
-    ctx: ReportContext,
-    path: &Path,
-    mut p2p: Vec<P2pEndpoint>,
-) -> Result<ReportTranslation, TranslateError> {
+fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, TranslateError> {
     let ReportContext {
         export,
         mut run,
@@ -142,6 +78,7 @@ fn finish(
         nvtx_thread_names,
         nvtx_ranks,
         sync_points,
+        mut p2p,
         row_labels,
         ..
     } = ctx;

@@ -26,8 +26,9 @@ use nsys_reader::{Export, ReadError};
 use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::named;
+use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
+use crate::types::interval;
 
 /// CPU the thread runs on, plus one (0: not running).
 pub const SCHED_CPU: u32 = 66_600_000;
@@ -39,20 +40,41 @@ pub const SCHED_BLOCKING_REASON: u32 = 66_600_002;
 /// CPUs given a label in the `.pcf`; higher ones show as "Unknown (value)".
 const LABELLED_CPUS: i64 = 4096;
 
-pub(crate) fn event_types() -> Vec<EventTypeInfo> {
+pub const SCHED: Category = Category::named("sched");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: SCHED,
+    aliases: &["scheduling"],
+    bsc_names: &[],
+    groups: &[],
+    tables: &["SCHED_EVENTS"],
+    table_prefixes: &[],
+    bytes_per_row: 30,
+    launched: false,
+    event_types,
+    states: &[],
+    views: &["views/cpu_scheduling.cfg"],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::Activity,
+        run: translate,
+        also_for: &[],
+    }),
+};
+
+/// A thread's last switch-out, with no switch-in after it, stays open.
+fn event_types() -> Vec<EventTypeInfo> {
     let cpus = std::iter::once((0, "Not running".to_string()))
         .chain((0..LABELLED_CPUS).map(|cpu| (cpu + 1, format!("CPU {cpu}"))))
         .collect();
     vec![
-        EventTypeInfo {
-            ty: SCHED_CPU,
-            label: "CPU".into(),
-            values: ValueLabels::Fixed(cpus),
-            precision: None,
-            gradient: 0,
-        },
-        named(SCHED_THREAD_STATE, "Thread state at switch-out"),
-        named(SCHED_BLOCKING_REASON, "Blocking reason"),
+        interval(SCHED_CPU, "CPU", ValueLabels::Fixed(cpus)),
+        interval(
+            SCHED_THREAD_STATE,
+            "Thread state at switch-out",
+            ValueLabels::Names,
+        ),
+        interval(SCHED_BLOCKING_REASON, "Blocking reason", ValueLabels::Names),
     ]
 }
 
@@ -74,7 +96,7 @@ struct Tally {
     open_at_end: u64,
 }
 
-pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
+fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     if !export.has_table(SCHED_EVENTS) {
         return Ok(());
@@ -142,6 +164,7 @@ fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
         } else {
             sched.rows.push(*ev);
         }
+        Ok(())
     })?;
     sched.rows.sort_by_key(|e| (e.global_tid, e.start));
     Ok((sched, scan.skipped))

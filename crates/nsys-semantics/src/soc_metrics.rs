@@ -16,12 +16,12 @@
 
 use nsys_reader::gpu_metrics::{gpu_of_type, SOC_METRICS, TARGET_INFO_SOC_METRICS};
 use nsys_reader::ReadError;
-use paraver_writer::{EventPair, LocalThread};
+use paraver_writer::{EventPair, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
-use crate::catalog::{numeric, HashedTypes};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
-use crate::gpu_metrics::{is_clock, normalize, scale_of, split_unit, MetricType, Tally};
+use crate::metric_values::{is_clock, normalize, scale_of, split_unit, MetricType, Tally};
+use crate::types::{level, HashedTypes};
 
 pub const SOC_METRICS_FIRST: u32 = 66_800_000;
 const SOC_SLOTS: u32 = 997;
@@ -71,7 +71,8 @@ impl SocTypes {
             format!("SoC metric {} x{}", name.trim(), t.scale)
         };
         if ctx.extra_types.iter().all(|e| e.ty != t.ty) {
-            ctx.extra_types.push(numeric(t.ty, &label));
+            ctx.extra_types
+                .push(level(t.ty, &label, ValueLabels::Numeric));
         }
         Some(t)
     }
@@ -134,7 +135,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         });
         let Some(t) = t else {
             untyped += 1;
-            return;
+            return Ok(());
         };
         let soc = gpu_of_type(m.type_id);
         let thread = *rows.entry(soc).or_insert_with(|| {
@@ -146,6 +147,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         let pair = EventPair::raw(t.ty, tally.int(m.value, t));
         pending.add(ctx, (m.timestamp, thread, m.type_id), pair);
         written += 1;
+        Ok(())
     })?;
     pending.flush(ctx);
     ctx.count(SOC_METRICS, written);

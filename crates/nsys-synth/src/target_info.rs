@@ -160,9 +160,9 @@ const BUS_LOCATIONS: [&str; 8] = [
 
 /// A stable UUID for GPU `id` of `host`.
 fn gpu_uuid(host: &str, id: u32) -> String {
-    let hash = host.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    }) ^ u64::from(id);
+    let mut fnv = fnv::FnvHasher::default();
+    std::hash::Hasher::write(&mut fnv, host.as_bytes());
+    let hash = std::hash::Hasher::finish(&fnv) ^ u64::from(id);
     let hex = format!("{hash:016x}{:016x}", hash.rotate_left(29) ^ 0x5bd1_e995);
     format!(
         "{}-{}-{}-{}-{}",

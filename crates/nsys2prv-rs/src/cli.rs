@@ -14,7 +14,7 @@ use nsys_semantics::cuts::NvtxRangeSpec;
     version,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
     override_usage = USAGE,
-    after_help = SHORT_GUIDE,
+    after_help = short_guide(),
     after_long_help = long_guide(),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -170,18 +170,29 @@ const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
        nsys2prv-rs completions <SHELL>
        nsys2prv-rs man";
 
-const CATEGORIES: &str =
-    "Categories for -t/--trace and --exclude: cuda-api, kernels, memory, sync (cuda: these four),
-graphs, host-functions, cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt,
-openmp, openacc, sched, or all; BSC nsys2prv's names (cuda_api_trace, cuda_gpu_trace,
-nvtx_pushpop_trace, nvtx_startend_trace, mpi_event_trace, pthread) too.";
+/// The `-t` words, from the registry, BSC nsys2prv's among them.
+fn categories() -> String {
+    let registry = nsys_semantics::Registry::standard();
+    let mut bsc: Vec<&str> = registry
+        .iter()
+        .flat_map(|c| c.bsc_names.iter().copied())
+        .collect();
+    bsc.sort_unstable();
+    bsc.dedup();
+    format!(
+        "Categories for -t/--trace and --exclude: {} BSC nsys2prv's names ({}) too.",
+        registry.help(),
+        bsc.join(", ")
+    )
+}
 
-const SHORT_GUIDE: &str = concat!(
-    "Categories: cuda-api, kernels, memory, sync (cuda), graphs, host-functions, cuda-events,\n",
-    "gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, openacc, sched, all.\n",
-    "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep run.prv\n",
-    "--help tells more: inputs and nsys, the output set, exit status, signals, environment."
-);
+/// `-h`'s text after the options.
+fn short_guide() -> String {
+    format!(
+        "{}\n{EXAMPLE}\n--help tells more: inputs and nsys, the output set, exit status, signals, environment.",
+        wrap(&categories(), 96)
+    )
+}
 
 /// The long help's sections, also the man page's (title, text).
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
@@ -198,7 +209,7 @@ const EXAMPLE: &str = "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep ru
 /// `--help`'s text after the options: the categories, an example and the
 /// sections of the man page.
 fn long_guide() -> String {
-    let mut text = format!("{CATEGORIES}\n\n{EXAMPLE}");
+    let mut text = format!("{}\n\n{EXAMPLE}", wrap(&categories(), 96));
     for (title, body) in GUIDE_SECTIONS {
         text += &format!("\n\n{title}\n{}", wrap(body, 96));
     }
@@ -362,7 +373,7 @@ pub fn print_man_page() -> anyhow::Result<()> {
         )
         .as_bytes(),
     );
-    out.extend_from_slice(format!(".SH CATEGORIES\n{}\n", roff(CATEGORIES)).as_bytes());
+    out.extend_from_slice(format!(".SH CATEGORIES\n{}\n", roff(&categories())).as_bytes());
     out.extend_from_slice(format!(".SH EXAMPLE\n{}\n", roff(EXAMPLE)).as_bytes());
     for (title, text) in GUIDE_SECTIONS {
         out.extend_from_slice(format!(".SH {title}\n{}\n", roff(text)).as_bytes());

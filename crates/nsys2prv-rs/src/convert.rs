@@ -7,13 +7,13 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use nsys_semantics::catalog::catalog_for_reports;
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
-use nsys_semantics::cuts::{is_point_type, nvtx_range_window, RangeWindow};
+use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::TracePlan;
 use nsys_semantics::{
-    plan_layout, translate_report, Category, KernelNames, Options, ReportTranslation,
+    plan_layout, translate_report, Category, KernelNames, Options, Registry, ReportTranslation,
     TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
@@ -195,10 +195,7 @@ fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Op
             (end - origin) as f64 / 1e9
         );
     }
-    Some(Cut {
-        window,
-        is_point: is_point_type,
-    })
+    Some(Cut { window })
 }
 
 /// Prints what a conversion would translate, from row counts only, creating,
@@ -225,7 +222,7 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
         let per: Vec<String> = s
             .rows
             .iter()
-            .map(|(c, n)| format!("{}={n}", c.name()))
+            .map(|r| format!("{}={}", r.category, r.rows))
             .collect();
         text += &format!(
             "{:<40} {:<16} {:>5} {:>14}  {}\n",
@@ -468,21 +465,9 @@ fn jobs() -> usize {
 }
 
 fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Category>> {
-    let mut set = std::collections::BTreeSet::new();
-    for word in words.iter().filter(|w| !w.trim().is_empty()) {
-        match Category::parse_word(word) {
-            Some(cs) => set.extend(cs),
-            None => {
-                let known: Vec<&str> = Category::ALL.iter().map(|c| c.name()).collect();
-                let message = format!(
-                    "unknown category '{word}' (known: {}, cuda, all)",
-                    known.join(", ")
-                );
-                return Err(UsageError(message).into());
-            }
-        }
-    }
-    Ok(set)
+    Registry::standard()
+        .parse_list(words)
+        .map_err(|e| UsageError(e.to_string()).into())
 }
 
 fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result<()> {
@@ -570,8 +555,8 @@ fn why_empty(input: &Input, options: &Options) -> String {
         .map(|s| s.rows)
         .unwrap_or_default()
         .into_iter()
-        .filter(|(c, _)| !options.wants(*c))
-        .map(|(c, n)| format!("{} ({n} rows)", c.name()))
+        .filter(|r| !options.wants(r.category))
+        .map(|r| format!("{} ({} rows)", r.category.name(), r.rows))
         .collect();
     if present.is_empty() {
         "the report has no events to translate (no traced process has activity)".into()
@@ -583,8 +568,13 @@ fn why_empty(input: &Input, options: &Options) -> String {
     }
 }
 
+/// The selected categories, in the registry's order.
 fn selected(options: &Options) -> String {
-    let names: Vec<&str> = options.categories.iter().map(|c| c.name()).collect();
+    let names: Vec<&str> = Registry::standard()
+        .iter()
+        .map(|c| c.category.name())
+        .filter(|&name| options.categories.iter().any(|c| c.name() == name))
+        .collect();
     names.join(", ")
 }
 

@@ -16,20 +16,23 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use paraver_writer::OutputPaths;
+use nsys_semantics::event_types::{
+    is_nvtx_range_type as is_iteration_type, CUDA_KERNEL, CUDA_MEMORY_OP as MEMORY_OP,
+    CUDA_MEMORY_SIZE as MEMORY_SIZE, KERNEL_COLLECTIVE as NCCL_COLLECTIVE,
+    MESSAGE_SIZE as NCCL_MESSAGE_SIZE, NCCL_KERNEL,
+};
+use paraver_reader::pcf::{read_pcf, Pcf};
+use paraver_reader::prv::{
+    open_body, parse_header, parse_record, trim_trailing_blanks, Lines, Record, TimeUnit,
+};
+use paraver_reader::row::read_row;
+use paraver_reader::TraceFiles;
+use serde::Serialize;
 
-use crate::cli::ReportArgs;
-
-const CUDA_KERNEL: u32 = 63_000_006;
-const NCCL_KERNEL: u32 = 63_000_007;
-const MEMORY_OP: u32 = 63_000_001;
-const MEMORY_SIZE: u32 = 63_000_002;
-const NCCL_MESSAGE_SIZE: u32 = 9501;
-const NCCL_COLLECTIVE: u32 = 9520;
+use crate::cli::{ReportArgs, UsageError};
 
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -84,7 +87,7 @@ pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
 }
 
 /// Time of one GPU.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GpuTimes {
     /// `<task name> GPU <device>`.
     pub name: String,
@@ -97,12 +100,16 @@ pub struct GpuTimes {
     pub idle_ns: u64,
 }
 
-/// The efficiency model (fractions, 0..1).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The efficiency model (fractions, 0..1; 6 decimals in the JSON, as printed).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Model {
+    #[serde(serialize_with = "six_decimals")]
     pub load_balance: f64,
+    #[serde(serialize_with = "six_decimals")]
     pub communication_efficiency: f64,
+    #[serde(serialize_with = "six_decimals")]
     pub orchestration_efficiency: f64,
+    #[serde(serialize_with = "six_decimals")]
     pub parallel_efficiency: f64,
 }
 
@@ -134,7 +141,7 @@ impl Model {
 }
 
 /// Count and time (and bytes) of the intervals of one name.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct NamedStats {
     pub name: String,
     pub count: u64,
@@ -193,141 +200,36 @@ pub struct Report {
 // ---------------------------------------------------------------------------------------
 // Reading the trace.
 
-/// Threads per task, from the header.
-struct Header {
-    end: u64,
-    threads_per_task: Vec<usize>,
+/// The trace's tables of names: TASK and THREAD names of the `.row`, value labels of
+/// the `.pcf`.
+struct Names {
+    tasks: Vec<String>,
+    threads: Vec<String>,
+    pcf: Pcf,
 }
 
-/// `#Paraver (DATE):END_ns:RESOURCES:NAPPL:NTASKS(THREADS:NODE,...)[,NCOMM]`.
-fn parse_header(line: &str) -> Option<Header> {
-    let rest = line.strip_prefix("#Paraver (")?;
-    let rest = &rest[rest.find("):")? + 2..];
-    let (end, rest) = rest.split_once(':')?;
-    let end: u64 = end.strip_suffix("_ns")?.parse().ok()?;
-    // RESOURCES: `0` or `N(c,c,...)`.
-    let rest = match rest.find(['(', ':']) {
-        Some(i) if rest.as_bytes()[i] == b'(' => {
-            let close = rest.find(')')?;
-            rest[close + 1..].strip_prefix(':')?
-        }
-        Some(i) => &rest[i + 1..],
-        None => return None,
-    };
-    let (_napps, rest) = rest.split_once(':')?;
-    let open = rest.find('(')?;
-    let close = rest.find(')')?;
-    let threads_per_task = rest[open + 1..close]
-        .split(',')
-        .map(|t| t.split(':').next()?.trim().parse().ok())
-        .collect::<Option<Vec<usize>>>()?;
-    Some(Header {
-        end,
-        threads_per_task,
-    })
-}
-
-/// TASK and THREAD names of the `.row`.
-fn read_row(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("{}: cannot read the trace's .row", path.display()))?;
-    let mut tasks = Vec::new();
-    let mut threads = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let mut words = line.split_whitespace();
-        if words.next() != Some("LEVEL") {
-            continue;
-        }
-        let level = words.next().unwrap_or("");
-        let size: usize = match (words.next(), words.next()) {
-            (Some("SIZE"), Some(n)) => n.parse().unwrap_or(0),
-            _ => 0,
-        };
-        let names: Vec<String> = lines.by_ref().take(size).map(str::to_string).collect();
-        match level {
-            "TASK" => tasks = names,
-            "THREAD" => threads = names,
-            _ => {}
-        }
-    }
-    Ok((tasks, threads))
-}
-
-/// Event type labels and value labels of the `.pcf`.
-#[derive(Default)]
-struct Pcf {
-    values: HashMap<u32, HashMap<i64, String>>,
-}
-
-impl Pcf {
-    fn read(path: &Path) -> Result<Pcf> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read the trace's .pcf", path.display()))?;
-        let mut pcf = Pcf::default();
-        let mut types: Vec<u32> = Vec::new();
-        let mut section = "";
-        for line in text.lines() {
-            let trimmed = line.trim();
-            match trimmed {
-                "" => {
-                    if section == "VALUES" {
-                        types.clear();
-                    }
-                    section = "";
-                    continue;
-                }
-                "EVENT_TYPE" => {
-                    section = "EVENT_TYPE";
-                    types.clear();
-                    continue;
-                }
-                "VALUES" => {
-                    section = "VALUES";
-                    continue;
-                }
-                _ => {}
-            }
-            let mut words = trimmed.splitn(2, char::is_whitespace);
-            let first = words.next().unwrap_or("");
-            let rest = words.next().unwrap_or("").trim();
-            match section {
-                "EVENT_TYPE" => {
-                    let mut more = rest.splitn(2, char::is_whitespace);
-                    if let Some(Ok(ty)) = more.next().map(str::parse::<u32>) {
-                        types.push(ty);
-                    }
-                }
-                "VALUES" => {
-                    if let Ok(value) = first.parse::<i64>() {
-                        for ty in &types {
-                            pcf.values
-                                .entry(*ty)
-                                .or_default()
-                                .insert(value, rest.to_string());
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(pcf)
+impl Names {
+    fn read(files: &TraceFiles) -> Result<Names> {
+        let row = std::fs::File::open(&files.row)
+            .and_then(|f| read_row(std::io::BufReader::new(f), &mut |_| {}))
+            .with_context(|| format!("{}: cannot read the trace's .row", files.row.display()))?;
+        let pcf = std::fs::File::open(&files.pcf)
+            .and_then(|f| read_pcf(std::io::BufReader::new(f), &mut |_| {}))
+            .with_context(|| format!("{}: cannot read the trace's .pcf", files.pcf.display()))?;
+        Ok(Names {
+            tasks: row.labels("TASK").to_vec(),
+            threads: row.labels("THREAD").to_vec(),
+            pcf,
+        })
     }
 
-    fn label(&self, ty: u32, value: i64) -> Option<&str> {
-        self.values.get(&ty)?.get(&value).map(String::as_str)
-    }
-
-    fn name(&self, ty: u32, value: i64, what: &str) -> String {
-        self.label(ty, value)
+    /// The `.pcf` label of a value, else `what value`.
+    fn value(&self, ty: u32, value: i64, what: &str) -> String {
+        self.pcf
+            .value_label(ty, value)
             .map(str::to_string)
             .unwrap_or_else(|| format!("{what} {value}"))
     }
-}
-
-/// NVTX range types: push/pop of any domain and start/end lanes.
-fn is_iteration_type(ty: u32) -> bool {
-    ((9600..60_000).contains(&ty) && ty.is_multiple_of(100)) || (9004..9100).contains(&ty)
 }
 
 /// Whether a range label names `name` (a start/end range's label is `domain: name`).
@@ -397,56 +299,47 @@ fn gpu_device(thread_name: &str) -> Option<u32> {
     device.parse().ok()
 }
 
-/// Parses `a:b:c` into `out` (signed decimals); `false` on anything else.
-fn parse_fields(line: &[u8], out: &mut Vec<i64>) -> bool {
-    out.clear();
-    for field in line.split(|&b| b == b':') {
-        let (negative, digits) = match field.split_first() {
-            Some((b'-', rest)) => (true, rest),
-            _ => (false, field),
-        };
-        if digits.is_empty() {
-            return false;
-        }
-        let mut v: i64 = 0;
-        for &b in digits {
-            if !b.is_ascii_digit() {
-                return false;
-            }
-            v = v.wrapping_mul(10).wrapping_add(i64::from(b - b'0'));
-        }
-        out.push(if negative { -v } else { v });
-    }
-    true
-}
-
 /// Reads the trace and computes every table.
 pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
-    let paths = OutputPaths::for_trace(trace)?;
+    let paths = TraceFiles::of(trace);
+    if !paths.name_ok {
+        return Err(UsageError(format!(
+            "{}: the output name must end in .prv or .prv.gz",
+            trace.display()
+        ))
+        .into());
+    }
     if !paths.prv.is_file() {
         bail!("{}: no such trace", paths.prv.display());
     }
-    let (task_names, thread_names) = read_row(&paths.row)?;
-    let pcf = Pcf::read(&paths.pcf)?;
-    let mut body = paraver_writer::open_trace_body(&paths.prv, paths.gzip)
-        .with_context(|| format!("{}: cannot read the trace", paths.prv.display()))?;
-    let mut first = String::new();
-    body.read_line(&mut first)
-        .with_context(|| format!("{}: cannot read the trace", paths.prv.display()))?;
-    let header = parse_header(first.trim_end()).with_context(|| {
-        format!(
-            "{}: not a Paraver trace in nanoseconds (header '{}')",
-            paths.prv.display(),
-            first.trim_end()
-        )
-    })?;
+    let names = Names::read(&paths)?;
+    let (task_names, thread_names) = (&names.tasks, &names.threads);
+    let cannot_read = || format!("{}: cannot read the trace", paths.prv.display());
+    let mut body = Lines::new(open_body(&paths.prv, paths.gzip).with_context(cannot_read)?);
+    body.advance().with_context(cannot_read)?;
+    let first = String::from_utf8_lossy(body.line()).trim_end().to_string();
+    let header = parse_header(&first, &mut Vec::new())
+        .ok()
+        .filter(|h| h.unit == TimeUnit::Nanoseconds)
+        .with_context(|| {
+            format!(
+                "{}: not a Paraver trace in nanoseconds (header '{first}')",
+                paths.prv.display()
+            )
+        })?;
+    // Threads of each task of the (first) application.
+    let threads_per_task: Vec<usize> = header
+        .appls
+        .first()
+        .map(|tasks| tasks.iter().map(|t| t.threads as usize).collect())
+        .unwrap_or_default();
 
     // Threads: global index by (task, thread), and GPUs by (task, device).
-    let mut task_first = Vec::with_capacity(header.threads_per_task.len());
+    let mut task_first = Vec::with_capacity(threads_per_task.len());
     let mut threads: Vec<ThreadState> = Vec::new();
     let mut gpus: Vec<GpuTimes> = Vec::new();
     let mut gpu_of: BTreeMap<(usize, u32), usize> = BTreeMap::new();
-    for (t, &count) in header.threads_per_task.iter().enumerate() {
+    for (t, &count) in threads_per_task.iter().enumerate() {
         task_first.push(threads.len());
         for _ in 0..count {
             let name = thread_names
@@ -482,10 +375,12 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut clocks: Vec<GpuClock> = (0..gpus.len()).map(|_| GpuClock::default()).collect();
 
     // NVTX ranges that may be iterations, from the .pcf.
-    let candidates: HashMap<(u32, i64), String> = pcf
-        .values
+    let candidates: HashMap<(u32, i64), String> = names
+        .pcf
+        .types
         .iter()
         .filter(|(ty, _)| is_iteration_type(**ty))
+        .filter_map(|(ty, t)| Some((ty, t.values.as_ref()?)))
         .flat_map(|(ty, values)| {
             values.iter().filter_map(move |(v, label)| {
                 let wanted = match iterations {
@@ -501,40 +396,43 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut kernels: HashMap<i64, NamedStats> = HashMap::new();
     let mut nccl: HashMap<(bool, i64), NamedStats> = HashMap::new();
     let mut memory: HashMap<i64, NamedStats> = HashMap::new();
-    let mut line = Vec::with_capacity(256);
-    let mut f: Vec<i64> = Vec::with_capacity(32);
-    let mut lineno: u64 = 1;
-    loop {
-        line.clear();
-        let n = body
-            .read_until(b'\n', &mut line)
-            .with_context(|| format!("{}: cannot read the trace", paths.prv.display()))?;
-        if n == 0 {
-            break;
-        }
-        lineno += 1;
+    let mut fields: Vec<i128> = Vec::with_capacity(32);
+    let mut pairs: Vec<i64> = Vec::with_capacity(32);
+    while body.advance().with_context(cannot_read)? {
+        let lineno = body.number();
+        let line = trim_trailing_blanks(body.line());
         if line.first() != Some(&b'2') {
             continue;
         }
-        while matches!(line.last(), Some(b'\n' | b'\r' | b' ' | b'\t')) {
-            line.pop();
-        }
-        if !parse_fields(&line, &mut f) || f.len() < 8 || !(f.len() - 6).is_multiple_of(2) {
+        let Ok(Record::Event {
+            object,
+            time,
+            pairs: read,
+        }) = parse_record(line, &mut fields)
+        else {
+            bail!("{}:{lineno}: malformed event record", paths.prv.display());
+        };
+        if read.is_empty() {
             bail!("{}:{lineno}: malformed event record", paths.prv.display());
         }
-        let (task, thread, time) = (f[3] as usize, f[4] as usize, f[5].max(0) as u64);
+        pairs.clear();
+        pairs.extend(read.iter().map(|&v| v as i64));
+        let (task, thread) = (
+            usize::try_from(object.task).unwrap_or(usize::MAX),
+            usize::try_from(object.thread).unwrap_or(usize::MAX),
+        );
+        let time = time.clamp(0, i128::from(u64::MAX)) as u64;
         let Some(index) = task
             .checked_sub(1)
             .and_then(|t| task_first.get(t))
             .and_then(|first| thread.checked_sub(1).map(|th| first + th))
-            .filter(|&i| i < threads.len() && thread <= header.threads_per_task[task - 1])
+            .filter(|&i| i < threads.len() && thread <= threads_per_task[task - 1])
         else {
             bail!(
                 "{}:{lineno}: record of an object the header does not declare",
                 paths.prv.display()
             );
         };
-        let pairs = &f[6..];
         let state = &mut threads[index];
         if let Some(g) = state.gpu {
             clocks[g].advance(time);
@@ -624,7 +522,7 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
         let mut list: Vec<NamedStats> = map
             .into_iter()
             .map(|(v, s)| NamedStats {
-                name: pcf.name(ty, v, what),
+                name: names.value(ty, v, what),
                 ..s
             })
             .collect();
@@ -636,9 +534,9 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut by_collective: BTreeMap<String, NamedStats> = BTreeMap::new();
     for ((is_collective, v), s) in nccl {
         let name = if is_collective {
-            pcf.name(NCCL_COLLECTIVE, v, "collective")
+            names.value(NCCL_COLLECTIVE, v, "collective")
         } else {
-            pcf.name(NCCL_KERNEL, v, "NCCL kernel")
+            names.value(NCCL_KERNEL, v, "NCCL kernel")
         };
         let entry = by_collective.entry(name.clone()).or_insert(NamedStats {
             name,
@@ -657,20 +555,13 @@ pub fn analyze(trace: &Path, iterations: Option<&str>) -> Result<Report> {
     let mut nccl: Vec<NamedStats> = by_collective.into_values().collect();
     nccl.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
 
-    let (iterations, iterations_note) = choose_iterations(occurrences, &task_names, iterations);
-    let base = {
-        let text = paths.prv.to_string_lossy();
-        text.strip_suffix(".gz")
-            .unwrap_or(&text)
-            .strip_suffix(".prv")
-            .unwrap_or(&text)
-            .to_string()
-    };
+    let (iterations, iterations_note) = choose_iterations(occurrences, task_names, iterations);
+    let base = paths.base().to_string_lossy().into_owned();
     Ok(Report {
         trace: paths.prv.clone(),
         base,
         elapsed_ns: elapsed,
-        tasks: header.threads_per_task.len(),
+        tasks: threads_per_task.len(),
         gpus,
         model,
         kernels,
@@ -767,40 +658,59 @@ fn clip(name: &str, width: usize) -> String {
     }
 }
 
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_number(x: f64) -> String {
+/// A fraction rounded to 6 decimals (null when undefined).
+fn six_decimals<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
     if x.is_finite() {
-        format!("{x:.6}")
+        s.serialize_f64((x * 1e6).round() / 1e6)
     } else {
-        "null".into()
+        s.serialize_none()
     }
+}
+
+/// `NAME.report.json`: the tables of the report.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    trace: String,
+    elapsed_ns: u64,
+    tasks: usize,
+    gpus: &'a [GpuTimes],
+    efficiency: Option<Model>,
+    kernels: &'a [NamedStats],
+    nccl: &'a [NamedStats],
+    memory: &'a [NamedStats],
+    iterations: Option<JsonIterations<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonIterations<'a> {
+    range: &'a str,
+    tasks: Vec<JsonTaskIterations<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonTaskIterations<'a> {
+    task: &'a str,
+    iterations: Vec<JsonIteration>,
+}
+
+#[derive(Serialize)]
+struct JsonIteration {
+    begin_ns: u64,
+    duration_ns: u64,
+}
+
+/// CSV text of a header and rows.
+fn csv_text<const N: usize>(
+    header: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> String {
+    let mut csv = csv::Writer::from_writer(Vec::new());
+    let written = csv
+        .write_record(header)
+        .and_then(|_| rows.into_iter().try_for_each(|row| csv.write_record(&row)));
+    written.expect("CSV into memory");
+    let bytes = csv.into_inner().expect("CSV into memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
 }
 
 impl Report {
@@ -1037,94 +947,37 @@ impl Report {
     }
 
     fn json(&self) -> String {
-        let mut out = String::from("{\n");
-        let _ = writeln!(
-            out,
-            "  \"trace\": {},",
-            json_string(&self.trace.display().to_string())
-        );
-        let _ = writeln!(out, "  \"elapsed_ns\": {},", self.elapsed_ns);
-        let _ = writeln!(out, "  \"tasks\": {},", self.tasks);
-        out.push_str("  \"gpus\": [");
-        for (i, g) in self.gpus.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}\n    {{\"name\": {}, \"task\": {}, \"device\": {}, \"streams\": {}, \"useful_ns\": {}, \"communication_ns\": {}, \"idle_ns\": {}}}",
-                if i == 0 { "" } else { "," },
-                json_string(&g.name),
-                g.task,
-                g.device,
-                g.streams,
-                g.useful_ns,
-                g.communication_ns,
-                g.idle_ns
-            );
-        }
-        out.push_str(if self.gpus.is_empty() {
-            "],\n"
-        } else {
-            "\n  ],\n"
-        });
-        match &self.model {
-            Some(m) => {
-                let _ = writeln!(
-                    out,
-                    "  \"efficiency\": {{\"load_balance\": {}, \"communication_efficiency\": {}, \"orchestration_efficiency\": {}, \"parallel_efficiency\": {}}},",
-                    json_number(m.load_balance),
-                    json_number(m.communication_efficiency),
-                    json_number(m.orchestration_efficiency),
-                    json_number(m.parallel_efficiency)
-                );
-            }
-            None => out.push_str("  \"efficiency\": null,\n"),
-        }
-        for (key, list) in [
-            ("kernels", &self.kernels),
-            ("nccl", &self.nccl),
-            ("memory", &self.memory),
-        ] {
-            let _ = write!(out, "  \"{key}\": [");
-            for (i, s) in list.iter().enumerate() {
-                let _ = write!(
-                    out,
-                    "{}\n    {{\"name\": {}, \"count\": {}, \"total_ns\": {}, \"min_ns\": {}, \"max_ns\": {}, \"bytes\": {}}}",
-                    if i == 0 { "" } else { "," },
-                    json_string(&s.name),
-                    s.count,
-                    s.total_ns,
-                    s.min_ns,
-                    s.max_ns,
-                    s.bytes
-                );
-            }
-            out.push_str(if list.is_empty() { "],\n" } else { "\n  ],\n" });
-        }
-        match &self.iterations {
-            Some(it) => {
-                let _ = write!(
-                    out,
-                    "  \"iterations\": {{\"range\": {}, \"tasks\": [",
-                    json_string(&it.range)
-                );
-                for (i, (task, list)) in it.tasks.iter().enumerate() {
-                    let items: Vec<String> = list
+        let iterations = self.iterations.as_ref().map(|it| JsonIterations {
+            range: &it.range,
+            tasks: it
+                .tasks
+                .iter()
+                .map(|(task, list)| JsonTaskIterations {
+                    task,
+                    iterations: list
                         .iter()
-                        .map(|(b, d)| format!("{{\"begin_ns\": {b}, \"duration_ns\": {d}}}"))
-                        .collect();
-                    let _ = write!(
-                        out,
-                        "{}\n    {{\"task\": {}, \"iterations\": [{}]}}",
-                        if i == 0 { "" } else { "," },
-                        json_string(task),
-                        items.join(", ")
-                    );
-                }
-                out.push_str("\n  ]}\n");
-            }
-            None => out.push_str("  \"iterations\": null\n"),
-        }
-        out.push_str("}\n");
-        out
+                        .map(|&(begin_ns, duration_ns)| JsonIteration {
+                            begin_ns,
+                            duration_ns,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        });
+        let report = JsonReport {
+            trace: self.trace.display().to_string(),
+            elapsed_ns: self.elapsed_ns,
+            tasks: self.tasks,
+            gpus: &self.gpus,
+            efficiency: self.model,
+            kernels: &self.kernels,
+            nccl: &self.nccl,
+            memory: &self.memory,
+            iterations,
+        };
+        let mut text = serde_json::to_string_pretty(&report).expect("JSON of plain data");
+        text.push('\n');
+        text
     }
 
     /// Writes `NAME.report.json` and the CSV tables; returns their paths.
@@ -1132,27 +985,34 @@ impl Report {
         let mut files: Vec<(String, String)> = Vec::new();
         files.push(("json".into(), self.json()));
 
-        let mut gpus =
-            String::from("gpu,task,device,streams,useful_ns,communication_ns,idle_ns,elapsed_ns\n");
-        for g in &self.gpus {
-            let _ = writeln!(
-                gpus,
-                "{},{},{},{},{},{},{},{}",
-                csv_field(&g.name),
-                g.task,
-                g.device,
-                g.streams,
-                g.useful_ns,
-                g.communication_ns,
-                g.idle_ns,
-                self.elapsed_ns
-            );
-        }
-        files.push(("gpus.csv".into(), gpus));
+        let gpus = self.gpus.iter().map(|g| {
+            [
+                g.name.clone(),
+                g.task.to_string(),
+                g.device.to_string(),
+                g.streams.to_string(),
+                g.useful_ns.to_string(),
+                g.communication_ns.to_string(),
+                g.idle_ns.to_string(),
+                self.elapsed_ns.to_string(),
+            ]
+        });
+        let header = [
+            "gpu",
+            "task",
+            "device",
+            "streams",
+            "useful_ns",
+            "communication_ns",
+            "idle_ns",
+            "elapsed_ns",
+        ];
+        files.push(("gpus.csv".into(), csv_text(header, gpus)));
 
-        let mut model = String::from("metric,value\n");
-        let _ = writeln!(model, "elapsed_ns,{}", self.elapsed_ns);
-        let _ = writeln!(model, "gpus,{}", self.gpus.len());
+        let mut model = vec![
+            ["elapsed_ns".to_string(), self.elapsed_ns.to_string()],
+            ["gpus".to_string(), self.gpus.len().to_string()],
+        ];
         if let Some(m) = &self.model {
             for (name, v) in [
                 ("load_balance", m.load_balance),
@@ -1165,45 +1025,48 @@ impl Report {
                 } else {
                     String::new()
                 };
-                let _ = writeln!(model, "{name},{v}");
+                model.push([name.to_string(), v]);
             }
         }
-        files.push(("efficiency.csv".into(), model));
+        files.push((
+            "efficiency.csv".into(),
+            csv_text(["metric", "value"], model),
+        ));
 
-        let stats_csv = |header: &str, list: &[NamedStats]| {
-            let mut text = format!("{header},count,total_ns,mean_ns,min_ns,max_ns,bytes\n");
-            for s in list {
-                let _ = writeln!(
-                    text,
-                    "{},{},{},{:.1},{},{},{}",
-                    csv_field(&s.name),
-                    s.count,
-                    s.total_ns,
-                    s.mean_ns(),
-                    s.min_ns,
-                    s.max_ns,
-                    s.bytes
-                );
-            }
-            text
+        let stats_csv = |first: &str, list: &[NamedStats]| {
+            let header = [
+                first, "count", "total_ns", "mean_ns", "min_ns", "max_ns", "bytes",
+            ];
+            let rows = list.iter().map(|s| {
+                [
+                    s.name.clone(),
+                    s.count.to_string(),
+                    s.total_ns.to_string(),
+                    format!("{:.1}", s.mean_ns()),
+                    s.min_ns.to_string(),
+                    s.max_ns.to_string(),
+                    s.bytes.to_string(),
+                ]
+            });
+            csv_text(header, rows)
         };
         files.push(("kernels.csv".into(), stats_csv("kernel", &self.kernels)));
         files.push(("nccl.csv".into(), stats_csv("collective", &self.nccl)));
         files.push(("memory.csv".into(), stats_csv("operation", &self.memory)));
         if let Some(it) = &self.iterations {
-            let mut text = String::from("range,task,iteration,begin_ns,duration_ns\n");
-            for (task, list) in &it.tasks {
-                for (k, (begin, duration)) in list.iter().enumerate() {
-                    let _ = writeln!(
-                        text,
-                        "{},{},{},{begin},{duration}",
-                        csv_field(&it.range),
-                        csv_field(task),
-                        k + 1
-                    );
-                }
-            }
-            files.push(("iterations.csv".into(), text));
+            let rows = it.tasks.iter().flat_map(|(task, list)| {
+                list.iter().enumerate().map(move |(k, (begin, duration))| {
+                    [
+                        it.range.clone(),
+                        task.clone(),
+                        (k + 1).to_string(),
+                        begin.to_string(),
+                        duration.to_string(),
+                    ]
+                })
+            });
+            let header = ["range", "task", "iteration", "begin_ns", "duration_ns"];
+            files.push(("iterations.csv".into(), csv_text(header, rows)));
         } else {
             // No iteration table this time: leave no stale one from an earlier run.
             let _ = std::fs::remove_file(format!("{}.report.iterations.csv", self.base));
@@ -1223,17 +1086,6 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn headers_give_end_and_threads_per_task() {
-        let h = parse_header("#Paraver (21/11/2025 at 10:00):1000_ns:2(8,8):1:3(2:1,3:2,1:1),5")
-            .unwrap();
-        assert_eq!(h.end, 1000);
-        assert_eq!(h.threads_per_task, [2, 3, 1]);
-        let h = parse_header("#Paraver (21/11/2025 at 10:00):77_ns:0:1:1(4:0)").unwrap();
-        assert_eq!((h.end, h.threads_per_task), (77, vec![4]));
-        assert!(parse_header("#Paraver (x):10_us:0:1:1(1:0)").is_none());
-    }
 
     #[test]
     fn gpu_rows_are_recognised() {
@@ -1266,10 +1118,21 @@ mod tests {
     }
 
     #[test]
-    fn text_is_escaped_for_csv_and_json() {
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("void f<int>(int)"), "void f<int>(int)");
-        assert_eq!(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
-        assert_eq!(json_number(f64::NAN), "null");
+    fn tables_are_written_as_csv_and_json() {
+        let csv = csv_text(["a", "b"], [["x,y".to_string(), "void f<int>(int)".into()]]);
+        assert_eq!(csv, "a,b\n\"x,y\",void f<int>(int)\n");
+        let quoted = csv_text(["q"], [["say \"hi\"\n".to_string()]]);
+        assert_eq!(quoted, "q\n\"say \"\"hi\"\"\n\"\n");
+        let m = Model {
+            load_balance: 0.1234567,
+            communication_efficiency: f64::NAN,
+            orchestration_efficiency: 1.0,
+            parallel_efficiency: 0.5,
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(
+            json,
+            r#"{"load_balance":0.123457,"communication_efficiency":null,"orchestration_efficiency":1.0,"parallel_efficiency":0.5}"#
+        );
     }
 }

@@ -185,19 +185,15 @@ fn layout(runs: u64) -> TraceLayout {
 }
 
 fn catalog() -> PcfCatalog {
-    let named = |ty: u32, label: &str| EventTypeInfo {
-        ty,
-        label: label.into(),
-        values: ValueLabels::Names,
-        precision: None,
-        gradient: 0,
-    };
-    let numeric = |ty: u32| EventTypeInfo {
-        ty,
-        label: format!("attribute {ty}"),
-        values: ValueLabels::Numeric,
-        precision: None,
-        gradient: 0,
+    let named =
+        |ty: u32, label: &str| EventTypeInfo::new(ty, label, ValueLabels::Names, Timing::Interval);
+    let numeric = |ty: u32| {
+        EventTypeInfo::new(
+            ty,
+            &format!("attribute {ty}"),
+            ValueLabels::Numeric,
+            Timing::Interval,
+        )
     };
     let mut types = vec![
         named(TY_API, "CUDA library call"),

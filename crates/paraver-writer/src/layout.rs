@@ -88,28 +88,17 @@ impl TraceLayout {
 
 /// `dd/mm/yyyy at HH:MM` (UTC) for a Unix time in ns, for the header.
 pub fn header_date(unix_ns: i64) -> String {
-    let secs = unix_ns.div_euclid(1_000_000_000);
-    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
+    // Every i64 of nanoseconds (years 1677 to 2262) is a valid date.
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ns))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
-        "{d:02}/{m:02}/{y:04} at {:02}:{:02}",
-        day_secs / 3600,
-        (day_secs % 3600) / 60
+        "{:02}/{:02}/{:04} at {:02}:{:02}",
+        t.day(),
+        u8::from(t.month()),
+        t.year(),
+        t.hour(),
+        t.minute()
     )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
@@ -157,5 +146,8 @@ mod tests {
             header_date(1_763_719_200_000_000_000),
             "21/11/2025 at 10:00"
         );
+        assert_eq!(header_date(951_782_400_000_000_000), "29/02/2000 at 00:00");
+        assert_eq!(header_date(-1), "31/12/1969 at 23:59");
+        assert_eq!(header_date(i64::MIN), "21/09/1677 at 00:12");
     }
 }

@@ -11,13 +11,12 @@ pub mod record;
 pub mod run;
 pub mod spill;
 pub mod states;
-pub mod validate;
 
 pub use layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
 pub use merge::{write_trace, write_trace_cut, Cut, MergeInput, TimeWindow, TraceSummary};
 pub use names::NameTables;
 pub use output::OutputPaths;
-pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, ValueLabels};
+pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};
 pub use record::{Comm, EventPair, LocalThread, Value, DISCARDED};
 pub use run::{Run, RunBuilder};
 pub use spill::{MemoryBudget, SpillPolicy};
@@ -60,19 +59,4 @@ impl WriteError {
             source,
         }
     }
-}
-
-/// Opens a trace's body for reading (`NAME.prv`, or `NAME.prv.gz` when `gzip`),
-/// buffered, from its first line (the header).
-pub fn open_trace_body(prv: &Path, gzip: bool) -> std::io::Result<Box<dyn std::io::BufRead>> {
-    const READ_BUFFER: usize = 1 << 20;
-    let file = std::fs::File::open(prv)?;
-    Ok(if gzip {
-        Box::new(std::io::BufReader::with_capacity(
-            READ_BUFFER,
-            flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)),
-        ))
-    } else {
-        Box::new(std::io::BufReader::with_capacity(READ_BUFFER, file))
-    })
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use rayon::prelude::*;
 
@@ -16,7 +16,7 @@ use crate::lines::{EventsKey, LineFormatter};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
-use crate::pcf::{PcfCatalog, UsedLabels};
+use crate::pcf::{PcfCatalog, Timing, UsedLabels};
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 use crate::run::Run;
 use crate::spill::{ChunkReader, DecodedBody};
@@ -104,8 +104,7 @@ fn write_trace_batched(
         if stop <= start {
             return Err(empty_window(cut));
         }
-        let closed = closed_types(inputs).map_err(WriteError::SpillRead)?;
-        window = Some(CutState::new(stop - start, closed, cut.is_point));
+        window = Some(CutState::new(stop - start, catalog));
         (origin, end) = (start, stop);
     }
     let reserved = |ty: u32| catalog.fixed_values_of(ty);
@@ -193,18 +192,16 @@ pub struct TimeWindow {
 /// * the window is clamped to the trace's span and rebased: its start becomes 0
 ///   and the header's end time is its length;
 /// * a state that straddles an edge is clipped to it;
-/// * an interval (a type that has end events, value 0, anywhere in the runs) open
-///   at the start begins again at the start with its value, nested ones in their
-///   nesting order; one still open at the end ends there;
-/// * a value that holds until the next one (a type never closed, e.g. a sampled
-///   counter) is repeated at the start with its last value before it, unless
-///   `is_point` says the type's events are points (marks), which are never repeated;
+/// * how an event type crosses the start is its declared [`Timing`] in the
+///   catalog: an interval open at the start begins again at the start with its
+///   value, nested ones in their nesting order, and one still open at the end ends
+///   there; a value that holds until the next one (a sampled counter, or a type the
+///   catalog does not declare) is repeated at the start with its last value before
+///   it; points (marks) are never repeated;
 /// * a communication is kept only if its send and receive times all lie inside.
 #[derive(Clone, Copy, Debug)]
 pub struct Cut {
     pub window: TimeWindow,
-    /// Types whose events are instants, not values that hold (e.g. NVTX marks).
-    pub is_point: fn(u32) -> bool,
 }
 
 /// How a type's values cross the window's start.
@@ -236,8 +233,7 @@ const MAX_CARRIED_DEPTH: usize = 64;
 struct CutState {
     /// Window length (trace times run from 0 to `end`).
     end: i64,
-    closed: FxHashSet<u32>,
-    is_point: fn(u32) -> bool,
+    /// Per type: how it crosses the start, from its declared timing.
     carry_of: FxHashMap<u32, Carry>,
     open: FxHashMap<(u64, u32), Vec<i64>>,
     straddling: BTreeMap<u64, (i64, u32)>,
@@ -245,12 +241,22 @@ struct CutState {
 }
 
 impl CutState {
-    fn new(end: i64, closed: FxHashSet<u32>, is_point: fn(u32) -> bool) -> Self {
+    fn new(end: i64, catalog: &PcfCatalog) -> Self {
+        let carry_of = catalog
+            .types
+            .iter()
+            .map(|t| {
+                let carry = match t.timing {
+                    Timing::Interval => Carry::Interval,
+                    Timing::Point => Carry::Point,
+                    Timing::Level => Carry::Level,
+                };
+                (t.ty, carry)
+            })
+            .collect();
         CutState {
             end,
-            closed,
-            is_point,
-            carry_of: FxHashMap::default(),
+            carry_of,
             open: FxHashMap::default(),
             straddling: BTreeMap::new(),
             started: false,
@@ -269,17 +275,9 @@ impl CutState {
         }
     }
 
-    fn carry(&mut self, ty: u32) -> Carry {
-        let (closed, is_point) = (&self.closed, self.is_point);
-        *self.carry_of.entry(ty).or_insert_with(|| {
-            if closed.contains(&ty) {
-                Carry::Interval
-            } else if is_point(ty) {
-                Carry::Point
-            } else {
-                Carry::Level
-            }
-        })
+    /// A type the catalog does not declare is taken for a value that holds.
+    fn carry(&self, ty: u32) -> Carry {
+        self.carry_of.get(&ty).copied().unwrap_or(Carry::Level)
     }
 
     /// Tracks one type:value of `thread`: what stays open, to re-open it at the
@@ -329,33 +327,6 @@ impl CutState {
 
 /// Rank of interval ends among records at one time (see [`Record::rank`]).
 const CLOSING_RANK: u8 = 1;
-
-/// The types that have end events (closing records) in any run: interval types.
-fn closed_types(inputs: &[MergeInput]) -> std::io::Result<FxHashSet<u32>> {
-    let mut closed = FxHashSet::default();
-    for input in inputs {
-        let run = &input.run;
-        for r in &run.records {
-            if let Body::Events {
-                first,
-                count,
-                closing: true,
-            } = r.body
-            {
-                closed.extend(run.pairs_of(first, count).iter().map(|p| p.ty));
-            }
-        }
-        for chunk in &run.chunks {
-            let mut reader = ChunkReader::open(chunk)?;
-            while reader.advance()? {
-                if reader.body == (DecodedBody::Events { closing: true }) {
-                    closed.extend(reader.pairs.iter().map(|p| p.ty));
-                }
-            }
-        }
-    }
-    Ok(closed)
-}
 
 /// `0:1:TASK:THREAD` of a global thread key (`task << 32 | thread`).
 fn prefix_of(thread: u64) -> Vec<u8> {
@@ -1074,7 +1045,7 @@ mod tests {
     use crate::pcf::{EventTypeInfo, StateInfo, ValueLabels};
     use crate::run::RunBuilder;
     use crate::spill::{MemoryBudget, SpillPolicy};
-    use crate::validate::validate_trace;
+    use paraver_reader::validate::validate_trace;
 
     const RANGE: u32 = 100;
     const MARK: u32 = 200;
@@ -1105,16 +1076,16 @@ mod tests {
                     color: (1, 2, 3),
                 })
                 .collect(),
-            types: [RANGE, MARK, SAMPLE]
-                .into_iter()
-                .map(|ty| EventTypeInfo {
-                    ty,
-                    label: format!("type {ty}"),
-                    values: ValueLabels::Numeric,
-                    precision: None,
-                    gradient: 0,
-                })
-                .collect(),
+            types: [
+                (RANGE, Timing::Interval),
+                (MARK, Timing::Point),
+                (SAMPLE, Timing::Level),
+            ]
+            .into_iter()
+            .map(|(ty, timing)| {
+                EventTypeInfo::new(ty, &format!("type {ty}"), ValueLabels::Numeric, timing)
+            })
+            .collect(),
         }
     }
 
@@ -1167,10 +1138,7 @@ mod tests {
                 .map(|t| GlobalThread { task: 0, thread: t })
                 .collect(),
         }];
-        let cut = Cut {
-            window,
-            is_point: |ty| ty == MARK,
-        };
+        let cut = Cut { window };
         let summary = write_trace_cut(
             &paths,
             &layout(),
@@ -1387,7 +1355,6 @@ mod tests {
                 start: 500,
                 end: 600,
             },
-            is_point: |_| false,
         };
         let err = write_trace_cut(
             &paths,

@@ -165,19 +165,26 @@ fn values_for<'a>(names: &[&'a str], reserved: &[(i64, String)]) -> Vec<(&'a str
         .collect()
 }
 
-/// FNV-1a, 64 bit: fixed forever, so values stay stable across versions of the tool.
+/// FNV-1a, 64 bit, of the name's bytes: fixed forever, so values stay stable
+/// across versions of the tool.
 pub fn stable_hash(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    h.write(name.as_bytes());
+    h.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hash_is_fnv_1a() {
+        // Published FNV-1a 64 test vectors.
+        assert_eq!(stable_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(stable_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(stable_hash("foobar"), 0x8594_4171_f739_67e8);
+    }
 
     #[test]
     fn same_name_same_value_across_runs_and_orders() {

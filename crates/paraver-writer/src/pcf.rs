@@ -8,12 +8,36 @@ use crate::names::GlobalNames;
 /// How the values of an event type are labelled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValueLabels {
-    /// Plain numbers (sizes, ids): no VALUES table.
+    /// Plain numbers (ids, counts): no VALUES table.
     Numeric,
+    /// Sizes in bytes: no VALUES table.
+    Bytes,
     /// Names interned by producers (`Value::Name`), plus `0 End`.
     Names,
     /// A fixed table; only the values that occur are written.
     Fixed(Vec<(i64, String)>),
+}
+
+impl ValueLabels {
+    /// A fixed table from `(value, label)` pairs.
+    pub fn fixed(table: &[(i64, &str)]) -> Self {
+        ValueLabels::Fixed(table.iter().map(|&(v, l)| (v, l.to_string())).collect())
+    }
+}
+
+/// How the events of a type lie in time, which says how they cross a cut's edges
+/// ([`crate::Cut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// A begin with a value and an end with 0, written as one interval
+    /// ([`crate::RunBuilder::interval`]); intervals nest. One open at a cut's start
+    /// begins again there, one open at its end ends there.
+    Interval,
+    /// An instant (a mark, a fault): never repeated at a cut's start.
+    Point,
+    /// A value that holds until the next one (a sampled counter): repeated at a
+    /// cut's start with its last value before it.
+    Level,
 }
 
 #[derive(Clone, Debug)]
@@ -21,6 +45,7 @@ pub struct EventTypeInfo {
     pub ty: u32,
     pub label: String,
     pub values: ValueLabels,
+    pub timing: Timing,
     /// Views show value × 10^-precision.
     pub precision: Option<u32>,
     /// Legacy colour group; Extrae writes 7 for counters.
@@ -64,6 +89,19 @@ DEFAULT_SEMANTIC
 
 THREAD_FUNC          State As Is
 ";
+
+impl EventTypeInfo {
+    pub fn new(ty: u32, label: &str, values: ValueLabels, timing: Timing) -> Self {
+        EventTypeInfo {
+            ty,
+            label: label.into(),
+            values,
+            timing,
+            precision: None,
+            gradient: 0,
+        }
+    }
+}
 
 impl PcfCatalog {
     pub fn type_info(&self, ty: u32) -> Option<&EventTypeInfo> {
@@ -133,13 +171,12 @@ impl PcfCatalog {
         used: &UsedLabels,
         names: &GlobalNames,
     ) -> io::Result<()> {
-        let fallback = EventTypeInfo {
+        let fallback = EventTypeInfo::new(
             ty,
-            label: format!("Event type {ty}"),
-            values: ValueLabels::Numeric,
-            precision: None,
-            gradient: 0,
-        };
+            &format!("Event type {ty}"),
+            ValueLabels::Numeric,
+            Timing::Level,
+        );
         let info = self.type_info(ty).unwrap_or(&fallback);
         writeln!(
             out,
@@ -152,7 +189,7 @@ impl PcfCatalog {
             writeln!(out, "PRECISION {p}")?;
         }
         match &info.values {
-            ValueLabels::Numeric => {}
+            ValueLabels::Numeric | ValueLabels::Bytes => {}
             ValueLabels::Names => {
                 writeln!(out, "VALUES\n0      End")?;
                 for (value, name) in names.by_type.get(&ty).into_iter().flatten() {

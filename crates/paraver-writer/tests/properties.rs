@@ -2,7 +2,7 @@
 //! non-overlapping, every label present), no record is lost, and the same runs
 //! give byte-identical output whatever order their records were pushed in.
 
-use paraver_writer::validate::validate_trace;
+use paraver_reader::validate::validate_trace;
 use paraver_writer::*;
 use proptest::prelude::*;
 
@@ -137,13 +137,12 @@ fn catalog() -> PcfCatalog {
                 color: (1, 2, 3),
             })
             .collect(),
-        types: vec![EventTypeInfo {
-            ty: TYPE,
-            label: "names".into(),
-            values: ValueLabels::Names,
-            precision: None,
-            gradient: 0,
-        }],
+        types: vec![EventTypeInfo::new(
+            TYPE,
+            "names",
+            ValueLabels::Names,
+            Timing::Interval,
+        )],
     }
 }
 

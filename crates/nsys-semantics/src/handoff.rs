@@ -1,0 +1,246 @@
+//! What the categories of one report hand each other while it is translated (in
+//! [`crate::context::ReportContext::handoff`]): the GPU operations that API calls
+//! launched, and the synchronizations and NCCL ranges the API side is matched
+//! with; and what a report hands the run (MPI message endpoints, times every rank
+//! shares). Depends on no category, so that categories depend on it and not on
+//! each other.
+
+use nsys_reader::cuda::GpuPlace;
+use nsys_reader::ids::pid_of;
+use paraver_writer::{EventPair, LocalThread};
+use rustc_hash::FxHashMap;
+
+/// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
+/// functions), and to memory operations.
+pub const TAG_LAUNCH: i64 = 55_001;
+pub const TAG_MEMORY: i64 = 55_002;
+/// Our own: a CUDA event record to the waits on it, a host function's GPU side
+/// to its callback.
+pub const TAG_EVENT_WAIT: i64 = 55_003;
+pub const TAG_HOST_CALLBACK: i64 = 55_004;
+/// Every tag of a CUDA line; any other communication is an MPI message (views of
+/// MPI messages leave these out).
+pub const CUDA_TAGS: [i64; 4] = [TAG_LAUNCH, TAG_MEMORY, TAG_EVENT_WAIT, TAG_HOST_CALLBACK];
+
+#[derive(Default)]
+pub(crate) struct Handoff {
+    /// GPU operations by launch (filled by kernels, memory, graphs and host
+    /// functions; read by the CUDA API side).
+    pub links: GpuLinks,
+    /// Host-side synchronizations (filled by `sync`, read by the API side).
+    pub syncs: SyncCalls,
+    /// NCCL ranges with their payloads (filled by NVTX, read by the API side).
+    pub nccl_ranges: NcclRanges,
+}
+
+/// A GPU operation that an API call launched: the target of a launch arrow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GpuLink {
+    pub pid: u32,
+    pub correlation: i64,
+    pub thread: LocalThread,
+    pub start: i64,
+    pub end: i64,
+    pub bytes: i64,
+    pub tag: i64,
+    /// An NCCL kernel: it takes the payload of the NCCL call that launched it.
+    pub nccl: bool,
+}
+
+/// GPU operations by (pid, correlation id), sorted for lookup from the API side.
+#[derive(Default)]
+pub(crate) struct GpuLinks(Vec<GpuLink>);
+
+impl GpuLinks {
+    pub(crate) fn add(
+        &mut self,
+        place: &GpuPlace,
+        thread: LocalThread,
+        bytes: i64,
+        tag: i64,
+        nccl: bool,
+    ) {
+        if let Some(correlation) = place.correlation_id {
+            self.0.push(GpuLink {
+                pid: pid_of(place.global_pid),
+                correlation,
+                thread,
+                start: place.start,
+                end: place.end,
+                bytes,
+                tag,
+                nccl,
+            });
+        }
+    }
+
+    pub fn sort(&mut self) {
+        self.0.sort_by_key(|l| (l.pid, l.correlation, l.start));
+    }
+
+    /// Every GPU operation launched by this call (several in graph node mode);
+    /// the links must be sorted.
+    pub fn find(&self, pid: u32, correlation: i64) -> &[GpuLink] {
+        let lo = self
+            .0
+            .partition_point(|l| (l.pid, l.correlation) < (pid, correlation));
+        let hi = self.0[lo..].partition_point(|l| (l.pid, l.correlation) == (pid, correlation));
+        &self.0[lo..lo + hi]
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SyncCall {
+    pub pid: u32,
+    pub correlation: i64,
+    pub start: i64,
+    pub end: i64,
+    /// Name handle of the sync kind (value of `CUDA_SYNC`).
+    pub kind: u32,
+}
+
+/// Synchronizations by (pid, correlation id).
+#[derive(Default)]
+pub(crate) struct SyncCalls(Vec<SyncCall>);
+
+impl SyncCalls {
+    pub fn new(mut calls: Vec<SyncCall>) -> Self {
+        calls.sort_by_key(|s| (s.pid, s.correlation));
+        SyncCalls(calls)
+    }
+
+    pub fn find(&self, pid: u32, correlation: i64) -> Option<&SyncCall> {
+        let i = self
+            .0
+            .partition_point(|s| (s.pid, s.correlation) < (pid, correlation));
+        self.0
+            .get(i)
+            .filter(|s| (s.pid, s.correlation) == (pid, correlation))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// An NCCL range with its payload, on the thread that called NCCL.
+#[derive(Debug, Clone)]
+pub(crate) struct NcclRange {
+    pub start: i64,
+    pub end: i64,
+    pub payload: Vec<EventPair>,
+}
+
+/// NCCL ranges by thread, sorted by start, to find the range a launch was made in.
+#[derive(Default)]
+pub(crate) struct NcclRanges {
+    by_thread: FxHashMap<LocalThread, Vec<NcclRange>>,
+}
+
+impl NcclRanges {
+    pub fn add(&mut self, thread: LocalThread, range: NcclRange) {
+        if !range.payload.is_empty() {
+            self.by_thread.entry(thread).or_default().push(range);
+        }
+    }
+
+    pub fn sort(&mut self) {
+        for ranges in self.by_thread.values_mut() {
+            ranges.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        }
+    }
+
+    /// The innermost range with a payload that contains `time` on `thread`: binary
+    /// search, then a short walk back over ranges that started earlier.
+    pub fn enclosing(&self, thread: LocalThread, time: i64) -> Option<&NcclRange> {
+        let ranges = self.by_thread.get(&thread)?;
+        let after = ranges.partition_point(|r| r.start <= time);
+        ranges[..after].iter().rev().find(|r| r.end > time)
+    }
+}
+
+/// How a communicator is recognised by every rank that uses it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CommKey {
+    World,
+    Uid(i64),
+    Members(Vec<i64>),
+}
+
+/// One side of a point-to-point message, in this report's clock.
+#[derive(Clone, Debug)]
+pub struct P2pEndpoint {
+    pub pid: u32,
+    pub thread: LocalThread,
+    pub is_send: bool,
+    /// World rank of the other side.
+    pub peer: i64,
+    pub tag: i64,
+    pub comm: CommKey,
+    pub size: i64,
+    /// When the call began (logical time).
+    pub logical: i64,
+    /// When data left (send) or arrived (receive: end of the call, or of the wait
+    /// that completed a non-blocking receive).
+    pub physical: i64,
+    /// The request of a non-blocking call, to find the wait that completed it.
+    pub(crate) request: Option<i64>,
+}
+
+/// Times every rank shares, in this report's clock, for `--sync`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncPoints {
+    pub mpi_init_end: Option<i64>,
+    pub first_barrier_end: Option<i64>,
+    pub last_barrier_end: Option<i64>,
+    pub first_nccl_end: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_found_by_process_and_correlation() {
+        let mut links = GpuLinks::default();
+        let place = |pid: i64, corr| GpuPlace {
+            global_pid: pid << 24,
+            correlation_id: Some(corr),
+            ..Default::default()
+        };
+        links.add(&place(1, 5), 0, 0, TAG_LAUNCH, false);
+        links.add(&place(2, 5), 1, 0, TAG_LAUNCH, false);
+        links.add(&place(1, 5), 2, 0, TAG_LAUNCH, false);
+        links.sort();
+        assert_eq!(links.find(1, 5).len(), 2);
+        assert_eq!(links.find(2, 5)[0].thread, 1);
+        assert!(links.find(3, 5).is_empty());
+    }
+
+    #[test]
+    fn innermost_enclosing_range_is_found() {
+        let mut r = NcclRanges::default();
+        let payload = |v| vec![EventPair::raw(9501, v)];
+        r.add(
+            0,
+            NcclRange {
+                start: 0,
+                end: 100,
+                payload: payload(1),
+            },
+        );
+        r.add(
+            0,
+            NcclRange {
+                start: 10,
+                end: 20,
+                payload: payload(2),
+            },
+        );
+        r.sort();
+        assert_eq!(r.enclosing(0, 15).unwrap().start, 10);
+        assert_eq!(r.enclosing(0, 50).unwrap().start, 0);
+        assert!(r.enclosing(0, 100).is_none());
+        assert!(r.enclosing(1, 15).is_none());
+    }
+}

@@ -1,0 +1,200 @@
+//! Kernels on GPU stream rows: the kernel by name (NCCL's apart), its launch
+//! configuration and resources, the stream's Running state, and the launch links
+//! the API side draws arrows to.
+
+use nsys_reader::cuda::KERNEL;
+use nsys_reader::ReadError;
+use paraver_writer::{EventPair, EventTypeInfo, Value, ValueLabels};
+use rustc_hash::FxHashMap;
+
+use crate::category::{Category, CategoryInfo, Pass, Stage};
+use crate::context::{NameCache, ReportContext};
+use crate::cuda_api::CORRELATION_ID;
+use crate::cuda_graphs::{GRAPHS, GRAPH_NODE_ID};
+use crate::handoff::{GpuLinks, TAG_LAUNCH};
+use crate::nccl::{self, NCCL};
+use crate::options::KernelNames;
+use crate::types::{interval, state};
+
+pub const CUDA_KERNEL: u32 = 63_000_006;
+pub const NCCL_KERNEL: u32 = 63_000_007;
+pub const KERNEL_GRID: [u32; 3] = [9101, 9102, 9103];
+pub const KERNEL_BLOCK: [u32; 3] = [9104, 9105, 9106];
+pub const KERNEL_STATIC_SHARED: u32 = 9107;
+pub const KERNEL_DYNAMIC_SHARED: u32 = 9108;
+pub const KERNEL_LOCAL_MEMORY: u32 = 9109;
+pub const KERNEL_REGISTERS: u32 = 9110;
+
+pub const KERNELS: Category = Category::named("kernels");
+
+pub static CATEGORY: CategoryInfo = CategoryInfo {
+    category: KERNELS,
+    aliases: &["kernel"],
+    bsc_names: &["cuda_api_trace", "cuda_gpu_trace"],
+    groups: &["cuda"],
+    tables: &["CUPTI_ACTIVITY_KIND_KERNEL"],
+    table_prefixes: &[],
+    bytes_per_row: 300,
+    launched: true,
+    event_types,
+    states: &[state::RUNNING],
+    views: &[
+        "views/kernels.cfg",
+        "views/cuda_activities.cfg",
+        "basics/kernel_grid_x.cfg",
+        "basics/kernel_grid_y.cfg",
+        "basics/kernel_grid_z.cfg",
+        "basics/kernel_block_x.cfg",
+        "basics/kernel_block_y.cfg",
+        "basics/kernel_block_z.cfg",
+        "basics/kernel_static_shared_memory.cfg",
+        "basics/kernel_dynamic_shared_memory.cfg",
+        "basics/kernel_local_memory.cfg",
+        "basics/kernel_registers.cfg",
+        "analysis/kernels_profile.cfg",
+        "analysis/kernel_durations.cfg",
+        "analysis/kernels_in_flight.cfg",
+        "analysis/concurrent_kernels.cfg",
+        "analysis/gpu_active.cfg",
+        "analysis/gpu_useful.cfg",
+        "efficiency/load_balance.cfg",
+        "efficiency/parallel_efficiency.cfg",
+        "efficiency/orchestration_efficiency.cfg",
+        "efficiency/communication_efficiency.cfg",
+    ],
+    names_ranges: None,
+    pass: Some(Pass {
+        stage: Stage::GpuOperations,
+        run: pass,
+        also_for: &[],
+    }),
+};
+
+fn event_types() -> Vec<EventTypeInfo> {
+    use ValueLabels::{Bytes, Names, Numeric};
+    vec![
+        interval(CUDA_KERNEL, "CUDA kernel", Names),
+        interval(NCCL_KERNEL, "NCCL kernel", Names),
+        interval(KERNEL_GRID[0], "Kernel grid size X", Numeric),
+        interval(KERNEL_GRID[1], "Kernel grid size Y", Numeric),
+        interval(KERNEL_GRID[2], "Kernel grid size Z", Numeric),
+        interval(KERNEL_BLOCK[0], "Kernel block size X", Numeric),
+        interval(KERNEL_BLOCK[1], "Kernel block size Y", Numeric),
+        interval(KERNEL_BLOCK[2], "Kernel block size Z", Numeric),
+        interval(
+            KERNEL_STATIC_SHARED,
+            "Kernel static shared memory (bytes)",
+            Bytes,
+        ),
+        interval(
+            KERNEL_DYNAMIC_SHARED,
+            "Kernel dynamic shared memory (bytes)",
+            Bytes,
+        ),
+        interval(
+            KERNEL_LOCAL_MEMORY,
+            "Kernel local memory total (bytes)",
+            Bytes,
+        ),
+        interval(KERNEL_REGISTERS, "Kernel registers per thread", Numeric),
+    ]
+}
+
+fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+    let mut links = std::mem::take(&mut ctx.handoff.links);
+    let result = kernels(ctx, &mut links);
+    ctx.handoff.links = links;
+    result
+}
+
+/// NCCL's kernels are told apart by name, as nsys2prv does.
+fn is_nccl(name: &str) -> bool {
+    name.contains("nccl")
+}
+
+fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
+    let export = ctx.export;
+    let use_demangled = ctx.options.kernel_names == KernelNames::Demangled;
+    let mut names = NameCache::default();
+    let mut nccl_names = NameCache::default();
+    let with_nccl_fields = ctx.options.wants(NCCL);
+    let with_graph_nodes = ctx.options.wants(GRAPHS);
+    let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
+    let mut pairs: Vec<EventPair> = Vec::with_capacity(24);
+    let scan = export.kernels(|k| {
+        let (primary, fallback) = if use_demangled {
+            (k.demangled_name, k.short_name)
+        } else {
+            (k.short_name, k.demangled_name)
+        };
+        let name_id = primary.or(fallback);
+        let name = kernel_name(ctx, name_id, &mut names, &mut nccl_names)?;
+        let thread = ctx.stream_thread(&k.place);
+        let p = &k.place;
+        let is_nccl = name.ty == NCCL_KERNEL;
+        // One buffer for every row: a kernel has a dozen pairs.
+        pairs.clear();
+        pairs.push(name);
+        pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_GRID[i], k.grid[i])));
+        pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_BLOCK[i], k.block[i])));
+        pairs.extend([
+            EventPair::raw(KERNEL_STATIC_SHARED, k.static_shared_memory),
+            EventPair::raw(KERNEL_DYNAMIC_SHARED, k.dynamic_shared_memory),
+            EventPair::raw(KERNEL_LOCAL_MEMORY, k.local_memory_total),
+            EventPair::raw(KERNEL_REGISTERS, k.registers_per_thread),
+        ]);
+        if let Some(c) = p.correlation_id {
+            pairs.push(EventPair::raw(CORRELATION_ID, c));
+        }
+        if let Some(node) = k.graph_node_id.filter(|_| with_graph_nodes) {
+            pairs.push(EventPair::raw(GRAPH_NODE_ID, node));
+        }
+        if is_nccl {
+            let first = &mut ctx.sync_points.first_nccl_end;
+            *first = Some(first.map_or(p.end, |t| t.min(p.end)));
+        }
+        if is_nccl && with_nccl_fields {
+            pairs.extend(nccl_fields(ctx, &mut nccl_fields_cache, name));
+        }
+        ctx.run.interval(thread, p.start, p.end, &pairs);
+        ctx.states.add(thread, p.start, p.end, state::RUNNING);
+        links.add(p, thread, 0, TAG_LAUNCH, is_nccl);
+        Ok(())
+    })?;
+    ctx.note_scan(KERNEL, scan);
+    Ok(())
+}
+
+/// The fields an NCCL kernel's name encodes, parsed once per name.
+fn nccl_fields(
+    ctx: &mut ReportContext,
+    cache: &mut FxHashMap<u32, Vec<EventPair>>,
+    name: EventPair,
+) -> Vec<EventPair> {
+    let Value::Name(handle) = name.value() else {
+        return Vec::new();
+    };
+    if let Some(pairs) = cache.get(&handle) {
+        return pairs.clone();
+    }
+    let text = ctx.run.names.names_of(NCCL_KERNEL)[handle as usize].to_string();
+    let pairs = nccl::kernel_pairs(ctx, &text);
+    cache.insert(handle, pairs.clone());
+    pairs
+}
+
+/// The kernel's name as a value of 63000006, or of 63000007 for NCCL kernels.
+fn kernel_name(
+    ctx: &mut ReportContext,
+    name_id: Option<i64>,
+    names: &mut NameCache,
+    nccl_names: &mut NameCache,
+) -> Result<EventPair, ReadError> {
+    let handle = ctx.name(CUDA_KERNEL, names, name_id, str::to_string)?;
+    let name = &ctx.run.names.names_of(CUDA_KERNEL)[handle as usize];
+    if is_nccl(name) {
+        let nccl = ctx.name(NCCL_KERNEL, nccl_names, name_id, str::to_string)?;
+        return Ok(EventPair::name(NCCL_KERNEL, nccl));
+    }
+    Ok(EventPair::name(CUDA_KERNEL, handle))
+}

@@ -1,0 +1,468 @@
+//! The registry: every category, once, in the order they are listed to users (in
+//! `-t` help, the dry run, error messages). Adding a category is a module that
+//! declares its [`CategoryInfo`] plus one line in [`STANDARD`]; the `-t` words,
+//! the `.pcf` catalog, the dry run and the translation then know it.
+//!
+//! The translation runs the categories' passes by stage, then in this order (see
+//! [`Stage`]).
+
+use std::collections::BTreeSet;
+
+use crate::category::{normalize, Category, CategoryInfo, Pass};
+use crate::options::{KernelNames, Options};
+use crate::{
+    cuda_api, cuda_events, cuda_graphs, cuda_sync, gpu_memory, gpu_metrics, host_functions,
+    kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sched,
+};
+
+#[cfg(doc)]
+use crate::category::Stage;
+
+/// The categories of the tool.
+pub static STANDARD: &[&CategoryInfo] = &[
+    &cuda_api::CATEGORY,
+    &kernels::CATEGORY,
+    &memory::CATEGORY,
+    &cuda_sync::CATEGORY,
+    &cuda_graphs::CATEGORY,
+    &host_functions::CATEGORY,
+    &cuda_events::CATEGORY,
+    &gpu_memory::CATEGORY,
+    &gpu_metrics::CATEGORY,
+    &network::CATEGORY,
+    &nvtx::CATEGORY,
+    &nccl::CATEGORY,
+    &mpi::CATEGORY,
+    &osrt::CATEGORY,
+    &openmp::CATEGORY,
+    &openacc::CATEGORY,
+    &sched::CATEGORY,
+];
+
+/// Views that show every trace (states), not one category's events.
+pub const GENERAL_VIEWS: &[&str] = &[
+    "views/states.cfg",
+    "analysis/states_profile.cfg",
+    "analysis/gpu_idle_gaps.cfg",
+];
+
+/// The word that selects every category.
+const ALL: &str = "all";
+
+/// A list of categories: [`Registry::standard`], or that plus others (tests).
+#[derive(Clone)]
+pub struct Registry {
+    categories: Vec<&'static CategoryInfo>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.categories.iter().map(|c| c.category))
+            .finish()
+    }
+}
+
+/// A `-t`/`--exclude` word that names no category.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown category '{word}' (known: {known})")]
+pub struct UnknownCategory {
+    pub word: String,
+    known: String,
+}
+
+impl Default for Options {
+    /// Every category of the standard registry.
+    fn default() -> Self {
+        Registry::standard().options()
+    }
+}
+
+impl Registry {
+    pub fn standard() -> Self {
+        Registry {
+            categories: STANDARD.to_vec(),
+        }
+    }
+
+    /// This registry and one more category, listed last.
+    pub fn with(mut self, extra: &'static CategoryInfo) -> Self {
+        self.categories.push(extra);
+        self
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'static CategoryInfo> + '_ {
+        self.categories.iter().copied()
+    }
+
+    pub fn get(&self, category: Category) -> Option<&'static CategoryInfo> {
+        self.iter().find(|c| c.category == category)
+    }
+
+    pub fn all(&self) -> BTreeSet<Category> {
+        self.iter().map(|c| c.category).collect()
+    }
+
+    /// Options that select every category.
+    pub fn options(&self) -> Options {
+        Options {
+            categories: self.all(),
+            kernel_names: KernelNames::Short,
+            spill: None,
+            decode_ahead: false,
+            keep_nsys_threads: false,
+        }
+    }
+
+    /// The categories a `-t` word selects: a category's name or alias, a group
+    /// (`cuda`), one of BSC nsys2prv's names (with its meaning), or `all`.
+    pub fn select(&self, word: &str) -> Option<Vec<Category>> {
+        let word = normalize(word);
+        if word == ALL {
+            return Some(self.iter().map(|c| c.category).collect());
+        }
+        let found: Vec<Category> = self
+            .iter()
+            .filter(|c| c.is_selected_by(&word))
+            .map(|c| c.category)
+            .collect();
+        (!found.is_empty()).then_some(found)
+    }
+
+    /// The categories a comma-separated `-t`/`--exclude` list selects (blank words
+    /// are ignored).
+    pub fn parse_list(&self, words: &[String]) -> Result<BTreeSet<Category>, UnknownCategory> {
+        let mut set = BTreeSet::new();
+        for word in words.iter().filter(|w| !w.trim().is_empty()) {
+            match self.select(word) {
+                Some(found) => set.extend(found),
+                None => {
+                    return Err(UnknownCategory {
+                        word: word.clone(),
+                        known: self.known_words(),
+                    })
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    /// `cuda-api, kernels, …, cuda, all`: the names, the groups, and `all`.
+    fn known_words(&self) -> String {
+        let mut words: Vec<&str> = self.iter().map(|c| c.category.name()).collect();
+        words.extend(self.groups().into_iter().map(|(group, _)| group));
+        words.push(ALL);
+        words.join(", ")
+    }
+
+    /// Each group with its members, in registry order.
+    fn groups(&self) -> Vec<(&'static str, Vec<Category>)> {
+        let mut groups: Vec<(&'static str, Vec<Category>)> = Vec::new();
+        for c in self.iter() {
+            for &group in c.groups {
+                match groups.iter_mut().find(|(g, _)| *g == group) {
+                    Some((_, members)) => members.push(c.category),
+                    None => groups.push((group, vec![c.category])),
+                }
+            }
+        }
+        groups
+    }
+
+    /// The category list of the `--help` text: the names in registry order, a
+    /// group after its last member (`sync (cuda: these four)`), then `or all`.
+    pub fn help(&self) -> String {
+        let groups = self.groups();
+        let mut items: Vec<String> = Vec::new();
+        for c in self.iter() {
+            let mut item = c.category.name().to_string();
+            for (group, members) in &groups {
+                if members.last() == Some(&c.category) {
+                    item.push_str(&format!(" ({group}: these {})", count_word(members.len())));
+                }
+            }
+            items.push(item);
+        }
+        items.push(format!("or {ALL}."));
+        items.join(", ")
+    }
+
+    /// The passes the selected categories need, in the order they run.
+    pub(crate) fn passes(&self, options: &Options) -> Vec<&'static Pass> {
+        let mut passes: Vec<(usize, &'static Pass)> = self
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let pass = c.pass.as_ref()?;
+                let wanted = options.wants(c.category)
+                    || pass.also_for.iter().any(|&other| options.wants(other));
+                wanted.then_some((i, pass))
+            })
+            .collect();
+        passes.sort_by_key(|&(i, pass)| (pass.stage, i));
+        passes.into_iter().map(|(_, pass)| pass).collect()
+    }
+
+    /// Whether `ty` holds ranges a `--nvtx-range` cut can name.
+    pub fn is_range_type(&self, ty: u32) -> bool {
+        self.iter().any(|c| c.names_ranges.is_some_and(|f| f(ty)))
+    }
+
+    /// Every view the categories declare, and the general ones: paths under
+    /// `cfgs/`; a path ending in `/` stands for the views in that directory.
+    pub fn views(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.iter()
+            .flat_map(|c| c.views.iter().copied())
+            .chain(GENERAL_VIEWS.iter().copied())
+    }
+}
+
+fn count_word(n: usize) -> String {
+    const WORDS: [&str; 9] = [
+        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    n.checked_sub(2)
+        .and_then(|i| WORDS.get(i))
+        .map_or_else(|| n.to_string(), |w| w.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::category::{Pass, Stage};
+    use crate::context::ReportContext;
+    use crate::types::point;
+    use nsys_reader::ReadError;
+    use paraver_writer::{EventPair, MergeInput, OutputPaths, ValueLabels};
+
+    const DUMMY: Category = Category::named("dummy");
+    const DUMMY_EVENT: u32 = 99_000_001;
+    const DUMMY_TABLE: &str = "DUMMY_EVENTS";
+
+    /// A category declared in one place, as a new module would declare it.
+    static DUMMY_CATEGORY: CategoryInfo = CategoryInfo {
+        category: DUMMY,
+        aliases: &["dummies"],
+        bsc_names: &["dummy_trace"],
+        groups: &[],
+        tables: &[DUMMY_TABLE],
+        table_prefixes: &[],
+        bytes_per_row: 1,
+        launched: false,
+        event_types: || vec![point(DUMMY_EVENT, "Dummy event", ValueLabels::Numeric)],
+        states: &[],
+        views: &[],
+        names_ranges: None,
+        pass: Some(Pass {
+            stage: Stage::Activity,
+            run: dummy_pass,
+            also_for: &[],
+        }),
+    };
+
+    /// Each row: a point event on its CPU thread.
+    fn dummy_pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
+        let export = ctx.export;
+        export.scan(DUMMY_TABLE, &["start", "globalTid", "value"], |row| {
+            let (Some(start), Some(tid), Some(value)) = (row.int(0), row.int(1), row.int(2)) else {
+                return Ok(());
+            };
+            let thread = ctx.cpu_thread(tid);
+            ctx.run
+                .events(thread, start, &[EventPair::raw(DUMMY_EVENT, value)]);
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    fn export_with_dummy_rows(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("dummy.sqlite");
+        let spec = nsys_synth::SynthSpec::small(nsys_synth::SchemaVersion::V3_24);
+        nsys_synth::write_export(&spec, &path).unwrap();
+        let db = rusqlite::Connection::open(&path).unwrap();
+        let tid = (24_601_i64 << 24) | 24_601;
+        db.execute_batch(&format!(
+            "CREATE TABLE {DUMMY_TABLE} (start INTEGER, globalTid INTEGER, value INTEGER);
+             INSERT INTO {DUMMY_TABLE} VALUES (1000, {tid}, 7), (2000, {tid}, 8), (3000, {tid}, 9);"
+        ))
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn a_category_added_in_one_place_is_selected_translated_labelled_and_surveyed() {
+        let registry = Registry::standard().with(&DUMMY_CATEGORY);
+
+        // -t / --exclude words, and the help.
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let selected = registry.parse_list(&words(&["dummies"])).unwrap();
+        assert_eq!(selected, BTreeSet::from([DUMMY]));
+        assert_eq!(registry.select("DUMMY_TRACE"), Some(vec![DUMMY]));
+        assert!(registry.select("all").unwrap().contains(&DUMMY));
+        assert!(registry.help().contains("sched, dummy, or all."));
+        let unknown = Registry::standard().parse_list(&words(&["dummy"]));
+        assert!(unknown.unwrap_err().to_string().contains("'dummy'"));
+
+        // The dry run counts its table.
+        let dir = tempfile::tempdir().unwrap();
+        let input = export_with_dummy_rows(dir.path());
+        let mut options = registry.options();
+        options.categories = registry.parse_list(&words(&["dummy", "osrt"])).unwrap();
+        let survey =
+            crate::survey::survey_with(&registry, &input, &input, &options, false).unwrap();
+        let rows: Vec<(Category, u64)> = survey.rows.iter().map(|r| (r.category, r.rows)).collect();
+        assert_eq!(rows, [(DUMMY, 3)]);
+        assert_eq!(survey.estimated_bytes(), 3);
+
+        // The translation runs its pass, and the .pcf labels its type.
+        let report = crate::report::translate_with(&registry, &input, &input, &options).unwrap();
+        assert_eq!(report.run.len(), 3);
+        let reports = [report];
+        let plan = crate::plan_layout(&reports, "t");
+        let catalog = crate::catalog::catalog_with_reports(&registry, &reports);
+        let [report] = reports;
+        let inputs = [MergeInput {
+            run: report.run,
+            time_offset: plan.offsets[0],
+            threads: plan.threads[0].clone(),
+        }];
+        let paths = OutputPaths::for_trace(&dir.path().join("t.prv")).unwrap();
+        paraver_writer::write_trace(&paths, &plan.layout, &inputs, &catalog, &mut |_| {}).unwrap();
+        let pcf = std::fs::read_to_string(&paths.pcf).unwrap();
+        assert!(pcf.contains("99000001   Dummy event"), "{pcf}");
+        let check = paraver_reader::validate::validate_trace(&paths.prv).unwrap();
+        assert!(check.is_ok(), "{:?}", check.findings);
+        assert_eq!(check.stats.event_begins.get(&DUMMY_EVENT), Some(&3));
+
+        // Not selected: not translated.
+        options.categories = registry.parse_list(&words(&["osrt"])).unwrap();
+        let dummy_pass = DUMMY_CATEGORY.pass.as_ref().unwrap();
+        let passes = registry.passes(&options);
+        assert_eq!(passes.len(), 1);
+        assert!(!std::ptr::eq(passes[0], dummy_pass));
+    }
+
+    #[test]
+    fn bsc_cuda_api_trace_brings_gpu_activity() {
+        let registry = Registry::standard();
+        let found: BTreeSet<&str> = registry
+            .select("cuda_api_trace")
+            .unwrap()
+            .into_iter()
+            .map(Category::name)
+            .collect();
+        assert_eq!(found, BTreeSet::from(["cuda-api", "kernels", "memory"]));
+        let gpu: Vec<&str> = registry
+            .select("cuda_gpu_trace")
+            .unwrap()
+            .into_iter()
+            .map(Category::name)
+            .collect();
+        assert_eq!(gpu, ["kernels", "memory"]);
+        assert_eq!(registry.select("api").unwrap().len(), 1);
+        assert_eq!(registry.select("cuda").unwrap().len(), 4);
+        for bsc in [
+            "nvtx_pushpop_trace",
+            "nvtx_startend_trace",
+            "mpi_event_trace",
+            "pthread",
+        ] {
+            assert_eq!(registry.select(bsc).unwrap().len(), 1, "{bsc}");
+        }
+        assert!(registry.select("cpu_raw_counters").is_none());
+    }
+
+    #[test]
+    fn every_word_selects_what_it_did() {
+        let registry = Registry::standard();
+        let one = |w: &str| {
+            let found = registry.select(w).unwrap_or_else(|| panic!("{w}"));
+            assert_eq!(found.len(), 1, "{w}");
+            found[0].name()
+        };
+        for (word, name) in [
+            ("NVTX", "nvtx"),
+            ("omp", "openmp"),
+            ("acc", "openacc"),
+            ("scheduling", "sched"),
+            ("cuda-graphs", "graphs"),
+            ("events", "cuda-events"),
+            ("memory_usage", "gpu-memory"),
+            ("metrics", "gpu-metrics"),
+            ("ib-switch", "network"),
+            ("nic_metrics", "network"),
+            ("host-funcs", "host-functions"),
+            ("kernel", "kernels"),
+            ("memset", "memory"),
+            ("synchronization", "sync"),
+            ("pthreads", "osrt"),
+        ] {
+            assert_eq!(one(word), name, "{word}");
+        }
+        assert_eq!(registry.select("all").unwrap().len(), STANDARD.len());
+    }
+
+    #[test]
+    fn the_help_lists_every_category_with_its_group() {
+        assert_eq!(
+            Registry::standard().help(),
+            "cuda-api, kernels, memory, sync (cuda: these four), graphs, host-functions, \
+             cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, \
+             openacc, sched, or all."
+        );
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut words: Vec<String> = Vec::new();
+        for c in STANDARD {
+            words.push(c.category.name().to_string());
+            words.extend(c.aliases.iter().map(|a| normalize(a)));
+        }
+        let mut sorted = words.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), words.len(), "{words:?}");
+    }
+
+    #[test]
+    fn passes_run_by_stage_then_in_registry_order() {
+        let registry = Registry::standard();
+        let order: Vec<usize> = registry
+            .passes(&registry.options())
+            .into_iter()
+            .map(|p| {
+                STANDARD
+                    .iter()
+                    .position(|c| c.pass.as_ref().is_some_and(|q| std::ptr::eq(q, p)))
+                    .unwrap()
+            })
+            .collect();
+        let names: Vec<&str> = order.iter().map(|&i| STANDARD[i].category.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "kernels",
+                "memory",
+                "graphs",
+                "host-functions",
+                "sync",
+                "nvtx",
+                "cuda-api",
+                "cuda-events",
+                "gpu-memory",
+                "mpi",
+                "osrt",
+                "openmp",
+                "openacc",
+                "sched",
+                "gpu-metrics",
+                "network",
+            ]
+        );
+        // NCCL and 2022-era MPI come through the NVTX pass; syncs through the API's.
+        let mut options = registry.options();
+        options.categories = BTreeSet::from([crate::nccl::NCCL, crate::cuda_sync::SYNC]);
+        assert_eq!(registry.passes(&options).len(), 3);
+    }
+}
