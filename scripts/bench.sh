@@ -16,7 +16,8 @@
 #
 # Environment: CARGO_TARGET_DIR (default: target), CARGO (default: cargo);
 #   NSYS2PRV_STATIC_BIN=/path/to/static/nsys2prv-rs also times that binary (e.g. the musl +
-#   mimalloc build) next to the dynamic one on `training` and `one-10M`.
+#   mimalloc build) next to the dynamic one on `training` and `one-10M`;
+#   NSYS2PRV_BENCH_REPORT=1 also runs scripts/bench-report.sh (the report subcommand).
 #
 # Shapes (nsys-synth, schema 3.24; rows are input rows, full size):
 #   mix shapes, sized so that nsys2prv finishes in minutes, run by both tools:
@@ -380,3 +381,8 @@ with scripts/bench/nsys standing in for \`nsys stats -r cuda_api_trace\`."
         printf '%s\n' "${cmp_md[@]}"
     fi
 } | tee "$scratch/results.md"
+
+# The report subcommand on a generated 1,024-rank job (scripts/bench-report.sh), when asked.
+if [ "${NSYS2PRV_BENCH_REPORT:-0}" = 1 ]; then
+    "$(dirname "$0")/bench-report.sh"
+fi

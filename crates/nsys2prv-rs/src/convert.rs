@@ -55,6 +55,9 @@ fn convert(args: &Args) -> Result<()> {
     checkpoint("inputs found");
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
+    if let Some(Some(dir)) = &args.report {
+        report::check_out_dir(dir)?;
+    }
     let cfgs_dir = args
         .cfgs_dir
         .clone()
@@ -137,11 +140,13 @@ fn convert(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
-    if args.report {
+    if let Some(dir) = &args.report {
         report::run(
             &paths.prv,
             &report::ReportOptions {
                 print: !args.quiet,
+                out_dir: dir.clone(),
+                memory_limit: args.memory_limit,
                 ..report::ReportOptions::default()
             },
         )?;
