@@ -15,8 +15,9 @@
 #   --regen          regenerate the inputs even if present
 #
 # Environment: CARGO_TARGET_DIR (default: target), CARGO (default: cargo);
-#   NSYS2PRV_STATIC_BIN=/path/to/static/nsys2prv-rs also times that binary (e.g. the musl +
-#   mimalloc build) next to the dynamic one on `training` and `one-10M`;
+#   NSYS2PRV_STATIC_BIN=/path/to/static/nsys2prv-rs also times that binary next to the dynamic
+#   one on `training` and `one-10M` (the release build: NSYS2PRV_STATIC_BIN=$(scripts/release.sh
+#   | tail -n 1));
 #   NSYS2PRV_BENCH_REPORT=1 also runs scripts/bench-report.sh (the report subcommand).
 #
 # Shapes (nsys-synth, schema 3.24; rows are input rows, full size):
