@@ -108,8 +108,13 @@ fn write_trace_batched(
         (origin, end) = (start, stop);
     }
     let reserved = |ty: u32| catalog.fixed_values_of(ty);
-    let (global_names, handle_values) =
+    let (global_names, mut handle_values) =
         assign_values(inputs.iter().map(|i| &i.run.names), &reserved);
+    for values in &mut handle_values {
+        for (ty, table) in catalog.shared_value_tables() {
+            values.share(ty, table);
+        }
+    }
 
     let prv_file = OutputFile::create(&paths.prv)?;
     let mut body = BodyWriter::new(TraceSink::new(prv_file.file(), paths.gzip), catalog);

@@ -87,6 +87,20 @@ impl HandleValues {
             .expect("name handle of a type the run never interned");
         values[id as usize]
     }
+
+    /// Makes the name handles of `ty` resolve as those of `table` (a type that
+    /// shares another's value table: producers intern its names under `table`).
+    pub fn share(&mut self, ty: u32, table: u32) {
+        let shared = self
+            .tables
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map(|(_, values)| values.clone());
+        if let Some(values) = shared {
+            self.tables.retain(|(t, _)| *t != ty);
+            self.tables.push((ty, values));
+        }
+    }
 }
 
 /// Values some names of a type must have (e.g. Extrae's MPI numbering), by type.
@@ -212,6 +226,15 @@ mod tests {
         let (_, maps) = assign_values([&t], &|ty| (ty == 5).then_some(table.as_slice()));
         assert_eq!(maps[0].value(5, send), 1);
         assert_ne!(maps[0].value(5, odd), 1);
+    }
+
+    #[test]
+    fn a_type_sharing_a_table_resolves_its_handles() {
+        let mut t = NameTables::default();
+        let main = t.intern(30, "main");
+        let (_, mut maps) = assign_values([&t], &|_| None);
+        maps[0].share(31, 30);
+        assert_eq!(maps[0].value(31, main), maps[0].value(30, main));
     }
 
     #[test]
