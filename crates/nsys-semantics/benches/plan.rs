@@ -33,6 +33,7 @@ fn report(rank: u32) -> ReportTranslation {
         ranks: HashMap::from([(pid, rank)]),
         p2p: Vec::new(),
         sync_points: Default::default(),
+        cpus_seen: 0,
     }
 }
 

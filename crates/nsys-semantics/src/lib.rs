@@ -32,6 +32,7 @@ mod osrt;
 pub mod ranks;
 pub mod registry;
 mod report;
+mod sampling;
 mod sched;
 mod soc_metrics;
 pub mod survey;

@@ -12,7 +12,7 @@ use crate::category::{normalize, Category, CategoryInfo, Pass};
 use crate::options::{KernelNames, Options};
 use crate::{
     cuda_api, cuda_events, cuda_graphs, cuda_sync, gpu_memory, gpu_metrics, host_functions,
-    kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sched,
+    kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sampling, sched,
 };
 
 #[cfg(doc)]
@@ -36,6 +36,8 @@ pub static STANDARD: &[&CategoryInfo] = &[
     &osrt::CATEGORY,
     &openmp::CATEGORY,
     &openacc::CATEGORY,
+    // Before sched, which keeps the scheduling of processes other categories traced.
+    &sampling::CATEGORY,
     &sched::CATEGORY,
 ];
 
@@ -111,6 +113,7 @@ impl Registry {
             spill: None,
             decode_ahead: false,
             keep_nsys_threads: false,
+            sampling_depth: crate::options::DEFAULT_SAMPLING_DEPTH,
         }
     }
 
@@ -408,7 +411,7 @@ mod tests {
             Registry::standard().help(),
             "cuda-api, kernels, memory, sync (cuda: these four), graphs, host-functions, \
              cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, \
-             openacc, sched, or all."
+             openacc, sampling, sched, or all."
         );
     }
 
@@ -455,6 +458,7 @@ mod tests {
                 "osrt",
                 "openmp",
                 "openacc",
+                "sampling",
                 "sched",
                 "gpu-metrics",
                 "network",

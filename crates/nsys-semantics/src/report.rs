@@ -36,6 +36,8 @@ pub struct ReportTranslation {
     pub p2p: Vec<P2pEndpoint>,
     /// Times every rank shares (end of MPI_Init, barriers, first NCCL kernel).
     pub sync_points: SyncPoints,
+    /// One more than the highest logical CPU its threads ran on (0: none seen).
+    pub cpus_seen: u32,
 }
 
 /// Translates the export at `path` with the standard categories; `name` is the
@@ -80,6 +82,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         sync_points,
         mut p2p,
         row_labels,
+        cpus_seen,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -135,6 +138,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         ranks,
         p2p,
         sync_points,
+        cpus_seen,
     })
 }
 

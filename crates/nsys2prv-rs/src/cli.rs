@@ -46,6 +46,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
     pub kernel_names: KernelNameArg,
 
+    /// Callers written with each CPU sample: the sampled function and its callers
+    /// at levels 1..N (types 30000000 + level, as Extrae; 0: the function only)
+    #[arg(long, value_name = "N", default_value_t = nsys_semantics::options::DEFAULT_SAMPLING_DEPTH,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(nsys_semantics::options::MAX_SAMPLING_DEPTH)))]
+    pub sampling_depth: u32,
+
     /// How to align the reports' clocks: session start times only, or also make an
     /// event every rank shares coincide
     #[arg(long, value_enum, default_value_t = SyncArg::Session)]

@@ -422,6 +422,7 @@ fn options(args: &Args, reports: usize) -> Result<Options> {
     options.spill = Some(spill_policy(args, reports)?);
     options.decode_ahead = reports < jobs();
     options.keep_nsys_threads = args.keep_nsys_threads;
+    options.sampling_depth = args.sampling_depth;
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
@@ -547,24 +548,12 @@ fn translate_all(
     Ok(reports)
 }
 
-/// Why a report gave no records: nothing at all, or only categories that
-/// `-t`/`--exclude` leave out (then it is not a problem of the report).
+/// Why a report gave no records, from what it holds (see
+/// [`nsys_semantics::survey::Contents::why_empty`]).
 fn why_empty(input: &Input, options: &Options) -> String {
-    let everything = Options::default();
-    let present: Vec<String> = survey_report(&input.export, &input.name, &everything, false)
-        .map(|s| s.rows)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| !options.wants(r.category))
-        .map(|r| format!("{} ({} rows)", r.category.name(), r.rows))
-        .collect();
-    if present.is_empty() {
-        "the report has no events to translate (no traced process has activity)".into()
-    } else {
-        format!(
-            "nothing selected to translate: the report has {}, which -t/--exclude leave out",
-            present.join(", ")
-        )
+    match nsys_semantics::survey::contents(&input.export) {
+        Ok(contents) => contents.why_empty(|c| options.wants(c)),
+        Err(_) => "the report has no events to translate".into(),
     }
 }
 
