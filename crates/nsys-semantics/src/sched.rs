@@ -60,7 +60,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[],
-    views: &["views/cpu_scheduling.cfg"],
+    views: &["views/cpu_scheduling.cfg", "analysis/cpu_occupancy.cfg"],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,
