@@ -31,6 +31,10 @@ pub struct CategoryInfo {
     /// counts at ~50 bytes a line. `tests/terminal_safety.rs` checks the estimate
     /// against the real output of every sample.
     pub bytes_per_row: u64,
+    /// More `.prv` bytes a row becomes when no other category of the report sets
+    /// thread states: the background states it gives threads (scheduling's
+    /// Running and Idle), which calls' states otherwise cover.
+    pub background_bytes_per_row: u64,
     /// Whether its rows also get a launch arrow when CUDA API calls are translated.
     pub launched: bool,
     /// The event types it writes, with their labels, values and timing. Types

@@ -28,6 +28,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
     table_prefixes: &[],
     bytes_per_row: 140,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[

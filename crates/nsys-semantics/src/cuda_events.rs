@@ -49,6 +49,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_CUDA_EVENT"],
     table_prefixes: &[],
     bytes_per_row: 145,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],

@@ -51,6 +51,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 200,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::RUNNING],

@@ -27,6 +27,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
     table_prefixes: &[],
     bytes_per_row: 58,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],

@@ -66,6 +66,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["GPU_METRICS", "GENERIC_EVENTS", "SOC_METRICS"],
     table_prefixes: &[],
     bytes_per_row: 50,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],

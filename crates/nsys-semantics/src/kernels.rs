@@ -35,6 +35,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_KERNEL"],
     table_prefixes: &[],
     bytes_per_row: 300,
+    background_bytes_per_row: 0,
     launched: true,
     event_types,
     states: &[state::RUNNING],

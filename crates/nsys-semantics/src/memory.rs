@@ -26,6 +26,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
     table_prefixes: &[],
     bytes_per_row: 170,
+    background_bytes_per_row: 0,
     launched: true,
     event_types,
     states: &[state::MEMORY_TRANSFER],

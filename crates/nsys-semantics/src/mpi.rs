@@ -32,6 +32,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 130,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: mpi_values::STATES,

@@ -44,6 +44,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["NVTX_EVENTS"],
     table_prefixes: &[],
     bytes_per_row: 150,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],

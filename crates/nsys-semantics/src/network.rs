@@ -72,6 +72,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 50,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],

@@ -141,6 +141,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &[],
     table_prefixes: &["OPENMP_EVENT_KIND_"],
     bytes_per_row: 82,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::RUNNING, state::SYNCHRONIZATION, state::FORK_JOIN],

@@ -51,6 +51,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["OSRT_API"],
     table_prefixes: &[],
     bytes_per_row: 126,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::SYNCHRONIZATION, BLOCKED, IO, state::OTHERS],

@@ -251,6 +251,7 @@ mod tests {
         tables: &[DUMMY_TABLE],
         table_prefixes: &[],
         bytes_per_row: 1,
+        background_bytes_per_row: 0,
         launched: false,
         event_types: || vec![point(DUMMY_EVENT, "Dummy event", ValueLabels::Numeric)],
         states: &[],

@@ -55,6 +55,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &[COMPOSITE_EVENTS],
     table_prefixes: &[],
     bytes_per_row: 110,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],

@@ -57,6 +57,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["SCHED_EVENTS"],
     table_prefixes: &[],
     bytes_per_row: 30,
+    background_bytes_per_row: 32,
     launched: false,
     event_types,
     states: &[],

@@ -30,6 +30,8 @@ pub struct CategoryRows {
     pub category: Category,
     pub rows: u64,
     bytes_per_row: u64,
+    background_bytes_per_row: u64,
+    sets_states: bool,
     launched: bool,
 }
 
@@ -44,6 +46,7 @@ impl Survey {
             .rows
             .iter()
             .any(|r| r.category == crate::cuda_api::CATEGORY.category);
+        let with_states = self.rows.iter().any(|r| r.sets_states);
         self.rows
             .iter()
             .map(|r| {
@@ -52,7 +55,12 @@ impl Survey {
                 } else {
                     0
                 };
-                r.rows * (r.bytes_per_row + arrow)
+                let background = if with_states {
+                    0
+                } else {
+                    r.background_bytes_per_row
+                };
+                r.rows * (r.bytes_per_row + arrow + background)
             })
             .sum()
     }
@@ -99,6 +107,8 @@ pub fn survey_with(
                 category: info.category,
                 rows: n,
                 bytes_per_row: info.bytes_per_row,
+                background_bytes_per_row: info.background_bytes_per_row,
+                sets_states: !info.states.is_empty(),
                 launched: info.launched,
             });
         }
