@@ -57,6 +57,8 @@ fn sample_cases() -> Vec<Case> {
         Case::new("nvtx_osrt", vec![sample("nvtx_osrt/nvtx_osrt.sqlite")]),
         Case::new("sched", vec![sample("sched/sched.sqlite")]),
         Case::new("openmp", vec![sample("openmp/openmp.sqlite")]),
+        Case::new("sampling", vec![sample("sampling/sampling.sqlite")]),
+        Case::new("sched_only", vec![sample("sched_only/sched_only.sqlite")]),
         Case::new("mpi_2ranks", ranks("mpi_2ranks", 2)),
         Case::new("mpi_3ranks", ranks("mpi_3ranks", 3)),
         Case::new("cuda_2025.5", vec![sample("synthetic/cuda_2025.5.sqlite")]),
@@ -96,9 +98,16 @@ const CORPUS_FEATURES: &[&str] = &[
     "multi_process",
 ];
 
-/// Features of a report with something to translate (sched-only or
-/// sampling-only reports have none yet).
-const TRANSLATED: &[&str] = &["kernel", "cuda_api", "nvtx_pushpop", "osrt", "openmp"];
+/// Features of a report with something to translate.
+const TRANSLATED: &[&str] = &[
+    "kernel",
+    "cuda_api",
+    "nvtx_pushpop",
+    "osrt",
+    "openmp",
+    "sched",
+    "cpu_sampling",
+];
 
 /// For each feature of [`CORPUS_FEATURES`] not yet covered, the smallest corpus
 /// export that has it; a `rankN.sqlite` comes with the other ranks of its job.

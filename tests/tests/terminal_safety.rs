@@ -269,6 +269,8 @@ fn the_dry_run_size_estimate_is_within_ten_percent_on_every_sample() {
         "samples/nvtx_osrt/nvtx_osrt.sqlite",
         "samples/openmp/openmp.sqlite",
         "samples/sched/sched.sqlite",
+        "samples/sampling/sampling.sqlite",
+        "samples/sched_only/sched_only.sqlite",
         "samples/mpi_2ranks",
         "samples/mpi_3ranks",
     ];

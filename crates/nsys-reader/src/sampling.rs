@@ -3,10 +3,13 @@
 //! frame, 1 its caller, ...). The same columns from schema 2.9.1 to 3.25; the
 //! flags are NULL for "false" before 3.17.
 //!
-//! Samples are read with their frames in one ordered pass: a rowid scan of
-//! `COMPOSITE_EVENTS` joined to the `(id, stackDepth)` primary-key index of
-//! `SAMPLING_CALLCHAINS`, so no table is sorted or held in memory. Sample ids are
-//! not in time order (a few inversions per report).
+//! Samples are read with their frames in one pass in time order: SQLite sorts
+//! `COMPOSITE_EVENTS` by time (its own sorter, which spills to temporary files;
+//! about as cheap as the scan), and each sample's frames come from the
+//! `(id, stackDepth)` primary-key index of `SAMPLING_CALLCHAINS`, so nothing is
+//! held in memory here. Sample ids are not in time order: a thread's samples can
+//! come in a block a second late, so whatever follows a thread's samples in time
+//! (the callers each one ends) needs this order.
 
 use crate::{Export, ReadError, RowView};
 
@@ -57,8 +60,8 @@ struct JoinedRow {
 }
 
 impl Export {
-    /// Streams every sample of `COMPOSITE_EVENTS` in id order, each once, with
-    /// its frames of depth `0..=max_depth`.
+    /// Streams every sample of `COMPOSITE_EVENTS` in time order (then id), each
+    /// once, with its frames of depth `0..=max_depth`.
     pub fn samples(
         &self,
         max_depth: u32,
@@ -111,32 +114,34 @@ impl Export {
         Ok(scan)
     }
 
-    /// The ordered join of samples and their frames up to `max_depth` (a LEFT
-    /// JOIN: a sample without frames comes once, with NULL frame columns).
+    /// Samples in time order joined to their frames up to `max_depth` (a LEFT
+    /// JOIN: a sample without frames comes once, with NULL frame columns). The
+    /// sorted samples are the join's outer loop, so rows come in their order and
+    /// a sample's frames together, by depth (see the test of the plan). `LIMIT
+    /// -1` (no limit) keeps SQLite from flattening the sorted subquery into the
+    /// join, which would drop its order; sorting the joined rows instead costs
+    /// twice as much.
     fn samples_query(&self, max_depth: u32) -> String {
         let schema = self.schema();
-        let sample = |c: &str| schema.column(COMPOSITE_EVENTS, Some("c"), c);
-        let columns = [
+        let sample = |c: &str| schema.column(COMPOSITE_EVENTS, None, c);
+        let samples = format!(
+            "SELECT {} AS id, {} AS start, {} AS globalTid, {} AS cpu FROM \"{COMPOSITE_EVENTS}\" \
+             ORDER BY start, id LIMIT -1",
             sample("id"),
             sample("start"),
             sample("globalTid"),
-            sample("cpu"),
-        ];
-        let from = format!("\"{COMPOSITE_EVENTS}\" c");
+            sample("cpu")
+        );
         let has_frames = ["id", "stackDepth"]
             .iter()
             .all(|c| schema.has_column(SAMPLING_CALLCHAINS, c));
         if !has_frames {
-            return format!(
-                "SELECT {}, NULL, NULL, NULL FROM {from} ORDER BY c.id",
-                columns.join(", ")
-            );
+            return format!("SELECT id, start, globalTid, cpu, NULL, NULL, NULL FROM ({samples})");
         }
         let frame = |c: &str| schema.column(SAMPLING_CALLCHAINS, Some("s"), c);
         format!(
-            "SELECT {}, {}, {}, {} FROM {from} LEFT JOIN \"{SAMPLING_CALLCHAINS}\" s \
-             ON s.id = c.id AND s.stackDepth <= {max_depth} ORDER BY c.id, s.stackDepth",
-            columns.join(", "),
+            "SELECT c.id, c.start, c.globalTid, c.cpu, {}, {}, {} FROM ({samples}) c \
+             LEFT JOIN \"{SAMPLING_CALLCHAINS}\" s ON s.id = c.id AND s.stackDepth <= {max_depth}",
             frame("stackDepth"),
             frame("symbol"),
             frame("module"),
@@ -213,14 +218,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let export = export_with_samples(dir.path(), true);
         let (samples, scan) = read(&export, 5);
+        // In time order.
         let ids: Vec<i64> = samples.iter().map(|s| s.id).collect();
-        assert_eq!(ids, [1, 2, 3]);
+        assert_eq!(ids, [2, 1, 3]);
         assert_eq!(
-            samples[0].frames,
+            samples[1].frames,
             [frame(0, 10, 20), frame(1, 11, 21), frame(2, 12, 20)]
         );
-        assert_eq!((samples[0].start, samples[0].cpu), (500, Some(3)));
-        assert!(samples[1].frames.is_empty() && samples[2].frames.is_empty());
+        assert_eq!((samples[1].start, samples[1].cpu), (500, Some(3)));
+        assert!(samples[0].frames.is_empty() && samples[2].frames.is_empty());
         assert_eq!(
             scan,
             SampleScan {
@@ -230,7 +236,7 @@ mod tests {
             }
         );
         let (shallow, _) = read(&export, 1);
-        assert_eq!(shallow[0].frames, [frame(0, 10, 20), frame(1, 11, 21)]);
+        assert_eq!(shallow[1].frames, [frame(0, 10, 20), frame(1, 11, 21)]);
     }
 
     #[test]
@@ -243,25 +249,38 @@ mod tests {
         assert_eq!(scan.skipped, 1);
     }
 
-    /// SQLite walks COMPOSITE_EVENTS by rowid and looks frames up in the primary
-    /// key's index: no sort, no temporary table, whatever the size.
+    /// SQLite sorts the samples alone (not the joined rows), makes them the outer
+    /// loop, and looks frames up in the primary key's index.
     #[test]
-    fn the_join_sorts_nothing() {
+    fn the_join_sorts_only_the_samples() {
         let dir = tempfile::tempdir().unwrap();
         let export = export_with_samples(dir.path(), true);
-        let plan: Vec<String> = export
+        let plan: Vec<(i64, i64, String)> = export
             .conn
             .prepare(&format!("EXPLAIN QUERY PLAN {}", export.samples_query(5)))
             .unwrap()
-            .query_map([], |r| r.get::<_, String>(3))
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)))
             .unwrap()
             .map(Result::unwrap)
             .collect();
-        let text = plan.join("\n");
-        assert!(!text.contains("TEMP B-TREE"), "{text}");
-        assert!(
-            text.contains("sqlite_autoindex_SAMPLING_CALLCHAINS_1"),
-            "{text}"
-        );
+        let text: Vec<&str> = plan.iter().map(|(_, _, t)| t.as_str()).collect();
+        let sorts: Vec<&&str> = text.iter().filter(|t| t.contains("TEMP B-TREE")).collect();
+        assert_eq!(sorts.len(), 1, "{text:?}");
+        // The sort is inside the samples' co-routine, which the join scans first.
+        let coroutine = plan
+            .iter()
+            .find(|(_, _, t)| t.starts_with("CO-ROUTINE"))
+            .unwrap();
+        let sort = plan
+            .iter()
+            .find(|(_, _, t)| t.contains("TEMP B-TREE"))
+            .unwrap();
+        assert_eq!(sort.1, coroutine.0, "{text:?}");
+        let scan = text.iter().position(|t| t.starts_with("SCAN c")).unwrap();
+        let search = text
+            .iter()
+            .position(|t| t.contains("sqlite_autoindex_SAMPLING_CALLCHAINS_1"))
+            .unwrap();
+        assert!(scan < search, "{text:?}");
     }
 }
