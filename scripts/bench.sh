@@ -24,6 +24,9 @@
 #        multi:   16 ranks x 2M rows on 2 hosts, MPI ring pattern   (quick: 4 x 200k)
 #        single:  1 rank x 10M rows, one file                       (quick: 1 x 1M)
 #        metrics: 1 rank, 1M CUDA rows + 10M GPU-metric rows        (quick: 100k + 1M)
+#        sampling: a CPU-only report (schema 3.0), 2 threads x 500k CPU samples with call stacks
+#                  (one in four, 15-30 frames) and context switches, about 7M rows (quick: 1/10)
+#        nvtx:     a CPU-only report of NVTX ranges with as many rows as sampling
 #   3. times nsys2prv-rs on each with /usr/bin/time -v: default -j (all cores), -j 1,
 #      on multi --memory-limit 256M, on single a .prv.gz output; reports wall, user+sys, max RSS, the .prv's lines,
 #      input rows/s, and lines/s per wall second and per CPU second (user+sys)
@@ -134,6 +137,11 @@ gen "$tag-multi" --schema 3.24 --ranks "$multi_ranks" --rows "$multi_rows" --hos
 gen "$tag-single" --schema 3.24 --ranks 1 --rows "$single_rows"
 gen "$tag-metrics" --schema 3.24 --ranks 1 --rows $((single_rows / 10)) \
     --gpu-metric-samples $((single_rows / 16))
+# CPU-only reports: samples with call stacks, and NVTX ranges of about as many rows (a sample
+# is about 7 rows with its frames and context switches).
+cpu_samples=$((single_rows / 20))
+gen "$tag-sampling" --schema 3.0 --ranks 1 --rows 0 --threads 2 --cpu-samples "$cpu_samples"
+gen "$tag-nvtx" --schema 3.0 --ranks 1 --rows 0 --threads 2 --nvtx-ranges $((cpu_samples * 7))
 
 # ---------------------------------------------------------------- timing
 # timed OUTFILE CMD...: runs CMD under /usr/bin/time -v; sets wall, cpu (user+sys), rss_mb.
@@ -198,6 +206,14 @@ for name in "$tag-multi" "$tag-single" "$tag-metrics"; do
 done
 run_rs "$tag-multi" "--memory-limit 256M" --memory-limit 256M
 run_rs "$tag-single" "-> .prv.gz"
+# Cost per input row of CPU samples (samples, frames and context switches) and of NVTX ranges,
+# per CPU-second (user+sys) at -j 1.
+cpu_md=()
+for name in "$tag-sampling" "$tag-nvtx"; do
+    run_rs "$name" ""
+    run_rs "$name" "-j 1" -j 1
+    cpu_md+=("| $name | $(cat "$scratch/$name/.rows") | $rs_cpu | $(rate "$(cat "$scratch/$name/.rows")" "$rs_cpu") |")
+done
 
 # ---------------------------------------------------------------- nsys2prv
 cmp_md=()
@@ -265,12 +281,19 @@ mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
     echo "- Command: \`scripts/bench.sh$([ "$quick" = 1 ] && echo ' --quick')$([ "$with_n2p" = 1 ] && echo ' --with-nsys2prv')\`"
     echo "- Inputs (nsys-synth, schema 3.24): $tag-multi = $(cat "$scratch/$tag-multi/.spec"); \
 $tag-single = $(cat "$scratch/$tag-single/.spec"); \
-$tag-metrics = $(cat "$scratch/$tag-metrics/.spec")"
+$tag-metrics = $(cat "$scratch/$tag-metrics/.spec"); \
+$tag-sampling = $(cat "$scratch/$tag-sampling/.spec"); $tag-nvtx = $(cat "$scratch/$tag-nvtx/.spec")"
     [ -n "$n2p_note" ] && echo "- $n2p_note"
     echo
     echo "| input | rows | tool | wall s | user+sys s | max RSS MB | .prv lines | M rows/s | M lines/s | M lines/s per CPU-s |"
     echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows_md[@]}"
+    echo
+    echo "CPU-only reports, input rows per CPU-second at -j 1 (sampling: samples, call-stack frames and context switches):"
+    echo
+    echo "| input | rows | user+sys s | M rows per CPU-s |"
+    echo "|---|---:|---:|---:|"
+    printf '%s\n' "${cpu_md[@]}"
     if [ "${#cmp_md[@]}" -gt 0 ]; then
         echo
         echo "Same input, nsys2prv vs nsys2prv-rs (default -j):"

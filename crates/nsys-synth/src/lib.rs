@@ -11,11 +11,15 @@
 //! NIC and IB switch counters are
 //! recorded too (see [`SynthDeviceSide`]).
 //!
+//! [`add_cpu_activity`] adds CPU IP samples with call stacks and context switches, or NVTX
+//! ranges, to a written export (CPU-only reports, with no CUDA rows).
+//!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
 //! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
 
 mod activity;
 mod catalog;
+mod cpu;
 mod ddl;
 mod device;
 mod export;
@@ -40,6 +44,7 @@ mod tests;
 
 use std::path::Path;
 
+pub use cpu::{add_cpu_activity, CpuCounts, SynthCpu};
 pub use mpi::{MpiPattern, SynthMpi};
 pub use version::SchemaVersion;
 
