@@ -20,12 +20,14 @@ fn sample(rel: &str) -> PathBuf {
     workspace_root().join("samples").join(rel)
 }
 
+/// An event line: its thread (global index), time and (type, value) pairs.
+type EventLine = (usize, i64, Vec<(u32, i64)>);
+
 /// A trace as lists of records per thread (in time order), with its labels.
 struct Trace {
     /// `.row` THREAD labels, by global thread index.
     threads: Vec<String>,
-    /// (thread, time, pairs) of every event line.
-    events: Vec<(usize, i64, Vec<(u32, i64)>)>,
+    events: Vec<EventLine>,
     /// (thread, begin, end, state).
     states: Vec<(usize, i64, i64, u32)>,
     pcf: Pcf,

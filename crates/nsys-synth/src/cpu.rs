@@ -211,7 +211,7 @@ impl<'c> CpuWriter<'c> {
                 let id = self.next_sample;
                 self.next_sample += 1;
                 sample.execute(params![id, at, cpu, gtid])?;
-                let with_stack = self.counts.samples % 4 == 0;
+                let with_stack = self.counts.samples.is_multiple_of(4);
                 let depth = if with_stack {
                     self.rng.range(15, 31)
                 } else {
