@@ -303,3 +303,8 @@ $tag-sampling = $(cat "$scratch/$tag-sampling/.spec"); $tag-nvtx = $(cat "$scrat
         printf '%s\n' "${cmp_md[@]}"
     fi
 } | tee "$scratch/results.md"
+
+# The report subcommand on a generated 1,024-rank job (scripts/bench-report.sh), when asked.
+if [ "${NSYS2PRV_BENCH_REPORT:-0}" = 1 ]; then
+    "$(dirname "$0")/bench-report.sh"
+fi

@@ -61,11 +61,12 @@ struct JoinedRow {
 
 impl Export {
     /// Streams every sample of `COMPOSITE_EVENTS` in time order (then id), each
-    /// once, with its frames of depth `0..=max_depth`.
+    /// once, with its frames of depth `0..=max_depth`. The first error of `f`
+    /// ends the scan and is returned.
     pub fn samples(
         &self,
         max_depth: u32,
-        mut f: impl FnMut(&Sample),
+        mut f: impl FnMut(&Sample) -> Result<(), ReadError>,
     ) -> Result<SampleScan, ReadError> {
         let mut scan = SampleScan::default();
         if !self.has_table(COMPOSITE_EVENTS) {
@@ -77,11 +78,11 @@ impl Export {
             if valid {
                 scan.samples += 1;
                 scan.frames += sample.frames.len() as u64;
-                f(&sample);
+                f(&sample)?;
             } else {
                 scan.skipped += 1;
             }
-            sample.frames
+            Ok::<_, ReadError>(sample.frames)
         };
         self.scan_query(
             COMPOSITE_EVENTS,
@@ -91,7 +92,7 @@ impl Export {
                 let same = pending.as_ref().is_some_and(|(s, _)| s.id == row.id);
                 if !same {
                     if let Some((sample, valid)) = pending.take() {
-                        spare = flush(sample, valid, &mut scan);
+                        spare = flush(sample, valid, &mut scan)?;
                         spare.clear();
                     }
                     let sample = Sample {
@@ -106,10 +107,11 @@ impl Export {
                 if let Some((sample, _)) = pending.as_mut() {
                     sample.frames.extend(row.frame);
                 }
+                Ok(())
             },
         )?;
         if let Some((sample, valid)) = pending.take() {
-            flush(sample, valid, &mut scan);
+            flush(sample, valid, &mut scan)?;
         }
         Ok(scan)
     }
@@ -201,7 +203,12 @@ mod tests {
 
     fn read(export: &Export, depth: u32) -> (Vec<Sample>, SampleScan) {
         let mut seen = Vec::new();
-        let scan = export.samples(depth, |s| seen.push(s.clone())).unwrap();
+        let scan = export
+            .samples(depth, |s| {
+                seen.push(s.clone());
+                Ok(())
+            })
+            .unwrap();
         (seen, scan)
     }
 

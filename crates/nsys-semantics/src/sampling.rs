@@ -122,22 +122,12 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut levels: FxHashMap<LocalThread, u128> = FxHashMap::default();
     let mut pairs: Vec<EventPair> = Vec::new();
     let mut tally = Tally::default();
-    let mut failure = None;
     let scan = export.samples(depth, |sample| {
-        if failure.is_some() {
-            return;
-        }
         if !processes.keeps(ctx, pid_of(sample.global_tid)) {
             tally.other_processes += 1;
-            return;
+            return Ok(());
         }
-        let written = match sample_pairs(ctx, &mut labels, &sample.frames, &mut pairs) {
-            Ok(written) => written,
-            Err(e) => {
-                failure = Some(e);
-                return;
-            }
-        };
+        let written = sample_pairs(ctx, &mut labels, &sample.frames, &mut pairs)?;
         let thread = ctx.cpu_thread(sample.global_tid);
         let before = levels.insert(thread, written).unwrap_or(0);
         reset_levels(before & !written, &mut pairs);
@@ -147,10 +137,8 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         }
         tally.samples += 1;
         tally.frames += sample.frames.len() as u64;
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     levels.remove(&paraver_writer::DISCARDED);
     record_counts(ctx, &tally, levels.len() as u64);
     ctx.note_skipped(COMPOSITE_EVENTS, scan.skipped);
