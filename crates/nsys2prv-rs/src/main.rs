@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Some(cli::Command::Man) => cli::print_man_page(),
         None => convert::run(&args),
     };
+    // A signal the handler thread has not acted on yet still decides the status.
+    interrupt::exit_if_interrupted();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
