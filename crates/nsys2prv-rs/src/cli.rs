@@ -55,6 +55,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub cfgs_dir: Option<PathBuf>,
 
+    /// Write every bundled view, also those the trace has no data for (by
+    /// default only the views it can fill); NAME.cfgs/INDEX.md lists them
+    #[arg(long)]
+    pub all_views: bool,
+
     /// Memory for records before they spill to temporary files (e.g. 512M, 4G);
     /// the tool's peak stays near this whatever the input size
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
