@@ -200,6 +200,9 @@ impl Kernel {
     }
 }
 
+/// A launch attribute of a kernel call.
+type Attribute = fn(&Kernel) -> i64;
+
 fn kernels(db: &Connection) -> Vec<Kernel> {
     rows(
         db,
@@ -307,7 +310,7 @@ fn kernel_views_compute_what_the_export_says() {
     assert_eq!(seen, want, "calls per (decade, kernel)");
 
     // Launch configuration: the largest of each kernel's calls.
-    let largest = |name: &str, f: fn(&Kernel) -> i64| {
+    let largest = |name: &str, f: Attribute| {
         compute
             .iter()
             .filter(|k| k.name == name)
@@ -315,7 +318,7 @@ fn kernel_views_compute_what_the_export_says() {
             .max()
             .unwrap() as f64
     };
-    let launch: [(&str, fn(&Kernel) -> i64); 4] = [
+    let launch: [(&str, Attribute); 4] = [
         ("analysis/kernel_launch_grid.cfg", |k| k.grid),
         ("analysis/kernel_launch_block.cfg", |k| k.block),
         ("analysis/kernel_launch_registers.cfg", |k| k.registers),
