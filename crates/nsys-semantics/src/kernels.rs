@@ -102,6 +102,11 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         )
         .needs(&[API]),
         View::new(
+            "analysis/comm_compute_overlap.cfg",
+            "How much NCCL kernel time overlaps how many compute kernels, per task?",
+        )
+        .needs(&[NCCL]),
+        View::new(
             "analysis/concurrent_kernels.cfg",
             "How many compute kernels run at once in each task?",
         ),

@@ -12,7 +12,6 @@ use serde_json::Value as Json;
 
 use crate::category::{Category, CategoryInfo};
 use crate::context::ReportContext;
-use crate::kernels::KERNELS;
 use crate::types::interval;
 use crate::view::View;
 
@@ -78,11 +77,6 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
             "analysis/nccl_kernels_profile.cfg",
             "How much GPU time does each NCCL kernel take, per stream?",
         ),
-        View::new(
-            "analysis/comm_compute_overlap.cfg",
-            "How much NCCL kernel time overlaps how many compute kernels, per task?",
-        )
-        .needs(&[KERNELS]),
     ],
     names_ranges: Some(|ty| ty == NCCL_REGIONS),
     pass: None,

@@ -5,7 +5,7 @@
 //! numbered from the data (NVTX domains, metrics keyed by name) are made from a
 //! template, once per such type in the trace.
 
-use crate::category::Category;
+use crate::options::Category;
 
 /// A view a category declares.
 #[derive(Clone, Copy, Debug)]
