@@ -1,54 +1,63 @@
 #!/usr/bin/env bash
-# End-to-end benchmark of the release binary on synthetic Nsight Systems exports, and
-# optionally of BSC's Python nsys2prv 0.5.8 on the same inputs. Prints a Markdown report
-# (machine, date, commit, figures) that can be pasted into BENCHMARKS.md.
+# End-to-end benchmark of the release binary on synthetic Nsight Systems exports shaped like
+# real jobs, and optionally of BSC's Python nsys2prv 0.5.8 on the same inputs. Prints a
+# Markdown report (machine, date, commit, load, figures) to paste into BENCHMARKS.md.
 #
 # Usage (from the repository root):
-#   scripts/bench.sh [--quick] [--with-nsys2prv] [--dir DIR] [--n2p-rows N] [--regen]
+#   scripts/bench.sh [--quick] [--with-nsys2prv] [--shapes LIST] [--dir DIR] [--regen]
 #
-#   --quick          small inputs (4 ranks x 200k rows; 1 x 1M rows): about a minute
-#   --with-nsys2prv  also time BSC's nsys2prv 0.5.8, installed with pip into a venv under
-#                    the scratch dir, on inputs of --n2p-rows rows
+#   --quick          smaller inputs (about a fifth; scale shapes much smaller): a few minutes
+#   --with-nsys2prv  also time BSC's nsys2prv 0.5.8 (installed with pip into a venv under the
+#                    scratch dir) on every mix shape; the ratios come from the same run
+#   --shapes LIST    comma-separated shapes to run (default: all; see below)
 #   --dir DIR        scratch dir for inputs, outputs and the venv
 #                    (default: ${TMPDIR:-/tmp}/nsys2prv-bench; inputs are reused if present)
-#   --n2p-rows N     rows of the nsys2prv comparison inputs (default 500000, quick 100000):
-#                    nsys2prv does about 10k rows/s and needs about 0.9 GB per million rows,
-#                    so it gets inputs smaller than the main ones
 #   --regen          regenerate the inputs even if present
 #
-# Environment: CARGO_TARGET_DIR (default: target) is honoured; CARGO (default: cargo).
+# Environment: CARGO_TARGET_DIR (default: target), CARGO (default: cargo);
+#   NSYS2PRV_STATIC_BIN=/path/to/static/nsys2prv-rs also times that binary next to the dynamic
+#   one on `training` and `one-10M` (the release build: NSYS2PRV_STATIC_BIN=$(scripts/release.sh
+#   | tail -n 1));
+#   NSYS2PRV_BENCH_REPORT=1 also runs scripts/bench-report.sh (the report subcommand).
 #
-# What it does:
-#   1. cargo build --release -p nsys2prv-rs -p nsys-synth
-#   2. generates, with target/release/nsys-synth (schema 3.24):
-#        multi:   16 ranks x 2M rows on 2 hosts, MPI ring pattern   (quick: 4 x 200k)
-#        single:  1 rank x 10M rows, one file                       (quick: 1 x 1M)
-#        metrics: 1 rank, 1M CUDA rows + 10M GPU-metric rows        (quick: 100k + 1M)
-#   3. times nsys2prv-rs on each with /usr/bin/time -v: default -j (all cores), -j 1,
-#      on multi --memory-limit 256M, on single a .prv.gz output; reports wall, user+sys, max RSS, the .prv's lines,
-#      input rows/s, and lines/s per wall second and per CPU second (user+sys)
-#   4. with --with-nsys2prv: generates cmp-multi (4 ranks, MPI, 2 hosts), cmp-single
-#      (1 rank) and cmp-metrics (1 rank, 96% GPU-metric rows) of --n2p-rows rows each,
-#      runs nsys2prv on them the way it must be run (from the reports' directory,
-#      -t cuda_api_trace[,mpi_event_trace|,gpu_metrics], -m for several reports; kernels
-#      and memory operations are always translated), with the stand-in
-#      scripts/bench/nsys first on PATH to provide `nsys stats -r cuda_api_trace`, then
-#      nsys2prv-rs (default -j, every category) on the same files, and prints the ratio
-#      of wall times. nsys2prv-rs translates more (syncs, states, MPI messages), so the
-#      ratio is conservative. nsys2prv's time includes the stand-in's CSV export, which
-#      replaces the `nsys stats` run it always needs; the stand-in's share is shown.
-#   5. prints the Markdown report, also saved as DIR/results.md; outputs are deleted
-#      after each run (the full multi trace is several GB).
+# Shapes (nsys-synth, schema 3.24; rows are input rows, full size):
+#   mix shapes, sized so that nsys2prv finishes in minutes, run by both tools:
+#     training     4 ranks x 250k: data-parallel training loop (12 layers, NVTX 4 deep,
+#                  NCCL all-reduce per bucket with JSON payloads, copies, syncs, 300 kernel
+#                  names) plus an MPI ring (Send/Recv, Allreduce, Barrier)
+#     nvtx-deep    1 x 400k: training, NVTX 10 deep and 3 view-operator ranges per operator
+#     nccl-heavy   4 x 100k: training, 2 layers and 64 NCCL buckets per step
+#     mpi-p2p      8 ranks on 2 hosts: Isend/Irecv/Waitall/Bcast, 12k iterations each
+#     threads      1 x 400k: 64 CPU threads calling CUDA, random operations
+#     long-names   1 x 400k: training with 20,000 distinct kernel names (nsys2prv-rs with
+#                  --kernel-names demangled; nsys2prv uses short names)
+#     graphs       2 x 200k: random operations plus 60k cudaGraphLaunch each (graph trace)
+#     gpu-metrics  8 ranks on one 8-GPU node: training, each rank's GPU sampled at 10 kHz
+#   scale shapes, nsys2prv-rs only (nsys2prv would need hours and ~0.9 GB per million rows):
+#     one-10M      1 x 10M rows of training
+#     64x200k      64 ranks x 200k rows of training on 8 hosts, MPI ring
+#     1024-small   1,024 ranks x ~1.5k rows (one training step) on 32 hosts
+#   Extra runs: -j 1 on training and one-10M; a .prv.gz output of training and one-10M;
+#   --memory-limit 256M and 1G on the two largest inputs (peak RSS against the limit).
+#   A large CPU-sampling report (issue 16) can be added as one more `shape` line below.
 #
-# One run per configuration: the figures are from a single run on whatever machine this
-# is; on a shared machine, compare ratios, not absolute numbers.
+# Each run is timed with /usr/bin/time -v (wall, user+sys, max RSS); the table shows the
+# 1-minute load average when the run started, the .prv's lines and bytes, input rows per
+# wall second and per CPU second (user+sys). nsys2prv is run the way it must be (from the
+# reports' directory, -t with the categories the shape has, -m for several reports), with
+# scripts/bench/nsys standing in for `nsys stats -r cuda_api_trace`; its time includes the
+# stand-in's CSV export (its share is shown). nsys2prv-rs translates more (states, syncs, MPI
+# messages, launch arrows), so it writes more lines and the ratios are conservative.
+#
+# One run per configuration, on whatever machine this is: on a shared machine compare the
+# ratios of one run, not absolute numbers across runs.
 set -euo pipefail
 
 quick=0
 with_n2p=0
 regen=0
+only=""
 scratch="${TMPDIR:-/tmp}/nsys2prv-bench"
-n2p_rows=""
 
 usage() {
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -60,8 +69,8 @@ while [ $# -gt 0 ]; do
         --quick) quick=1 ;;
         --with-nsys2prv) with_n2p=1 ;;
         --regen) regen=1 ;;
+        --shapes) shift; [ $# -gt 0 ] || usage; only=",$1," ;;
         --dir) shift; [ $# -gt 0 ] || usage; scratch=$1 ;;
-        --n2p-rows) shift; [ $# -gt 0 ] || usage; n2p_rows=$1 ;;
         -h|--help) usage ;;
         *) echo "bench.sh: unknown argument: $1" >&2; usage ;;
     esac
@@ -75,16 +84,82 @@ case "$target_dir" in /*) ;; *) target_dir="$repo/$target_dir" ;; esac
 bin="$target_dir/release"
 mkdir -p "$scratch"
 scratch=$(cd "$scratch" && pwd)
-
-if [ "$quick" = 1 ]; then
-    multi_ranks=4; multi_rows=200000; single_rows=1000000; tag=quick
-    : "${n2p_rows:=100000}"
-else
-    multi_ranks=16; multi_rows=2000000; single_rows=10000000; tag=full
-    : "${n2p_rows:=500000}"
+static_bin=${NSYS2PRV_STATIC_BIN:-}
+if [ -n "$static_bin" ] && [ ! -x "$static_bin" ]; then
+    echo "bench.sh: NSYS2PRV_STATIC_BIN=$static_bin is not an executable" >&2
+    exit 2
 fi
 
 log() { echo "bench: $*" >&2; }
+
+# ---------------------------------------------------------------- shapes
+# shape NAME KIND N2P_CATEGORIES RS_ARGS -- SYNTH_ARGS (full) -- SYNTH_ARGS (quick)
+# KIND: mix (both tools) or scale (nsys2prv-rs only). N2P_CATEGORIES: nsys2prv's -t list.
+shape_names=()
+declare -A shape_kind shape_n2p shape_rs shape_synth
+shape() {
+    local name=$1 kind=$2 n2p=$3 rs=$4
+    shift 4
+    [ "$1" = -- ] || { echo "bench.sh: bad shape $name" >&2; exit 2; }
+    shift
+    local full=() small=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do full+=("$1"); shift; done
+    shift
+    small=("$@")
+    if [ -n "$only" ] && [[ "$only" != *",$name,"* ]]; then
+        return
+    fi
+    shape_names+=("$name")
+    shape_kind[$name]=$kind
+    shape_n2p[$name]=$n2p
+    shape_rs[$name]=$rs
+    if [ "$quick" = 1 ]; then
+        shape_synth[$name]="${small[*]}"
+    else
+        shape_synth[$name]="${full[*]}"
+    fi
+}
+
+train="--training --streams 4"
+nvtx_cats=cuda_api_trace,nvtx_pushpop_trace,nccl
+shape training mix "$nvtx_cats,mpi_event_trace" "" \
+    -- --ranks 4 --rows 250000 $train --mpi ring --mpi-iterations 20 \
+    -- --ranks 4 --rows 50000 $train --mpi ring --mpi-iterations 20
+shape nvtx-deep mix "$nvtx_cats,nvtx_startend_trace" "" \
+    -- --ranks 1 --rows 400000 $train --nvtx-depth 10 --cpu-ops 3 \
+    -- --ranks 1 --rows 80000 $train --nvtx-depth 10 --cpu-ops 3
+shape nccl-heavy mix "$nvtx_cats" "" \
+    -- --ranks 4 --rows 100000 $train --layers 2 --buckets 64 \
+    -- --ranks 4 --rows 20000 $train --layers 2 --buckets 64
+shape mpi-p2p mix cuda_api_trace,mpi_event_trace "" \
+    -- --ranks 8 --hosts 2 --rows 10000 --mpi nonblocking --mpi-iterations 12000 \
+    -- --ranks 8 --hosts 2 --rows 2000 --mpi nonblocking --mpi-iterations 2400
+shape threads mix cuda_api_trace "" \
+    -- --ranks 1 --rows 400000 --threads 64 --streams 4 \
+    -- --ranks 1 --rows 80000 --threads 64 --streams 4
+shape long-names mix "$nvtx_cats,nvtx_startend_trace" "--kernel-names demangled" \
+    -- --ranks 1 --rows 400000 $train --kernel-names 20000 \
+    -- --ranks 1 --rows 80000 $train --kernel-names 4000
+shape graphs mix cuda_api_trace,graphs "" \
+    -- --ranks 2 --rows 100000 --streams 4 --graph-launches 60000 \
+    -- --ranks 2 --rows 20000 --streams 4 --graph-launches 12000
+shape gpu-metrics mix "$nvtx_cats,gpu_metrics" "" \
+    -- --ranks 8 --gpus-per-host 8 --rows 20000 $train --gpu-metric-samples 5000 \
+    -- --ranks 8 --gpus-per-host 8 --rows 4000 $train --gpu-metric-samples 1000
+shape one-10M scale "" "" \
+    -- --ranks 1 --rows 10000000 $train \
+    -- --ranks 1 --rows 2000000 $train
+shape 64x200k scale "" "" \
+    -- --ranks 64 --hosts 8 --rows 200000 $train --mpi ring \
+    -- --ranks 16 --hosts 4 --rows 100000 $train --mpi ring
+shape 1024-small scale "" "" \
+    -- --ranks 1024 --hosts 32 --rows 1500 $train --layers 12 \
+    -- --ranks 256 --hosts 8 --rows 1500 $train --layers 12
+
+if [ "${#shape_names[@]}" = 0 ]; then
+    echo "bench.sh: no shape matches --shapes ${only//,/ }" >&2
+    exit 2
+fi
 
 # ---------------------------------------------------------------- prerequisites
 if [ ! -x /usr/bin/time ]; then
@@ -108,12 +183,12 @@ tool="$bin/nsys2prv-rs"
 synth="$bin/nsys-synth"
 
 # ---------------------------------------------------------------- inputs
-# gen NAME ARGS...: generates $scratch/NAME with nsys-synth unless it is there with the
-# same arguments; leaves the total row count in $scratch/NAME/.rows.
+# gen NAME: generates $scratch/NAME with nsys-synth unless it is there with the same
+# arguments; leaves the total row count in $scratch/NAME/.rows.
 gen() {
-    local name=$1; shift
+    local name=$1
     local dir="$scratch/$name"
-    local spec="$*"
+    local spec="--schema 3.24 ${shape_synth[$name]}"
     if [ "$regen" = 0 ] && [ -f "$dir/.spec" ] && [ "$(cat "$dir/.spec")" = "$spec" ] \
         && [ -f "$dir/.rows" ]; then
         log "reusing $dir ($(cat "$dir/.rows") rows)"
@@ -122,7 +197,8 @@ gen() {
     rm -rf "$dir"
     log "generating $dir: nsys-synth $spec"
     local out
-    out=$("$synth" "$@" --out "$dir" | tail -n 1)
+    # shellcheck disable=SC2086 # the spec is a list of arguments
+    out=$("$synth" $spec --out "$dir" | tail -n 1)
     echo "$out" >&2
     # "N file(s), R rows in S s (...)"
     echo "$out" | awk '{ for (i = 1; i <= NF; i++) if ($(i+1) == "rows") { print $i; exit } }' \
@@ -130,16 +206,15 @@ gen() {
     echo "$spec" > "$dir/.spec"
 }
 
-gen "$tag-multi" --schema 3.24 --ranks "$multi_ranks" --rows "$multi_rows" --hosts 2 --mpi ring
-gen "$tag-single" --schema 3.24 --ranks 1 --rows "$single_rows"
-gen "$tag-metrics" --schema 3.24 --ranks 1 --rows $((single_rows / 10)) \
-    --gpu-metric-samples $((single_rows / 16))
+for name in "${shape_names[@]}"; do gen "$name"; done
 
 # ---------------------------------------------------------------- timing
-# timed OUTFILE CMD...: runs CMD under /usr/bin/time -v; sets wall, cpu (user+sys), rss_mb.
+# timed OUTFILE CMD...: runs CMD under /usr/bin/time -v; sets wall, cpu (user+sys), rss_mb
+# and load (1-minute load average when it started).
 timed() {
     local tfile=$1; shift
     local rc=0
+    load=$(cut -d' ' -f1 /proc/loadavg)
     /usr/bin/time -v -o "$tfile" "$@" || rc=$?
     if [ "$rc" != 0 ]; then
         log "command failed with status $rc: $*"
@@ -159,13 +234,22 @@ timed() {
 
 # rate N SECONDS: millions per second, 3 significant digits.
 rate() { awk -v n="$1" -v t="$2" 'BEGIN { if (t > 0) printf "%.3g", n / t / 1e6; else print "-" }'; }
+# ratio A B: A / B, 2 significant digits (whole numbers from 10 on).
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        if (b <= 0) { print "-"; exit }
+        r = a / b; fmt = r >= 10 ? "%.0f" : "%.2g"; printf fmt, r }'
+}
 
 rows_md=()
+declare -A rs_wall_of rs_cpu_of rs_rss_of rs_lines_of
 
-# run_rs NAME LABEL ARGS...: times nsys2prv-rs on input NAME; adds a table row; sets
-# rs_wall/rs_rss/rs_lines for the caller. A LABEL of "-> .prv.gz" writes a gzip trace.
+# run_rs NAME LABEL [BIN=path] ARGS...: times nsys2prv-rs on input NAME; adds a table row and
+# sets rs_wall/rs_cpu/rs_rss/rs_lines. A LABEL of "-> .prv.gz" writes a gzip trace.
 run_rs() {
     local name=$1 label=$2; shift 2
+    local exe=$tool
+    case "${1:-}" in BIN=*) exe=${1#BIN=}; shift ;; esac
     local dir="$scratch/$name" out="$scratch/out-rs/$name.prv"
     [ "$label" = "-> .prv.gz" ] && out="$out.gz"
     local rows
@@ -180,28 +264,20 @@ run_rs() {
         exit 1
     fi
     log "nsys2prv-rs $label on $name ($rows rows)"
-    timed "$scratch/out-rs/time.txt" "$tool" -q "$@" "$dir" "$out"
-    local lines
+    # shellcheck disable=SC2086 # per-shape arguments are a list
+    timed "$scratch/out-rs/time.txt" "$exe" -q ${shape_rs[$name]} "$@" "$dir" "$out"
+    local lines bytes
     case "$out" in
-        *.gz) lines=$(gzip -dc "$out" | wc -l) ;;
-        *) lines=$(wc -l < "$out") ;;
+        *.gz) lines=$(gzip -dc "$out" | wc -l); bytes=$(gzip -dc "$out" | wc -c) ;;
+        *) lines=$(wc -l < "$out"); bytes=$(wc -c < "$out") ;;
     esac
     rm -rf "$scratch/out-rs/$name".*
     rs_wall=$wall; rs_cpu=$cpu; rs_rss=$rss_mb; rs_lines=$lines
-    rows_md+=("| $name | $rows | nsys2prv-rs ${label:-(default -j)} | $wall | $cpu | $rss_mb | $lines \
-| $(rate "$rows" "$wall") | $(rate "$lines" "$wall") | $(rate "$lines" "$cpu") |")
+    rows_md+=("| $name | $rows | nsys2prv-rs ${label:-(default -j)} | $load | $wall | $cpu | $rss_mb | $lines \
+| $(awk -v b="$bytes" 'BEGIN { printf "%.0f", b / 1e6 }') | $(rate "$rows" "$wall") | $(rate "$rows" "$cpu") |")
 }
 
-for name in "$tag-multi" "$tag-single" "$tag-metrics"; do
-    run_rs "$name" ""
-    run_rs "$name" "-j 1" -j 1
-done
-run_rs "$tag-multi" "--memory-limit 256M" --memory-limit 256M
-run_rs "$tag-single" "-> .prv.gz"
-
 # ---------------------------------------------------------------- nsys2prv
-cmp_md=()
-n2p_note=""
 if [ "$with_n2p" = 1 ]; then
     venv="$scratch/venv"
     if [ ! -x "$venv/bin/nsys2prv" ]; then
@@ -210,73 +286,104 @@ if [ "$with_n2p" = 1 ]; then
         "$venv/bin/pip" install -q nsys2prv==0.5.8 >&2
     fi
     n2p_version=$("$venv/bin/pip" show nsys2prv 2>/dev/null | awk '/^Version/ { print $2 }')
-    gen cmp-multi --schema 3.24 --ranks 4 --rows $((n2p_rows / 4)) --hosts 2 --mpi ring
-    gen cmp-single --schema 3.24 --ranks 1 --rows "$n2p_rows"
-    gen cmp-metrics --schema 3.24 --ranks 1 --rows $((n2p_rows / 25)) \
-        --gpu-metric-samples $((n2p_rows / 16))
-    standin_dir="$repo/scripts/bench"
-    for name in cmp-multi cmp-single cmp-metrics; do
-        dir="$scratch/$name"
-        rows=$(cat "$dir/.rows")
-        files=()
-        for f in "$dir"/rank*.sqlite; do files+=("$(basename "$f")"); done
-        if [ "${#files[@]}" -gt 1 ]; then
-            n2p_args=(-t cuda_api_trace,mpi_event_trace -m "${files[@]}")
-        elif [ "$name" = cmp-metrics ]; then
-            n2p_args=(-t cuda_api_trace,gpu_metrics "${files[@]}")
-        else
-            n2p_args=(-t cuda_api_trace "${files[@]}")
-        fi
-        rm -f "$dir"/*_cuda_api_trace*.csv "$dir"/n2p.*
-        log "nsys2prv on $name ($rows rows): nsys2prv ${n2p_args[*]} n2p (in $dir)"
-        (
-            cd "$dir"
-            # (set -e does not apply inside a subshell on the left of ||)
-            PATH="$standin_dir:$PATH" timed "$dir/n2p-time.txt" \
-                "$venv/bin/nsys2prv" "${n2p_args[@]}" n2p > "$dir/n2p.log" 2>&1 || exit 1
-            echo "$wall $cpu $rss_mb" > "$dir/n2p-result"
-        ) || { log "nsys2prv failed on $name; see $dir/n2p.log"; tail -n 20 "$dir/n2p.log" >&2; continue; }
-        read -r n_wall n_cpu n_rss < "$dir/n2p-result"
-        n_lines=$(wc -l < "$dir/n2p.prv")
-        standin_s=$(awk '/benchmark stand-in\): .* rows in/ { s += $(NF-1) } END { printf "%.2f", s }' "$dir/n2p.log")
-        rm -f "$dir"/n2p.prv "$dir"/n2p.pcf "$dir"/n2p.row "$dir"/*_cuda_api_trace*.csv
-        rows_md+=("| $name | $rows | nsys2prv ${n2p_version} (stand-in nsys: ${standin_s} s) | $n_wall | $n_cpu | $n_rss | $n_lines \
-| $(rate "$rows" "$n_wall") | $(rate "$n_lines" "$n_wall") | $(rate "$n_lines" "$n_cpu") |")
-        run_rs "$name" ""
-        ratio=$(awk -v a="$n_wall" -v b="$rs_wall" 'BEGIN { if (b > 0) printf "%.0f", a / b; else print "-" }')
-        cpu_ratio=$(awk -v a="$n_cpu" -v b="$rs_cpu" 'BEGIN { if (b > 0) printf "%.0f", a / b; else print "-" }')
-        cmp_md+=("| $name | $rows | $n_wall | $n_rss | $n_lines | $rs_wall | $rs_rss | $rs_lines | ${ratio}x | ${cpu_ratio}x |")
-    done
-    n2p_note="nsys2prv ${n2p_version} from PyPI in a venv ($("$venv/bin/python" --version 2>&1), \
-$("$venv/bin/pip" show pandas 2>/dev/null | awk '/^Version/ { print "pandas " $2 }')), \
-with scripts/bench/nsys standing in for \`nsys stats -r cuda_api_trace\`."
 fi
+standin_dir="$repo/scripts/bench"
+
+# run_n2p NAME: times nsys2prv on input NAME; adds a table row; sets n_wall/n_cpu/n_rss/n_lines.
+# Returns 1 (after logging why) when nsys2prv fails on it.
+run_n2p() {
+    local name=$1
+    local dir="$scratch/$name" rows files=() n2p_args
+    rows=$(cat "$dir/.rows")
+    for f in "$dir"/rank*.sqlite; do files+=("$(basename "$f")"); done
+    n2p_args=(-t "${shape_n2p[$name]}")
+    [ "${#files[@]}" -gt 1 ] && n2p_args+=(-m)
+    rm -f "$dir"/*_cuda_api_trace*.csv "$dir"/n2p.*
+    log "nsys2prv on $name ($rows rows): nsys2prv ${n2p_args[*]} (${#files[@]} files) n2p (in $dir)"
+    if ! (
+        cd "$dir"
+        PATH="$standin_dir:$PATH" timed "$dir/n2p-time.txt" \
+            "$venv/bin/nsys2prv" "${n2p_args[@]}" "${files[@]}" n2p > "$dir/n2p.log" 2>&1 || exit 1
+        echo "$wall $cpu $rss_mb $load" > "$dir/n2p-result"
+    ); then
+        log "nsys2prv failed on $name; see $dir/n2p.log"
+        tail -n 5 "$dir/n2p.log" >&2
+        rows_md+=("| $name | $rows | nsys2prv ${n2p_version} | | failed: $(tail -n 1 "$dir/n2p.log" | cut -c1-80) | | | | | | |")
+        return 1
+    fi
+    read -r n_wall n_cpu n_rss n_load < "$dir/n2p-result"
+    n_lines=$(wc -l < "$dir/n2p.prv")
+    local n_bytes standin_s
+    n_bytes=$(wc -c < "$dir/n2p.prv")
+    standin_s=$(awk '/benchmark stand-in\): .* rows in/ { s += $(NF-1) } END { printf "%.2f", s }' "$dir/n2p.log")
+    rm -f "$dir"/n2p.prv "$dir"/n2p.pcf "$dir"/n2p.row "$dir"/*_cuda_api_trace*.csv
+    rows_md+=("| $name | $rows | nsys2prv ${n2p_version} (stand-in nsys: ${standin_s} s) | $n_load | $n_wall | $n_cpu | $n_rss | $n_lines \
+| $(awk -v b="$n_bytes" 'BEGIN { printf "%.0f", b / 1e6 }') | $(rate "$rows" "$n_wall") | $(rate "$rows" "$n_cpu") |")
+}
+
+# ---------------------------------------------------------------- runs
+cmp_md=()
+largest=()
+for name in "${shape_names[@]}"; do
+    if [ "$with_n2p" = 1 ] && [ "${shape_kind[$name]}" = mix ] && run_n2p "$name"; then
+        run_rs "$name" ""
+        cmp_md+=("| $name | $(cat "$scratch/$name/.rows") | $n_wall | $n_rss | $n_lines | $rs_wall | $rs_rss | $rs_lines \
+| **$(ratio "$n_wall" "$rs_wall")x** | $(ratio "$n_cpu" "$rs_cpu")x | $(ratio "$rs_lines" "$n_lines") |")
+    else
+        run_rs "$name" ""
+    fi
+    case "$name" in
+        training|one-10M)
+            run_rs "$name" "-j 1" -j 1
+            run_rs "$name" "-> .prv.gz"
+            if [ -n "$static_bin" ]; then
+                run_rs "$name" "static ($(basename "$static_bin"))" "BIN=$static_bin"
+                # The dynamic binary again, right after, for a side-by-side ratio.
+                run_rs "$name" "(default -j, again)"
+            fi
+            ;;
+    esac
+    case "$name" in one-10M|64x200k) largest+=("$name") ;; esac
+done
+for name in "${largest[@]}"; do
+    run_rs "$name" "--memory-limit 256M" --memory-limit 256M
+    run_rs "$name" "--memory-limit 1G" --memory-limit 1G
+done
 
 # ---------------------------------------------------------------- report
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 model=$(lscpu | awk -F': *' '/^Model name/ { print $2; exit }')
 mem=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 {
-    echo "### Run of $(date -u '+%Y-%m-%d %H:%M UTC') ($tag)"
+    echo "### Run of $(date -u '+%Y-%m-%d %H:%M UTC') ($([ "$quick" = 1 ] && echo quick || echo full))"
     echo
     echo "- Machine: $(nproc) cores, ${model:-unknown CPU}, $mem; $(uname -sr)"
     echo "- Load average (1, 5, 15 min) at start: $load_start; at end: $load_end"
     echo "- Built from commit: $commit; $(rustc --version 2>/dev/null || echo rustc unknown)"
-    echo "- Command: \`scripts/bench.sh$([ "$quick" = 1 ] && echo ' --quick')$([ "$with_n2p" = 1 ] && echo ' --with-nsys2prv')\`"
-    echo "- Inputs (nsys-synth, schema 3.24): $tag-multi = $(cat "$scratch/$tag-multi/.spec"); \
-$tag-single = $(cat "$scratch/$tag-single/.spec"); \
-$tag-metrics = $(cat "$scratch/$tag-metrics/.spec")"
-    [ -n "$n2p_note" ] && echo "- $n2p_note"
+    echo "- Command: \`scripts/bench.sh$([ "$quick" = 1 ] && echo ' --quick')$([ "$with_n2p" = 1 ] && echo ' --with-nsys2prv')$([ -n "$only" ] && echo " --shapes ${only:1:${#only}-2}")\`"
+    echo "- Inputs (nsys-synth):"
+    for name in "${shape_names[@]}"; do
+        echo "  - $name: \`$(cat "$scratch/$name/.spec")\`$([ -n "${shape_rs[$name]}" ] && echo "; nsys2prv-rs ${shape_rs[$name]}")"
+    done
+    [ "$with_n2p" = 1 ] && echo "- nsys2prv ${n2p_version} from PyPI in a venv ($("$venv/bin/python" --version 2>&1), \
+$("$venv/bin/pip" show pandas 2>/dev/null | awk '/^Version/ { print "pandas " $2 }')), \
+with scripts/bench/nsys standing in for \`nsys stats -r cuda_api_trace\`."
+    [ -n "$static_bin" ] && echo "- Static binary: $static_bin ($(du -m "$static_bin" | cut -f1) MB; $(file -b "$static_bin" | cut -d, -f1-2))"
     echo
-    echo "| input | rows | tool | wall s | user+sys s | max RSS MB | .prv lines | M rows/s | M lines/s | M lines/s per CPU-s |"
-    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| input | rows | tool | load | wall s | user+sys s | max RSS MB | .prv lines | .prv MB | M rows/s | M rows per CPU-s |"
+    echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows_md[@]}"
     if [ "${#cmp_md[@]}" -gt 0 ]; then
         echo
-        echo "Same input, nsys2prv vs nsys2prv-rs (default -j):"
+        echo "Same input, nsys2prv vs nsys2prv-rs (default -j), from the runs above:"
         echo
-        echo "| input | rows | nsys2prv wall s | nsys2prv RSS MB | nsys2prv lines | nsys2prv-rs wall s | nsys2prv-rs RSS MB | nsys2prv-rs lines | wall ratio | CPU-time ratio |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| input | rows | nsys2prv wall s | nsys2prv RSS MB | nsys2prv lines | nsys2prv-rs wall s | nsys2prv-rs RSS MB | nsys2prv-rs lines | wall ratio | CPU-time ratio | lines ratio |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         printf '%s\n' "${cmp_md[@]}"
     fi
 } | tee "$scratch/results.md"
+
+# The report subcommand on a generated 1,024-rank job (scripts/bench-report.sh), when asked.
+if [ "${NSYS2PRV_BENCH_REPORT:-0}" = 1 ]; then
+    "$(dirname "$0")/bench-report.sh"
+fi

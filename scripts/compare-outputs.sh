@@ -164,7 +164,7 @@ if [ -d "$corpus" ]; then
         prv="$scratch/old/$name/out/t.prv"
         if [ -f "$prv" ]; then
             end=$(head -n 1 "$prv" | sed -E 's/^#Paraver \([^)]*\):([0-9]+)_ns.*/\1/')
-            run_case "$name-cut" t.prv --time-window "$((end / 3)):$((2 * end / 3))" "$f" @OUT@/t.prv
+            run_case "$name-cut" t.prv --time-window "$((end / 3))ns:$((2 * end / 3))ns" "$f" @OUT@/t.prv
         fi
     done < <(find "$corpus" -name '*.sqlite' | sort)
     run_case corpus-mpi_per_rank t.prv "$corpus"/local/mpi_per_rank/*.sqlite @OUT@/t.prv

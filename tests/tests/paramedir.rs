@@ -495,9 +495,9 @@ fn every_view_loads_in_paramedir_on_every_trace() {
     );
 }
 
-/// `NAME.report.<suffix>` of `report`, as rows of fields (header first).
-fn report_csv(prv: &Path, suffix: &str) -> Vec<Vec<String>> {
-    let path = sibling(prv, &format!("report.{suffix}"));
+/// A CSV table of `report --out DIR`, as rows of fields (header first).
+fn report_csv(dir: &Path, name: &str) -> Vec<Vec<String>> {
+    let path = dir.join(name);
     csv::ReaderBuilder::new()
         .has_headers(false)
         .from_path(&path)
@@ -532,9 +532,12 @@ fn task_count(prv: &Path) -> usize {
 /// Returns the problems, and whether the figures were compared.
 fn compare_efficiency(paramedir: &Path, case: &Case, trace: &Trace) -> (Vec<String>, bool) {
     let mut problems = Vec::new();
+    let out_dir = sibling(&trace.prv, "report");
     let report = binary()
         .arg("report")
         .arg(&trace.prv)
+        .arg("--out")
+        .arg(&out_dir)
         .output()
         .expect("run report");
     assert!(
@@ -543,12 +546,12 @@ fn compare_efficiency(paramedir: &Path, case: &Case, trace: &Trace) -> (Vec<Stri
         case.name,
         String::from_utf8_lossy(&report.stderr)
     );
-    let figures: BTreeMap<String, f64> = report_csv(&trace.prv, "efficiency.csv")
+    let figures: BTreeMap<String, f64> = report_csv(&out_dir, "efficiency.csv")
         .into_iter()
         .skip(1)
         .map(|r| (r[0].clone(), r[1].parse().unwrap()))
         .collect();
-    let gpus: Vec<ReportGpu> = report_csv(&trace.prv, "gpus.csv")
+    let gpus: Vec<ReportGpu> = report_csv(&out_dir, "gpus.csv")
         .into_iter()
         .skip(1)
         .map(|r| ReportGpu {

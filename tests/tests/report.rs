@@ -1,12 +1,14 @@
 //! `nsys2prv-rs report` on hand-made traces with known answers (4 ranks with a
-//! designed imbalance), on `.prv.gz`, and `--report` after a conversion.
+//! designed imbalance; known overlaps and gaps), on `.prv.gz`, on BSC nsys2prv's
+//! traces, the names of a trace it accepts, the files it writes (only where asked)
+//! and `--report` after a conversion.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use end_to_end::*;
+use serde_json::Value;
 
 /// Threads of the 4 tasks: a CPU thread, then GPU stream rows.
 const TASKS: [&[&str]; 4] = [
@@ -163,151 +165,130 @@ fn report(args: &[&str]) -> Output {
     cmd.output().expect("run nsys2prv-rs report")
 }
 
-/// `NAME.report.<suffix>` as rows of fields (header included).
-/// The rows of a report's CSV table, its header first.
-fn csv(base: &Path, suffix: &str) -> Vec<Vec<String>> {
-    let path = PathBuf::from(format!("{}.report.{suffix}", base.display()));
-    csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_path(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .records()
-        .map(|r| r.unwrap().iter().map(str::to_string).collect())
+/// The report's JSON (`--json -`), after checking that it ran.
+fn report_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--json", "-"]);
+    let out = report(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the report's JSON")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+fn f64s(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
         .collect()
 }
 
-fn metrics(base: &Path) -> BTreeMap<String, f64> {
-    csv(base, "efficiency.csv")
-        .into_iter()
-        .skip(1)
-        .map(|r| (r[0].clone(), r[1].parse().unwrap()))
-        .collect()
+/// The files of a directory, sorted (hidden ones too).
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
-fn assert_designed_numbers(base: &Path) {
-    let m = metrics(base);
-    assert_eq!(m["elapsed_ns"], 1000.0);
-    assert_eq!(m["gpus"], 4.0);
+fn assert_designed_numbers(j: &Value) {
+    assert_eq!(j["generator"], "nsys2prv-rs report");
+    assert_eq!(j["elapsed_ns"], 1000);
+    let m = &j["efficiency"];
     assert_eq!(m["load_balance"], 0.625);
     assert_eq!(m["communication_efficiency"], 0.8);
     assert_eq!(m["orchestration_efficiency"], 0.5);
     assert_eq!(m["parallel_efficiency"], 0.25);
-
-    let gpus = csv(base, "gpus.csv");
-    assert_eq!(
-        gpus[0],
-        [
-            "gpu",
-            "task",
-            "device",
-            "streams",
-            "useful_ns",
-            "communication_ns",
-            "idle_ns",
-            "elapsed_ns"
-        ]
-    );
-    let rows: Vec<Vec<&str>> = gpus[1..]
+    let gpus: Vec<(String, u64, u64, u64, u64, u64)> = j["gpus"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|r| r.iter().map(String::as_str).collect())
-        .collect();
-    assert_eq!(
-        rows,
-        [
-            [
-                "rank 0 (host:100) GPU 0",
-                "1",
-                "0",
-                "2",
-                "400",
-                "100",
-                "500",
-                "1000"
-            ],
-            [
-                "rank 1 (host:200) GPU 0",
-                "2",
-                "0",
-                "2",
-                "300",
-                "120",
-                "580",
-                "1000"
-            ],
-            [
-                "rank 2 (host:300) GPU 0",
-                "3",
-                "0",
-                "3",
-                "200",
-                "100",
-                "700",
-                "1000"
-            ],
-            [
-                "rank 3 (host:400) GPU 1",
-                "4",
-                "1",
-                "2",
-                "100",
-                "400",
-                "500",
-                "1000"
-            ],
-        ]
-    );
-
-    let kernels = csv(base, "kernels.csv");
-    assert_eq!(kernels[1][..3], ["gemm", "4", "850"]);
-    assert_eq!(kernels[2][..3], ["softmax", "2", "250"]);
-    let nccl = csv(base, "nccl.csv");
-    assert_eq!(nccl[1][..3], ["AllReduce", "4", "800"]);
-    assert_eq!(nccl[1][6], "4096");
-    let memory = csv(base, "memory.csv");
-    assert_eq!(memory[1][..3], ["CUDA memcpy Host-to-Device", "1", "50"]);
-    assert_eq!(memory[1][6], "4096");
-
-    let iterations = csv(base, "iterations.csv");
-    let durations: Vec<(String, String, String)> = iterations[1..]
-        .iter()
-        .map(|r| (r[1].clone(), r[2].clone(), r[4].clone()))
-        .collect();
-    let expected: Vec<(String, String, String)> = (0..4)
-        .flat_map(|r| {
-            let split = 450 + 50 * r;
-            [(1, split), (2, 1000 - split)]
-                .into_iter()
-                .map(move |(k, d)| {
-                    (
-                        format!("rank {r} (host:{})", 100 * (r + 1)),
-                        k.to_string(),
-                        d.to_string(),
-                    )
-                })
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap().to_string(),
+                g["task"].as_u64().unwrap(),
+                g["streams"].as_u64().unwrap(),
+                g["useful_ns"].as_u64().unwrap(),
+                g["communication_ns"].as_u64().unwrap(),
+                g["idle_ns"].as_u64().unwrap(),
+            )
         })
         .collect();
-    assert_eq!(durations, expected);
-    assert!(iterations[1..].iter().all(|r| r[0] == "iteration"));
+    let expected = [
+        ("rank 0 (host:100) GPU 0", 1, 2, 400, 100, 500),
+        ("rank 1 (host:200) GPU 0", 2, 2, 300, 120, 580),
+        ("rank 2 (host:300) GPU 0", 3, 3, 200, 100, 700),
+        ("rank 3 (host:400) GPU 1", 4, 2, 100, 400, 500),
+    ]
+    .map(|(n, t, s, u, c, i)| (n.to_string(), t, s, u, c, i));
+    assert_eq!(gpus, expected);
+    let named = |key: &str, i: usize| {
+        let s = &j[key][i];
+        (
+            s["name"].as_str().unwrap().to_string(),
+            s["count"].as_u64().unwrap(),
+            s["total_ns"].as_u64().unwrap(),
+            s["bytes"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(named("kernels", 0), ("gemm".into(), 4, 850, 0));
+    assert_eq!(named("kernels", 1), ("softmax".into(), 2, 250, 0));
+    assert_eq!(named("nccl", 0), ("AllReduce".into(), 4, 800, 4096));
+    assert_eq!(
+        named("memory", 0),
+        ("CUDA memcpy Host-to-Device".into(), 1, 50, 4096)
+    );
+    // AllReduce over the 4 GPUs that ran it: 4096 B in 800 ns, bus factor 2·3/4.
+    let nccl = &j["nccl"][0];
+    assert_eq!(nccl["ranks"], 4);
+    assert!(close(
+        nccl["algorithm_gb_per_s"].as_f64().unwrap(),
+        4096.0 / 800.0
+    ));
+    assert!(close(
+        nccl["bus_gb_per_s"].as_f64().unwrap(),
+        4096.0 / 800.0 * 1.5
+    ));
 
-    let text = std::fs::read_to_string(format!("{}.report.json", base.display())).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(json["efficiency"]["load_balance"], 0.625, "{text}");
-    assert_eq!(json["iterations"]["range"], "iteration", "{text}");
-    assert_eq!(json["gpus"].as_array().unwrap().len(), gpus.len() - 1);
-    let first = &json["iterations"]["tasks"][0]["iterations"][0];
-    assert_eq!(first["duration_ns"].to_string(), iterations[1][4], "{text}");
+    let it = &j["iterations"];
+    assert_eq!(it["range"], "iteration");
+    for (r, task) in it["tasks"].as_array().unwrap().iter().enumerate() {
+        let split = 450 + 50 * r as u64;
+        assert_eq!(task["task"], format!("rank {r} (host:{})", 100 * (r + 1)));
+        let durations: Vec<u64> = task["iterations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["duration_ns"].as_u64().unwrap())
+            .collect();
+        assert_eq!(durations, [split, 1000 - split]);
+    }
+    // Iteration 1 is longest on rank 3 (650 ns); the tasks' means are all 500 ns.
+    assert_eq!(it["per_iteration"][0]["slowest_task"], "rank 3 (host:400)");
+    assert_eq!(it["per_iteration"][0]["max_ns"], 600);
+    assert_eq!(it["median_task_mean_ns"], 500.0);
 }
 
 #[test]
 fn the_designed_imbalance_comes_out_as_designed() {
     let dir = tempfile::tempdir().unwrap();
     let prv = write_designed_trace(dir.path(), "designed");
+    let before = listing(dir.path());
     let out = report(&[prv.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     for expected in [
         "Parallel efficiency            25.0%",
@@ -317,10 +298,13 @@ fn the_designed_imbalance_comes_out_as_designed() {
         "gemm",
         "AllReduce",
         "Iterations (NVTX range 'iteration') per task",
+        "Slowest tasks",
     ] {
         assert!(text.contains(expected), "missing '{expected}' in:\n{text}");
     }
-    assert_designed_numbers(&dir.path().join("designed"));
+    // The summary goes to stdout and nothing is written beside the trace.
+    assert_eq!(listing(dir.path()), before);
+    assert_designed_numbers(&report_json(&[prv.to_str().unwrap()]));
 }
 
 #[test]
@@ -335,62 +319,407 @@ fn a_gzip_trace_reports_the_same() {
     encoder.write_all(&std::fs::read(&prv).unwrap()).unwrap();
     encoder.finish().unwrap();
     std::fs::remove_file(&prv).unwrap();
-    let out = report(&[gz.to_str().unwrap(), "--iterations", "iteration"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_designed_numbers(&report_json(&[
+        gz.to_str().unwrap(),
+        "--iterations",
+        "iteration",
+    ]));
+    // The companions and the bare name find the .prv.gz.
+    let base = dir.path().join("z");
+    for name in [
+        base.with_extension("pcf"),
+        base.with_extension("row"),
+        base.clone(),
+    ] {
+        assert_designed_numbers(&report_json(&[name.to_str().unwrap()]));
+    }
+}
+
+/// One line of a hand-made trace.
+fn event(task: usize, thread: usize, time: u64, pairs: &[(u32, i64)]) -> (u64, String) {
+    let mut line = format!("2:0:1:{task}:{thread}:{time}");
+    for (ty, v) in pairs {
+        line.push_str(&format!(":{ty}:{v}"));
+    }
+    (time, line)
+}
+
+/// Writes `NAME.prv/.pcf/.row` of one application whose tasks have `threads`.
+fn write_trace(
+    dir: &Path,
+    name: &str,
+    end: u64,
+    threads: &[&[&str]],
+    mut lines: Vec<(u64, String)>,
+    pcf: &str,
+) -> PathBuf {
+    // Sorted by time; at one time, ends (value 0) before begins.
+    lines.sort_by_key(|(t, l)| (*t, !l.ends_with(":0")));
+    let decl: Vec<String> = threads.iter().map(|t| format!("{}:1", t.len())).collect();
+    let mut prv = format!(
+        "#Paraver (01/01/2026 at 00:00):{end}_ns:1({}):1:{}({})\n",
+        threads.len(),
+        threads.len(),
+        decl.join(",")
     );
-    assert_designed_numbers(&dir.path().join("z"));
+    for (_, line) in lines {
+        prv.push_str(&line);
+        prv.push('\n');
+    }
+    let path = dir.join(format!("{name}.prv"));
+    std::fs::write(&path, prv).unwrap();
+    std::fs::write(dir.join(format!("{name}.pcf")), pcf).unwrap();
+    let names: Vec<&str> = threads.iter().flat_map(|t| t.iter().copied()).collect();
+    let tasks: Vec<String> = (0..threads.len()).map(|r| format!("rank {r}")).collect();
+    let row = format!(
+        "LEVEL NODE SIZE 1\nhost\n\nLEVEL TASK SIZE {}\n{}\n\nLEVEL THREAD SIZE {}\n{}\n",
+        tasks.len(),
+        tasks.join("\n"),
+        names.len(),
+        names.join("\n")
+    );
+    std::fs::write(dir.join(format!("{name}.row")), row).unwrap();
+    path
+}
+
+const OVERLAP_PCF: &str = "EVENT_TYPE
+0    63000006   CUDA kernel
+VALUES
+0      End
+1      gemm
+2      softmax
+
+EVENT_TYPE
+0    63000007   NCCL kernel
+VALUES
+0      End
+3      ncclDevKernel_AllReduce_Sum_f32_RING_LL
+
+EVENT_TYPE
+0    63000000   CUDA library call
+VALUES
+0      End
+1      cudaLaunchKernel
+2      cudaStreamSynchronize
+
+EVENT_TYPE
+0    9600       NVTX push/pop ranges (default domain)
+VALUES
+0      End
+1      step
+";
+
+/// Rank 0: an NCCL kernel [1000, 2000) with gemm [1200, 1600) and softmax
+/// [1400, 1800) on two other streams: 0, 1, 2, 1, 0 compute kernels for 200, 200,
+/// 200, 200, 200 ns, so shares 40 %, 40 %, 20 %. Then the GPU idles until a gemm at
+/// 6000 while its launching thread waits in cudaStreamSynchronize inside the NVTX
+/// range "step". Rank 1: an NCCL kernel fully overlapped by one gemm.
+fn write_overlap_trace(dir: &Path) -> PathBuf {
+    let (nccl, gemm, softmax) = (
+        [(63_000_007u32, 3i64)],
+        [(63_000_006u32, 1i64)],
+        [(63_000_006u32, 2i64)],
+    );
+    let zero = |p: &[(u32, i64)]| p.iter().map(|(t, _)| (*t, 0)).collect::<Vec<_>>();
+    let mut lines = vec![
+        event(1, 1, 0, &[(9600, 1)]),
+        event(1, 1, 900, &[(63_000_000, 1)]),
+        event(1, 1, 950, &zero(&[(63_000_000, 1)])),
+        (
+            900,
+            "3:0:1:1:1:900:900:0:1:1:2:1000:1000:0:55001".to_string(),
+        ),
+        event(1, 2, 1000, &nccl),
+        event(1, 3, 1200, &gemm),
+        event(1, 4, 1400, &softmax),
+        event(1, 3, 1600, &zero(&gemm)),
+        event(1, 4, 1800, &zero(&softmax)),
+        event(1, 1, 1950, &[(63_000_000, 2)]),
+        event(1, 2, 2000, &zero(&nccl)),
+        event(1, 1, 5900, &zero(&[(63_000_000, 2)])),
+        event(1, 3, 6000, &gemm),
+        event(1, 3, 6500, &zero(&gemm)),
+        event(1, 1, 9000, &zero(&[(9600, 1)])),
+        event(2, 2, 0, &nccl),
+        event(2, 3, 0, &gemm),
+        event(2, 2, 500, &zero(&nccl)),
+        event(2, 3, 500, &zero(&gemm)),
+    ];
+    lines.sort_by_key(|(t, _)| *t);
+    write_trace(
+        dir,
+        "overlap",
+        10_000,
+        &[
+            &["main (1)", "CUDA-D0.S1", "CUDA-D0.S2", "CUDA-D0.S3"],
+            &["main (2)", "CUDA-D0.S1", "CUDA-D0.S2"],
+        ],
+        lines,
+        OVERLAP_PCF,
+    )
 }
 
 #[test]
-fn no_files_prints_only_and_bad_traces_are_errors() {
+fn overlap_shares_and_gaps_of_a_hand_made_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let prv = write_designed_trace(dir.path(), "p");
-    let out = report(&[prv.to_str().unwrap(), "--no-files", "--top", "1"]);
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let prv = write_overlap_trace(dir.path());
+    let j = report_json(&[prv.to_str().unwrap(), "--gap-threshold", "1us"]);
+    let o = &j["overlap"];
+    assert_eq!(o["columns"], 3);
+    assert_eq!(f64s(&o["rows"][0]["shares"]), [0.4, 0.4, 0.2]);
+    assert_eq!(o["rows"][0]["nccl_ns"], 1000);
+    assert_eq!(f64s(&o["rows"][1]["shares"]), [0.0, 1.0, 0.0]);
+    let summary = |key: &str| f64s(&o[key]);
+    assert!(summary("average")
+        .iter()
+        .zip([0.2, 0.7, 0.1])
+        .all(|(a, b)| close(*a, b)));
+    assert_eq!(summary("maximum"), [0.4, 1.0, 0.2]);
+    assert_eq!(summary("minimum"), [0.0, 0.4, 0.0]);
+    assert!(summary("average_over_maximum")
+        .iter()
+        .zip([0.5, 0.7, 0.5])
+        .all(|(a, b)| close(*a, b)));
+
+    // One gap, 2000 to 6000 on rank 0 (the idle time before the first and after
+    // the last activity is not a gap), with what the launching thread was doing.
+    let gaps = &j["gaps"];
+    assert_eq!(gaps["count"], 1);
+    assert_eq!(gaps["total_ns"], 4000);
+    let gap = &gaps["longest"][0];
+    assert_eq!(gap["gpu"], 0);
+    assert_eq!(gap["begin_ns"], 2000);
+    assert_eq!(gap["duration_ns"], 4000);
+    assert_eq!(gap["thread"], "rank 0 / main (1)");
+    assert_eq!(gap["call"], "CUDA: cudaStreamSynchronize");
+    assert_eq!(gap["nvtx"], "step");
+    // Above the threshold (default 1 ms) there is none.
+    let j = report_json(&[prv.to_str().unwrap()]);
+    assert_eq!(j["gaps"]["count"], 0);
+
+    let text = report(&[prv.to_str().unwrap(), "--gap-threshold", "1us"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Compute/communication overlap"), "{text}");
     assert!(
-        text.contains("Top kernels by GPU time (1 of 2 kernels)"),
+        text.contains("rank 0 / main (1): CUDA: cudaStreamSynchronize: NVTX step"),
         "{text}"
     );
-    assert!(!dir.path().join("p.report.json").exists());
-
-    let out = report(&[dir.path().join("missing.prv").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
-    let out = report(&[dir.path().join("p.txt").to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "a name that is no trace is a usage error"
-    );
 }
 
 #[test]
-fn report_after_a_conversion_multiplies_out() {
+fn an_unknown_iteration_range_is_an_error_listing_the_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = write_designed_trace(dir.path(), "p");
+    let out = report(&[prv.to_str().unwrap(), "--iterations", "bogus"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert!(
+        message.contains(
+            "--iterations bogus: no NVTX range of that name; the trace has 'compute', 'iteration'"
+        ),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+#[test]
+fn bad_trace_names_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    write_designed_trace(dir.path(), "p");
+    let out = report(&[dir.path().join("missing.prv").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error: "));
+    for name in ["p.txt", "missing", "missing.pcf"] {
+        let out = report(&[dir.path().join(name).to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        assert!(stderr(&out).contains("no trace"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn files_are_written_only_where_asked_and_only_over_the_reports_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = write_designed_trace(dir.path(), "p");
+    let trace = prv.to_str().unwrap();
+    let out_dir = dir.path().join("rep");
+    let out = report(&[trace, "--out", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = listing(&out_dir);
+    for name in [
+        ".nsys2prv-rs",
+        "report.html",
+        "report.json",
+        "report.txt",
+        "gpus.csv",
+        "efficiency.csv",
+        "kernels.csv",
+        "nccl.csv",
+        "mpi.csv",
+        "memory.csv",
+        "overlap.csv",
+        "gaps.csv",
+        "bins.csv",
+        "iterations.csv",
+    ] {
+        assert!(written.contains(&name.to_string()), "{name}: {written:?}");
+    }
+    let gpus = std::fs::read_to_string(out_dir.join("gpus.csv")).unwrap();
+    assert!(
+        gpus.starts_with(
+            "gpu,task,device,streams,useful_ns,communication_ns,idle_ns,elapsed_ns,node"
+        ),
+        "{gpus}"
+    );
+    assert!(
+        gpus.contains("rank 0 (host:100) GPU 0,1,0,2,400,100,500,1000,host"),
+        "{gpus}"
+    );
+    // Again: the report's own directory is replaced, with nothing left beside it.
+    std::fs::write(out_dir.join("stale.csv"), "old").unwrap();
+    let again = report(&[trace, "--out", out_dir.to_str().unwrap()]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(listing(&out_dir), written);
+    assert_eq!(
+        listing(dir.path()),
+        ["p.pcf", "p.prv", "p.row", "rep"].map(String::from)
+    );
+
+    // A directory or file the report did not make is refused and left alone.
+    let foreign = dir.path().join("mine");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "keep").unwrap();
+    let out = report(&[trace, "--out", foreign.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(listing(&foreign), ["notes.txt"]);
+    let page = dir.path().join("page.html");
+    std::fs::write(&page, "<p>my page</p>").unwrap();
+    let out = report(&[trace, "--html", page.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "<p>my page</p>");
+    // The report's own page is replaced.
+    std::fs::copy(out_dir.join("report.html"), &page).unwrap();
+    let out = report(&[
+        trace,
+        "--html",
+        page.to_str().unwrap(),
+        "--json",
+        dir.path().join("r.json").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_designed_numbers(&json);
+}
+
+/// A trace shaped like BSC nsys2prv 0.5.8's: its header (`:` before the task list,
+/// no nodes), a .row without TASK level, records grouped by category.
+fn write_bsc_trace(dir: &Path, name: &str, sorted: bool) -> PathBuf {
+    let mut lines = [
+        "2:0:1:1:2:100:63000006:1:9200:1",
+        "2:0:1:1:2:300:63000006:0:9200:0",
+        "2:0:1:1:2:400:63000007:2:9501:77:9502:1024",
+        "2:0:1:1:2:600:63000007:0:9501:0:9502:0",
+    ];
+    if sorted {
+        lines.sort_by_key(|l| l.split(':').nth(5).unwrap().parse::<u64>().unwrap());
+    } else {
+        lines.rotate_left(2);
+    }
+    let prv = format!(
+        "#Paraver (25/11/2026 at 06:41):1000_ns:0:1:1:(2:1)\n{}\n",
+        lines.join("\n")
+    );
+    let path = dir.join(format!("{name}.prv"));
+    std::fs::write(&path, prv).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.pcf")),
+        "EVENT_TYPE\n0 63000006 CUDA kernel\nVALUES\n0 End\n1 Kernel1\n\n\
+         EVENT_TYPE\n0 63000007 NCCL kernel\nVALUES\n0 End\n2 ncclDevKernel_AllReduce_Sum_f32_RING_LL\n\n\
+         EVENT_TYPE\n0 9501 NCCL NCCL communicator ID\n\nEVENT_TYPE\n0 9502 NCCL Message size [bytes]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.row")),
+        "LEVEL NODE SIZE 1\nnode1\n\nLEVEL THREAD SIZE 2\nTHREAD 1.1.1\nCUDA-D0.S7\n",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn traces_of_bsc_nsys2prv_are_read_or_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let unsorted = write_bsc_trace(dir.path(), "bsc", false);
+    let out = report(&[unsorted.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let message = stderr(&out);
+    assert!(
+        message.contains("records are not in time order")
+            && message.contains("BSC's nsys2prv")
+            && message.contains("-s"),
+        "{message}"
+    );
+    let sorted = write_bsc_trace(dir.path(), "sorted", true);
+    let j = report_json(&[sorted.to_str().unwrap()]);
+    let notes = j["notes"].to_string();
+    for expected in [
+        "header is BSC nsys2prv's",
+        "names no tasks",
+        "no collective",
+    ] {
+        assert!(notes.contains(expected), "{expected}: {notes}");
+    }
+    let g = &j["gpus"][0];
+    assert_eq!(g["name"], "task 1 GPU 0");
+    assert_eq!(
+        (g["useful_ns"].as_u64(), g["communication_ns"].as_u64()),
+        (Some(200), Some(200))
+    );
+    // BSC's message size column (here 9502), not its communicator (9501).
+    assert_eq!(j["nccl"][0]["bytes"], 1024);
+}
+
+#[test]
+fn report_after_a_conversion_prints_and_writes_only_where_asked() {
     let dir = tempfile::tempdir().unwrap();
     let input = workspace_root().join("samples/synthetic/cuda_2025.5.sqlite");
     let out = dir.path().join("c.prv");
     let mut cmd = binary();
     cmd.args(["--report", input.to_str().unwrap(), out.to_str().unwrap()]);
     let result = cmd.output().unwrap();
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
+    assert!(result.status.success(), "{}", stderr(&result));
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(stdout.contains("Parallel efficiency"), "{stdout}");
-    let m = metrics(&dir.path().join("c"));
-    let product = m["load_balance"] * m["communication_efficiency"] * m["orchestration_efficiency"];
-    assert!((product - m["parallel_efficiency"]).abs() < 1e-5, "{m:?}");
-    assert!(m["parallel_efficiency"] > 0.0 && m["parallel_efficiency"] < 1.0);
+    assert_eq!(
+        listing(dir.path()),
+        ["c.cfgs", "c.pcf", "c.prv", "c.row"].map(String::from)
+    );
     // The same numbers from the written trace, after the fact.
-    let again = report(&[out.to_str().unwrap(), "--no-files"]);
+    let again = report(&[out.to_str().unwrap()]);
     assert!(again.status.success());
     assert_eq!(String::from_utf8_lossy(&again.stdout), stdout);
+    let j = report_json(&[out.to_str().unwrap()]);
+    let m = &j["efficiency"];
+    let product = m["load_balance"].as_f64().unwrap()
+        * m["communication_efficiency"].as_f64().unwrap()
+        * m["orchestration_efficiency"].as_f64().unwrap();
+    let pe = m["parallel_efficiency"].as_f64().unwrap();
+    assert!((product - pe).abs() < 1e-12 && pe > 0.0 && pe < 1.0, "{m}");
+
+    let rep = dir.path().join("rep");
+    let mut cmd = binary();
+    cmd.args([
+        "-q",
+        &format!("--report={}", rep.display()),
+        input.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    let result = cmd.output().unwrap();
+    assert!(result.status.success(), "{}", stderr(&result));
+    assert!(result.stdout.is_empty(), "-q prints no report");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(rep.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["efficiency"], j["efficiency"]);
 }
 
 #[test]
@@ -399,19 +728,41 @@ fn a_cpu_only_trace_has_iterations_but_no_gpu_model() {
     let input = workspace_root().join("samples/nvtx_osrt/nvtx_osrt.sqlite");
     let out = dir.path().join("n.prv");
     let result = convert(&[&input], &out, &[]);
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
+    assert!(result.status.success(), "{}", stderr(&result));
     let r = report(&[out.to_str().unwrap()]);
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(r.status.success(), "{}", stderr(&r));
     let text = String::from_utf8_lossy(&r.stdout);
-    assert!(text.contains("no GPU efficiency model"), "{text}");
-    let iterations = csv(&dir.path().join("n"), "iterations.csv");
+    assert!(text.contains("No GPU stream rows"), "{text}");
+    let j = report_json(&[out.to_str().unwrap()]);
+    assert!(j["efficiency"].is_null());
     // 3 workers x 4 iterations, all in the one task.
-    assert_eq!(iterations.len() - 1, 12, "{iterations:?}");
-    let m = metrics(&dir.path().join("n"));
-    assert_eq!(m["gpus"], 0.0);
-    assert!(!m.contains_key("load_balance"));
+    let tasks = j["iterations"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0]["iterations"].as_array().unwrap().len(), 12);
+}
+
+#[test]
+fn iterations_are_kept_within_the_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1,000 iterations on one thread: 24 KB of occurrences.
+    let lines: Vec<(u64, String)> = (0..1000u64)
+        .flat_map(|k| {
+            [
+                event(1, 1, 10 * k, &[(9600, 1)]),
+                event(1, 1, 10 * k + 5, &[(9600, 0)]),
+            ]
+        })
+        .collect();
+    let pcf = "EVENT_TYPE\n0 9600 NVTX push/pop ranges (default domain)\nVALUES\n0 End\n1 step\n";
+    let prv = write_trace(dir.path(), "many", 10_000, &[&["main (1)"]], lines, pcf);
+    let j = report_json(&[prv.to_str().unwrap()]);
+    assert_eq!(j["iterations"]["tasks"][0]["count"], 1000);
+    let out = report(&[prv.to_str().unwrap(), "--memory-limit", "64K"]);
+    assert_eq!(out.status.code(), Some(1));
+    let message = stderr(&out);
+    assert!(
+        message.contains("many.prv:") && message.contains("--memory-limit"),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
 }

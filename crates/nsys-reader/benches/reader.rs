@@ -73,7 +73,10 @@ fn bench_reader(c: &mut Criterion) {
         b.iter(|| {
             let mut sum = 0i64;
             let scan = export
-                .kernels(|k| sum = sum.wrapping_add(k.place.start ^ k.grid[0]))
+                .kernels(|k| {
+                    sum = sum.wrapping_add(k.place.start ^ k.grid[0]);
+                    Ok(())
+                })
                 .expect("scanning kernels");
             assert_eq!(scan.rows, kernel_rows);
             std::hint::black_box(sum)
@@ -85,7 +88,10 @@ fn bench_reader(c: &mut Criterion) {
         b.iter(|| {
             let mut sum = 0i64;
             let scan = export
-                .api_calls(|a| sum = sum.wrapping_add(a.start ^ a.name_id))
+                .api_calls(|a| {
+                    sum = sum.wrapping_add(a.start ^ a.name_id);
+                    Ok(())
+                })
                 .expect("scanning API calls");
             assert_eq!(scan.rows, api_rows);
             std::hint::black_box(sum)

@@ -129,7 +129,10 @@ fn with_place<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 impl Export {
     /// Streams the CUDA API calls (runtime and driver).
-    pub fn api_calls(&self, f: impl FnMut(&ApiCall)) -> Result<TableScan, ReadError> {
+    pub fn api_calls(
+        &self,
+        f: impl FnMut(&ApiCall) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -153,7 +156,10 @@ impl Export {
         self.scan_rows(RUNTIME, &cols, "1", decode, f)
     }
 
-    pub fn kernels(&self, f: impl FnMut(&Kernel)) -> Result<TableScan, ReadError> {
+    pub fn kernels(
+        &self,
+        f: impl FnMut(&Kernel) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = with_place(&[
             "shortName",
             "demangledName",
@@ -187,7 +193,10 @@ impl Export {
         self.scan_rows(KERNEL, &cols, "1", decode, f)
     }
 
-    pub fn memcpys(&self, f: impl FnMut(&Memcpy)) -> Result<TableScan, ReadError> {
+    pub fn memcpys(
+        &self,
+        f: impl FnMut(&Memcpy) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = with_place(&["bytes", "copyKind", "srcKind", "dstKind"]);
         let decode = |row: &RowView| {
             let at = |i: usize| row.int(PLACE.len() + i);
@@ -202,7 +211,10 @@ impl Export {
         self.scan_rows(MEMCPY, &cols, "1", decode, f)
     }
 
-    pub fn memsets(&self, f: impl FnMut(&Memset)) -> Result<TableScan, ReadError> {
+    pub fn memsets(
+        &self,
+        f: impl FnMut(&Memset) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = with_place(&["bytes", "memKind"]);
         let decode = |row: &RowView| {
             let at = |i: usize| row.int(PLACE.len() + i);
@@ -215,7 +227,10 @@ impl Export {
         self.scan_rows(MEMSET, &cols, "1", decode, f)
     }
 
-    pub fn syncs(&self, f: impl FnMut(&Sync)) -> Result<TableScan, ReadError> {
+    pub fn syncs(
+        &self,
+        f: impl FnMut(&Sync) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = with_place(&["syncType", "eventId"]);
         let decode = |row: &RowView| {
             let at = |i: usize| row.int(PLACE.len() + i);

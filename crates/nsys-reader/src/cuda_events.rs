@@ -55,7 +55,10 @@ fn applies(id: Option<i64>) -> Option<i64> {
 
 impl Export {
     /// Streams the event records; rows with NULL pid or event id are skipped.
-    pub fn event_records(&self, f: impl FnMut(&EventRecord)) -> Result<TableScan, ReadError> {
+    pub fn event_records(
+        &self,
+        f: impl FnMut(&EventRecord) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "timestamp",
             "deviceId",
@@ -81,7 +84,10 @@ impl Export {
 
     /// Streams the synchronizations that wait for an event (the others are the
     /// plain stream and context syncs, not read here).
-    pub fn event_waits(&self, f: impl FnMut(&EventWait)) -> Result<TableScan, ReadError> {
+    pub fn event_waits(
+        &self,
+        f: impl FnMut(&EventWait) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -115,7 +121,10 @@ impl Export {
     /// Streams the API calls whose correlation id is that of an event record or
     /// of an event wait (SQLite does the filtering, so the other calls cost no
     /// callback). Correlation ids repeat across processes: callers match the pid.
-    pub fn event_call_sites(&self, mut f: impl FnMut(&CallSite)) -> Result<u64, ReadError> {
+    pub fn event_call_sites(
+        &self,
+        mut f: impl FnMut(&CallSite) -> Result<(), ReadError>,
+    ) -> Result<u64, ReadError> {
         let schema = self.schema();
         let mut sources = Vec::new();
         if schema.has_column(CUDA_EVENT, "correlationId") {
@@ -142,7 +151,7 @@ impl Export {
                     end,
                     global_tid,
                     correlation_id,
-                });
+                })?;
             }
             Ok(())
         })

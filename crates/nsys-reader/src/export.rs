@@ -145,7 +145,8 @@ impl Export {
 
     /// Streams the rows of `table` matching `condition` through `decode`, then the
     /// decoded values in table order through `f`; rows `decode` rejects (NULL where a
-    /// value is required) are counted as skipped. With [`Export::set_decode_ahead`],
+    /// value is required) are counted as skipped, here and nowhere else. The first
+    /// error of `f` ends the scan and is returned. With [`Export::set_decode_ahead`],
     /// decoding runs on its own thread.
     pub(crate) fn scan_rows<T, D, F>(
         &self,
@@ -158,7 +159,7 @@ impl Export {
     where
         T: Send,
         D: Fn(&RowView) -> Option<T> + Sync,
-        F: FnMut(&T),
+        F: FnMut(&T) -> Result<(), ReadError>,
     {
         if !self.schema.has_table(table) {
             return Ok(TableScan::default());
@@ -180,14 +181,14 @@ impl Export {
     ) -> Result<TableScan, ReadError>
     where
         D: Fn(&RowView) -> Option<T>,
-        F: FnMut(&T),
+        F: FnMut(&T) -> Result<(), ReadError>,
     {
         let mut scan = TableScan::default();
         for_each_row(&self.path, &self.conn, table, sql, |row| {
             if let Some(item) = scan.count(decode(row)) {
-                f(&item);
+                f(&item)?;
             }
-            true
+            Ok(true)
         })?;
         Ok(scan)
     }
@@ -205,7 +206,7 @@ impl Export {
     where
         T: Send,
         D: Fn(&RowView) -> Option<T> + Sync,
-        F: FnMut(&T),
+        F: FnMut(&T) -> Result<(), ReadError>,
     {
         use std::sync::mpsc::{channel, sync_channel};
         let (full_tx, full_rx) = sync_channel::<Result<DecodedBatch<T>, ReadError>>(BATCHES_AHEAD);
@@ -229,7 +230,8 @@ impl Export {
             for batch in full_rx {
                 let mut batch = batch?;
                 scan.add(batch.scan);
-                batch.items.iter().for_each(&mut f);
+                // On an error the receiver goes, and the decoding thread stops.
+                batch.items.iter().try_for_each(&mut f)?;
                 batch.items.clear();
                 let _ = empty_tx.send(batch.items);
             }
@@ -262,18 +264,9 @@ impl Export {
             return Ok(0);
         }
         let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
-        let mut failure = None;
-        let n = for_each_row(&self.path, &self.conn, table, &sql, |row| match f(row) {
-            Ok(()) => true,
-            Err(e) => {
-                failure = Some(e);
-                false
-            }
-        })?;
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(n),
-        }
+        for_each_row(&self.path, &self.conn, table, &sql, |row| {
+            f(row).map(|()| true)
+        })
     }
 
     /// Rows of `table` in O(log n): exports only ever insert, so the largest rowid
@@ -335,7 +328,7 @@ fn for_each_row(
     conn: &Connection,
     table: &str,
     sql: &str,
-    mut on_row: impl FnMut(&RowView) -> bool,
+    mut on_row: impl FnMut(&RowView) -> Result<bool, ReadError>,
 ) -> Result<u64, ReadError> {
     let mut stmt = conn
         .prepare(sql)
@@ -353,7 +346,7 @@ fn for_each_row(
         })?;
         let Some(row) = row else { break };
         n += 1;
-        if !on_row(&RowView { row }) {
+        if !on_row(&RowView { row })? {
             break;
         }
     }
@@ -386,14 +379,14 @@ where
             batch.items.push(item);
         }
         if batch.items.len() < DECODE_BATCH {
-            return true;
+            return Ok(true);
         }
         let next = DecodedBatch {
             items: empty.try_recv().unwrap_or_else(|_| fresh()),
             scan: TableScan::default(),
         };
         consumer_gone = full.send(Ok(std::mem::replace(&mut batch, next))).is_err();
-        !consumer_gone
+        Ok(!consumer_gone)
     })?;
     if !consumer_gone && (batch.scan.rows > 0) {
         let _ = full.send(Ok(batch));
@@ -603,7 +596,12 @@ mod tests {
 
     fn calls(export: &Export) -> (TableScan, Vec<String>) {
         let mut seen = Vec::new();
-        let scan = export.api_calls(|c| seen.push(format!("{c:?}"))).unwrap();
+        let scan = export
+            .api_calls(|c| {
+                seen.push(format!("{c:?}"));
+                Ok(())
+            })
+            .unwrap();
         (scan, seen)
     }
 
@@ -625,7 +623,7 @@ mod tests {
         let (dir, mut export) = export_with_nulls("ahead-errors");
         export.set_decode_ahead(true);
         let decode = |row: &RowView| row.int(0);
-        let bad_sql = export.scan_rows(RUNTIME, &["start"], "no_such(", decode, |_| {});
+        let bad_sql = export.scan_rows(RUNTIME, &["start"], "no_such(", decode, |_| Ok(()));
         assert!(
             matches!(bad_sql, Err(ReadError::Sqlite { .. })),
             "{bad_sql:?}"
@@ -636,12 +634,37 @@ mod tests {
             2 * DECODE_BATCH + 5
         );
         let mut consumed = 0;
-        let stepping = export.scan_rows(RUNTIME, &["start"], &late, decode, |_| consumed += 1);
+        let stepping = export.scan_rows(RUNTIME, &["start"], &late, decode, |_| {
+            consumed += 1;
+            Ok(())
+        });
         assert!(
             matches!(stepping, Err(ReadError::Sqlite { .. })),
             "{stepping:?}"
         );
         assert!(consumed <= 2 * DECODE_BATCH + 5, "{consumed} rows");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_callbacks_first_error_ends_the_scan() {
+        let (dir, mut export) = export_with_nulls("callback-error");
+        for ahead in [false, true] {
+            export.set_decode_ahead(ahead);
+            let mut consumed = 0;
+            let result = export.api_calls(|_| {
+                consumed += 1;
+                if consumed == DECODE_BATCH + 3 {
+                    return Err(ReadError::Missing(PathBuf::from("stop here")));
+                }
+                Ok(())
+            });
+            assert!(
+                matches!(&result, Err(ReadError::Missing(p)) if p == Path::new("stop here")),
+                "{result:?}"
+            );
+            assert_eq!(consumed, DECODE_BATCH + 3, "decode ahead: {ahead}");
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

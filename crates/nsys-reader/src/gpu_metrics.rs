@@ -104,7 +104,10 @@ impl Export {
 
     /// Streams `SOC_METRICS`; rows with NULL timestamp, typeId, metricId or value
     /// are skipped.
-    pub fn soc_metrics(&self, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    pub fn soc_metrics(
+        &self,
+        f: impl FnMut(&MetricRow) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         self.metric_rows(SOC_METRICS, f)
     }
 
@@ -121,11 +124,18 @@ impl Export {
 
     /// Streams `GPU_METRICS`; rows with NULL timestamp, typeId, metricId or value
     /// are skipped.
-    pub fn gpu_metrics(&self, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    pub fn gpu_metrics(
+        &self,
+        f: impl FnMut(&MetricRow) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         self.metric_rows(GPU_METRICS, f)
     }
 
-    fn metric_rows(&self, table: &str, f: impl FnMut(&MetricRow)) -> Result<TableScan, ReadError> {
+    fn metric_rows(
+        &self,
+        table: &str,
+        f: impl FnMut(&MetricRow) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = ["timestamp", "typeId", "metricId", "value"];
         let decode = |row: &RowView| {
             Some(MetricRow {
@@ -183,7 +193,7 @@ impl Export {
     pub fn generic_gpu_metrics(
         &self,
         types: &GenericMetricTypes,
-        mut f: impl FnMut(&GenericSample),
+        mut f: impl FnMut(&GenericSample) -> Result<(), ReadError>,
     ) -> Result<GenericScan, ReadError> {
         let mut out = GenericScan::default();
         // `Some(None)`: a row of another source, neither translated nor skipped.
@@ -199,16 +209,17 @@ impl Export {
         out.scan = self.scan_rows(GENERIC_EVENTS, &columns, "1", decode, |row| {
             let Some((timestamp, type_id, data)) = row else {
                 out.other_sources += 1;
-                return;
+                return Ok(());
             };
             match json_numbers(data) {
                 Some(values) => f(&GenericSample {
                     timestamp: *timestamp,
                     type_id: *type_id,
                     values,
-                }),
+                })?,
                 None => bad_json += 1,
             }
+            Ok(())
         })?;
         out.scan.skipped += bad_json;
         out.scan.rows -= out.other_sources;

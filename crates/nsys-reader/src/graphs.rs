@@ -98,7 +98,10 @@ impl Export {
     }
 
     /// Streams the graph executions of graph mode.
-    pub fn graph_executions(&self, f: impl FnMut(&GraphExecution)) -> Result<TableScan, ReadError> {
+    pub fn graph_executions(
+        &self,
+        f: impl FnMut(&GraphExecution) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = PLACE
             .iter()
             .copied()
@@ -118,7 +121,7 @@ impl Export {
     /// rows with a `graphNodeId` are read, so ordinary copies cost SQLite's filter.
     pub fn graph_node_operations(
         &self,
-        mut f: impl FnMut(&GraphNodeOperation),
+        mut f: impl FnMut(&GraphNodeOperation) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = PLACE.iter().copied().chain(["graphNodeId"]).collect();
         let mut scan = TableScan::default();
@@ -144,7 +147,7 @@ impl Export {
     pub fn graph_events(
         &self,
         table: &str,
-        f: impl FnMut(&GraphEvent),
+        f: impl FnMut(&GraphEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",

@@ -43,7 +43,10 @@ fn id(value: Option<i64>) -> Option<i64> {
 impl Export {
     /// Streams the GPU side of host functions; rows with NULL start, end or
     /// process are skipped.
-    pub fn host_launches(&self, f: impl FnMut(&HostLaunch)) -> Result<TableScan, ReadError> {
+    pub fn host_launches(
+        &self,
+        f: impl FnMut(&HostLaunch) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = PLACE
             .iter()
             .copied()
@@ -61,7 +64,10 @@ impl Export {
 
     /// Streams the CPU executions of host functions; rows with NULL start, end or
     /// thread are skipped.
-    pub fn host_callbacks(&self, f: impl FnMut(&HostCallback)) -> Result<TableScan, ReadError> {
+    pub fn host_callbacks(
+        &self,
+        f: impl FnMut(&HostCallback) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = ["start", "end", "globalTid", "correlationId", "nameId"];
         let decode = |row: &RowView| {
             Some(HostCallback {

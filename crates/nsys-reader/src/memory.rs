@@ -61,7 +61,10 @@ pub struct CpuPageFault {
 impl Export {
     /// Streams allocations and frees; rows with NULL start, pid, device, bytes or
     /// operation are skipped.
-    pub fn memory_usage(&self, f: impl FnMut(&MemoryUsage)) -> Result<TableScan, ReadError> {
+    pub fn memory_usage(
+        &self,
+        f: impl FnMut(&MemoryUsage) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "globalPid",
@@ -89,7 +92,7 @@ impl Export {
 
     pub fn memory_pool_events(
         &self,
-        f: impl FnMut(&MemoryPoolEvent),
+        f: impl FnMut(&MemoryPoolEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
@@ -112,7 +115,10 @@ impl Export {
         self.scan_rows(MEMORY_POOL, &cols, "1", decode, f)
     }
 
-    pub fn gpu_page_faults(&self, f: impl FnMut(&GpuPageFaults)) -> Result<TableScan, ReadError> {
+    pub fn gpu_page_faults(
+        &self,
+        f: impl FnMut(&GpuPageFaults) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",
@@ -134,7 +140,10 @@ impl Export {
         self.scan_rows(UM_GPU_PAGE_FAULTS, &cols, "1", decode, f)
     }
 
-    pub fn cpu_page_faults(&self, f: impl FnMut(&CpuPageFault)) -> Result<TableScan, ReadError> {
+    pub fn cpu_page_faults(
+        &self,
+        f: impl FnMut(&CpuPageFault) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let decode = |row: &RowView| {
             Some(CpuPageFault {
                 start: row.int(0)?,

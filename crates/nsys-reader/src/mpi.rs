@@ -65,7 +65,10 @@ impl Export {
     }
 
     /// Streams the calls of every MPI table (each table in turn).
-    pub fn mpi_calls(&self, mut f: impl FnMut(&MpiCall)) -> Result<TableScan, ReadError> {
+    pub fn mpi_calls(
+        &self,
+        mut f: impl FnMut(&MpiCall) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let head = ["start", "end", "globalTid", "textId"];
         let with = |extra: &[&'static str]| -> Vec<&'static str> {
             head.iter().chain(extra).copied().collect()

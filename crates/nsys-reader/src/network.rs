@@ -120,14 +120,20 @@ impl Export {
 
     /// Streams `NET_NIC_METRIC`; rows with NULL start, NIC, metric or value are
     /// skipped.
-    pub fn nic_samples(&self, f: impl FnMut(&NicSample)) -> Result<TableScan, ReadError> {
+    pub fn nic_samples(
+        &self,
+        f: impl FnMut(&NicSample) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         self.network_samples(NIC_METRIC, f)
     }
 
     /// Streams `NET_IB_SWITCH_METRIC` (the columns of `NET_NIC_METRIC`, the
     /// switch in `globalId`); rows with NULL start, switch, metric or value are
     /// skipped.
-    pub fn ib_switch_samples(&self, f: impl FnMut(&NicSample)) -> Result<TableScan, ReadError> {
+    pub fn ib_switch_samples(
+        &self,
+        f: impl FnMut(&NicSample) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         self.network_samples(IB_SWITCH_METRIC, f)
     }
 
@@ -165,7 +171,7 @@ impl Export {
     /// are skipped.
     pub fn ib_congestion_events(
         &self,
-        f: impl FnMut(&CongestionEvent),
+        f: impl FnMut(&CongestionEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         let cols: Vec<&str> = ["start", "globalId", "congestionType"]
             .into_iter()
@@ -185,7 +191,7 @@ impl Export {
     fn network_samples(
         &self,
         table: &str,
-        f: impl FnMut(&NicSample),
+        f: impl FnMut(&NicSample) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",

@@ -91,7 +91,7 @@ impl Export {
     pub fn nvtx_events(
         &self,
         kinds: &[i64],
-        f: impl FnMut(&NvtxEvent),
+        f: impl FnMut(&NvtxEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         let list: Vec<String> = kinds.iter().map(i64::to_string).collect();
         let filter = format!("\"eventType\" IN ({})", list.join(", "));

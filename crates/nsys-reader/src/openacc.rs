@@ -110,7 +110,7 @@ impl Export {
     pub fn openacc_events(
         &self,
         table: AccTable,
-        f: impl FnMut(&AccEvent),
+        f: impl FnMut(&AccEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         self.scan_rows(table.name(), &COLUMNS, "1", event, f)
     }

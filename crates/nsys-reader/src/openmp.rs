@@ -157,7 +157,7 @@ impl Export {
     pub fn openmp_events(
         &self,
         table: OmpTable,
-        f: impl FnMut(&OmpEvent),
+        f: impl FnMut(&OmpEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
         self.scan_rows(table.name(), &COLUMNS, "1", event, f)
     }

@@ -32,7 +32,10 @@ impl OsrtCall {
 impl Export {
     /// Streams every `OSRT_API` row, markers included (see [`OsrtCall::is_call`]).
     /// Rows with NULL start, end, eventClass, globalTid or nameId are skipped.
-    pub fn osrt_calls(&self, f: impl FnMut(&OsrtCall)) -> Result<TableScan, ReadError> {
+    pub fn osrt_calls(
+        &self,
+        f: impl FnMut(&OsrtCall) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "end",

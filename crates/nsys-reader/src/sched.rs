@@ -106,7 +106,10 @@ pub struct SchedEvent {
 impl Export {
     /// Streams `SCHED_EVENTS` in table order. Rows with NULL start, cpu, isSchedIn
     /// or globalTid are skipped.
-    pub fn sched_events(&self, f: impl FnMut(&SchedEvent)) -> Result<TableScan, ReadError> {
+    pub fn sched_events(
+        &self,
+        f: impl FnMut(&SchedEvent) -> Result<(), ReadError>,
+    ) -> Result<TableScan, ReadError> {
         let cols = [
             "start",
             "cpu",

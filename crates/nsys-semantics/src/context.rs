@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use nsys_reader::cuda::GpuPlace;
 use nsys_reader::ids::{pid_of, tid_of};
-use nsys_reader::{Export, ReadError};
+use nsys_reader::{Export, ReadError, TableScan};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::FxHashMap;
 
@@ -225,6 +225,16 @@ impl<'a> ReportContext<'a> {
 
     pub fn count(&mut self, what: &str, n: u64) {
         *self.counts.entry(what.to_string()).or_default() += n;
+    }
+
+    /// Counts a scan of `table`: the rows translated (when there are any) and the
+    /// rows skipped, with a warning.
+    pub fn note_scan(&mut self, table: &str, scan: TableScan) {
+        let translated = scan.rows - scan.skipped;
+        if translated > 0 {
+            self.count(table, translated);
+        }
+        self.note_skipped(table, scan.skipped);
     }
 
     /// Records rows skipped for NULLs where values are required.

@@ -111,12 +111,8 @@ fn translate(
 ) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
-    let mut failure = None;
     let (mut arrows, mut synced) = (0u64, 0u64);
     let scan = export.api_calls(|call| {
-        if failure.is_some() {
-            return;
-        }
         let thread = ctx.cpu_thread(call.global_tid);
         let pid = pid_of(call.global_tid);
         let sync = call.correlation_id.and_then(|c| syncs.find(pid, c));
@@ -132,15 +128,9 @@ fn translate(
             }
         }
         if !outputs.calls {
-            return;
+            return Ok(());
         }
-        let name = match api_name(ctx, &mut names, call.name_id) {
-            Ok(n) => n,
-            Err(e) => {
-                failure = Some(e);
-                return;
-            }
-        };
+        let name = api_name(ctx, &mut names, call.name_id)?;
         emit_call(ctx, thread, call, name, sync.is_some());
         if let Some(c) = call.correlation_id {
             for link in links.find(pid, c) {
@@ -166,10 +156,8 @@ fn translate(
                 arrows += 1;
             }
         }
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     if outputs.calls {
         ctx.count(RUNTIME, scan.rows - scan.skipped);
         ctx.count("launch arrows", arrows);

@@ -113,9 +113,15 @@ struct Tally {
 fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut records: Vec<EventRecord> = Vec::new();
-    let record_scan = export.event_records(|r| records.push(*r))?;
+    let record_scan = export.event_records(|r| {
+        records.push(*r);
+        Ok(())
+    })?;
     let mut waits: Vec<EventWait> = Vec::new();
-    let wait_scan = export.event_waits(|w| waits.push(*w))?;
+    let wait_scan = export.event_waits(|w| {
+        waits.push(*w);
+        Ok(())
+    })?;
     ctx.note_skipped(CUDA_EVENT, record_scan.skipped);
     ctx.note_skipped(SYNCHRONIZATION, wait_scan.skipped);
     if records.is_empty() && waits.is_empty() {
@@ -124,6 +130,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut calls: FxHashMap<(u32, i64), CallSite> = FxHashMap::default();
     export.event_call_sites(|c| {
         calls.insert((pid_of(c.global_tid), c.correlation_id), *c);
+        Ok(())
     })?;
     let mut tally = Tally::default();
     let placed = place_records(ctx, &records, &calls, &mut tally);

@@ -153,11 +153,9 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
         ctx.run.interval(thread, p.start, p.end, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
         links.add(p, thread, 0, TAG_LAUNCH, false);
+        Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count(GRAPH_TRACE, scan.rows - scan.skipped);
-    }
-    ctx.note_skipped(GRAPH_TRACE, scan.skipped);
+    ctx.note_scan(GRAPH_TRACE, scan);
     Ok(())
 }
 
@@ -169,6 +167,7 @@ fn node_operations(ctx: &mut ReportContext) -> Result<(), ReadError> {
         let pair = EventPair::raw(GRAPH_NODE_ID, op.graph_node_id);
         ctx.run
             .interval(thread, op.place.start, op.place.end, &[pair]);
+        Ok(())
     })?;
     if scan.rows > scan.skipped {
         ctx.count("graph node copies and sets", scan.rows - scan.skipped);
@@ -194,11 +193,9 @@ fn construction(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 ctx.run.names.intern(GRAPH_API_EVENT, &label)
             });
             emit_construction(ctx, e, name);
+            Ok(())
         })?;
-        if scan.rows > scan.skipped {
-            ctx.count(table, scan.rows - scan.skipped);
-        }
-        ctx.note_skipped(table, scan.skipped);
+        ctx.note_scan(table, scan);
     }
     Ok(())
 }

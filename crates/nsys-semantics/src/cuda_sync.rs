@@ -69,7 +69,7 @@ fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
     let scan = export.syncs(|s| {
         let Some(correlation) = s.place.correlation_id else {
             uncorrelated += 1;
-            return;
+            return Ok(());
         };
         let label = match s.kind() {
             SyncKind::Context => "Context sync",
@@ -84,6 +84,7 @@ fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
             end: s.place.end,
             kind: ctx.run.names.intern(CUDA_SYNC, label),
         });
+        Ok(())
     })?;
     ctx.note_skipped(SYNCHRONIZATION, scan.skipped + uncorrelated);
     Ok(SyncCalls::new(calls))

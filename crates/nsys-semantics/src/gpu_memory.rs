@@ -149,7 +149,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             OPERATION_DEALLOCATION => true,
             _ => {
                 unknown_operations += 1;
-                return;
+                return Ok(());
             }
         };
         let (time, gpu, seq) = (
@@ -181,6 +181,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 },
             });
         }
+        Ok(())
     })?;
     let pools = export.memory_pool_events(|p| {
         let pid = pid_of(p.global_pid);
@@ -195,6 +196,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 operation: p.operation,
             },
         });
+        Ok(())
     })?;
     rows.sort_unstable();
     let tally = running_sums(ctx, &rows);
@@ -282,18 +284,17 @@ fn page_faults(ctx: &mut ReportContext, map: &DeviceMap) -> Result<(), ReadError
         } else {
             ctx.run.events(thread, f.start, &[faults]);
         }
+        Ok(())
     })?;
     let cpu = export.cpu_page_faults(|f| {
         let pid = pid_of(f.global_pid);
         let thread = ctx.thread(ThreadKey::cpu(pid, pid));
         ctx.run
             .events(thread, f.start, &[EventPair::raw(CPU_PAGE_FAULT, 1)]);
+        Ok(())
     })?;
     for (table, scan) in [(UM_GPU_PAGE_FAULTS, gpu), (UM_CPU_PAGE_FAULTS, cpu)] {
-        if scan.rows > scan.skipped {
-            ctx.count(table, scan.rows - scan.skipped);
-        }
-        ctx.note_skipped(table, scan.skipped);
+        ctx.note_scan(table, scan);
     }
     Ok(())
 }

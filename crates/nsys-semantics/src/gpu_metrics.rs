@@ -448,7 +448,7 @@ fn current(
     let scan = export.gpu_metrics(|m| {
         let Some(thread) = rows.thread(ctx, m.type_id) else {
             rows.unowned += 1;
-            return;
+            return Ok(());
         };
         let t = *by_id.entry((m.type_id, m.metric_id)).or_insert_with(|| {
             let name = match names.get(&(m.type_id, m.metric_id)) {
@@ -462,7 +462,7 @@ fn current(
         });
         let Some(t) = t else {
             untyped += 1;
-            return;
+            return Ok(());
         };
         if pending != Some((m.timestamp, thread)) || pending_type != m.type_id {
             if let Some((time, thread)) = pending {
@@ -474,6 +474,7 @@ fn current(
         }
         pairs.push(EventPair::raw(t.ty, tally.int(m.value, t)));
         written += 1;
+        Ok(())
     })?;
     if let Some((time, thread)) = pending {
         ctx.run.events(thread, time, &pairs);
@@ -516,7 +517,7 @@ fn legacy(
     let scan = export.generic_gpu_metrics(&metric_types, |s| {
         let Some(thread) = rows.thread(ctx, s.type_id) else {
             rows.unowned += 1;
-            return;
+            return Ok(());
         };
         pairs.clear();
         for (name, value) in &s.values {
@@ -530,6 +531,7 @@ fn legacy(
             samples += 1;
             values += pairs.len() as u64;
         }
+        Ok(())
     })?;
     ctx.count(GENERIC_EVENTS, samples);
     ctx.count("GENERIC_EVENTS metric values", values);

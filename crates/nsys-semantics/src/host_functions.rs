@@ -111,14 +111,12 @@ fn gpu_side(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<GpuSides, R
             let key = (pid_of(p.global_pid), c);
             sides.entry(key).or_default().push((p.start, thread));
         }
+        Ok(())
     })?;
     for list in sides.values_mut() {
         list.sort_unstable();
     }
-    if scan.rows > scan.skipped {
-        ctx.count(HOST_LAUNCH, scan.rows - scan.skipped);
-    }
-    ctx.note_skipped(HOST_LAUNCH, scan.skipped);
+    ctx.note_scan(HOST_LAUNCH, scan);
     Ok(sides)
 }
 
@@ -149,16 +147,9 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
         return Ok(());
     }
     let mut names = NameCache::default();
-    let mut failure = None;
     let mut arrows = 0u64;
     let scan = export.host_callbacks(|c| {
-        let name = match ctx.name(HOST_CALLBACK_CALL, &mut names, c.name_id, |n| n.to_string()) {
-            Ok(n) => n,
-            Err(e) => {
-                failure = Some(e);
-                return;
-            }
-        };
+        let name = ctx.name(HOST_CALLBACK_CALL, &mut names, c.name_id, |n| n.to_string())?;
         let thread = ctx.cpu_thread(c.global_tid);
         let mut pairs = vec![EventPair::name(HOST_CALLBACK_CALL, name)];
         if let Some(id) = c.correlation_id.filter(|&v| v > 0) {
@@ -177,10 +168,8 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
             ctx.run.comm(gpu, start, comm);
             arrows += 1;
         }
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     if scan.rows > scan.skipped {
         ctx.count(HOST_CALLBACK, scan.rows - scan.skipped);
     }

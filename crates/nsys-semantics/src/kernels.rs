@@ -198,24 +198,14 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
     let with_graph_nodes = ctx.options.wants(GRAPHS);
     let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
     let mut pairs: Vec<EventPair> = Vec::with_capacity(24);
-    let mut failure = None;
     let scan = export.kernels(|k| {
-        if failure.is_some() {
-            return;
-        }
         let (primary, fallback) = if use_demangled {
             (k.demangled_name, k.short_name)
         } else {
             (k.short_name, k.demangled_name)
         };
         let name_id = primary.or(fallback);
-        let name = match kernel_name(ctx, name_id, &mut names, &mut nccl_names) {
-            Ok(n) => n,
-            Err(e) => {
-                failure = Some(e);
-                return;
-            }
-        };
+        let name = kernel_name(ctx, name_id, &mut names, &mut nccl_names)?;
         let thread = ctx.stream_thread(&k.place);
         let p = &k.place;
         let is_nccl = name.ty == NCCL_KERNEL;
@@ -246,12 +236,9 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         ctx.run.interval(thread, p.start, p.end, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
         links.add(p, thread, 0, TAG_LAUNCH, is_nccl);
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    ctx.count(KERNEL, scan.rows - scan.skipped);
-    ctx.note_skipped(KERNEL, scan.skipped);
+    ctx.note_scan(KERNEL, scan);
     Ok(())
 }
 

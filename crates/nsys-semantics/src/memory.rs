@@ -85,14 +85,16 @@ fn memory(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError
                 .intern(CUDA_MEMORY_OP, &format!("CUDA memcpy {label}"))
         });
         memory_op(ctx, links, &m.place, handle, m.bytes);
+        Ok(())
     })?;
-    ctx.count(MEMCPY, scan.rows - scan.skipped);
-    ctx.note_skipped(MEMCPY, scan.skipped);
+    ctx.note_scan(MEMCPY, scan);
 
     let memset = ctx.run.names.intern(CUDA_MEMORY_OP, "CUDA memset");
-    let scan = export.memsets(|m| memory_op(ctx, links, &m.place, memset, m.bytes))?;
-    ctx.count(MEMSET, scan.rows - scan.skipped);
-    ctx.note_skipped(MEMSET, scan.skipped);
+    let scan = export.memsets(|m| {
+        memory_op(ctx, links, &m.place, memset, m.bytes);
+        Ok(())
+    })?;
+    ctx.note_scan(MEMSET, scan);
     Ok(())
 }
 

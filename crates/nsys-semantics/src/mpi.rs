@@ -124,14 +124,10 @@ fn translate(ctx: &mut ReportContext) -> Result<Vec<P2pEndpoint>, ReadError> {
         seen_waits: FxHashSet::default(),
         waits: Vec::new(),
         endpoints: Vec::new(),
-        failure: None,
         translated: 0,
         duplicates: 0,
     };
     let scan = export.mpi_calls(|call| pass.call(ctx, call))?;
-    if let Some(e) = pass.failure.take() {
-        return Err(e);
-    }
     ctx.count("MPI calls", pass.translated);
     ctx.count("MPI wait rows for the same call", pass.duplicates);
     ctx.note_skipped("MPI tables", scan.skipped);
@@ -147,23 +143,13 @@ struct CallScan<'c> {
     seen_waits: FxHashSet<(i64, i64, i64)>,
     waits: Vec<(u32, i64, i64, i64)>,
     endpoints: Vec<P2pEndpoint>,
-    failure: Option<ReadError>,
     translated: u64,
     duplicates: u64,
 }
 
 impl CallScan<'_> {
-    fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) {
-        if self.failure.is_some() {
-            return;
-        }
-        let name = match self.name(ctx, call.name_id) {
-            Ok(n) => n,
-            Err(e) => {
-                self.failure = Some(e);
-                return;
-            }
-        };
+    fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) -> Result<(), ReadError> {
+        let name = self.name(ctx, call.name_id)?;
         let end = call.end.unwrap_or(call.start).max(call.start);
         let pid = pid_of(call.global_tid);
         if let MpiDetail::StartWait { request } = call.detail {
@@ -172,7 +158,7 @@ impl CallScan<'_> {
             }
             if !self.seen_waits.insert((call.global_tid, call.start, end)) {
                 self.duplicates += 1;
-                return;
+                return Ok(());
             }
         }
         let thread = ctx.cpu_thread(call.global_tid);
@@ -217,6 +203,7 @@ impl CallScan<'_> {
         ctx.states.add(thread, call.start, end, state);
         note_sync_point(ctx, &name, end);
         self.translated += 1;
+        Ok(())
     }
 
     fn name(&mut self, ctx: &ReportContext, id: Option<i64>) -> Result<String, ReadError> {

@@ -268,6 +268,7 @@ fn nic_counters(
     if nic_ids.is_empty() {
         export.nic_samples(|s| {
             dense.insert(s.global_id, 0);
+            Ok(())
         })?;
         for (i, v) in dense.values_mut().enumerate() {
             *v = i as u32;
@@ -293,6 +294,7 @@ fn nic_counters(
             ctx.thread(key)
         });
         tally.sample(ctx, &mut types, metrics, thread, s);
+        Ok(())
     })?;
     tally.record(ctx, NIC_METRIC, "NIC");
     if scan.rows > scan.skipped {
@@ -400,6 +402,7 @@ fn switch_counters(
     let scan = export.ib_switch_samples(|s| {
         let thread = switches.thread(ctx, s.global_id);
         tally.sample(ctx, &mut types, metrics, thread, s);
+        Ok(())
     })?;
     tally.record(ctx, IB_SWITCH_METRIC, "IB switch");
     if scan.rows > scan.skipped {
@@ -440,6 +443,7 @@ fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result
         }
         let thread = switches.thread(ctx, e.global_id);
         ctx.run.events(thread, e.start, &pairs);
+        Ok(())
     })?;
     if scan.rows > scan.skipped {
         ctx.count(IB_CONGESTION, scan.rows - scan.skipped);

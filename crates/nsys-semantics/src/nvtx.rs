@@ -286,7 +286,6 @@ fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, Read
         unclosed: Vec::new(),
         nccl: NcclRanges::default(),
         last_time: i64::MIN,
-        failure: None,
         translated: 0,
     };
     let export = ctx.export;
@@ -298,9 +297,6 @@ fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, Read
         kind::NVTXT_START_END,
     ];
     let scan = export.nvtx_events(&kinds, |e| pass.event(ctx, e))?;
-    if let Some(e) = pass.failure.take() {
-        return Err(e);
-    }
     ctx.note_skipped(NVTX_EVENTS, scan.skipped);
     let last = pass.last_time;
     for (thread, start, pairs) in std::mem::take(&mut pass.unclosed) {
@@ -321,7 +317,10 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
     let mut rows = Vec::new();
     export.nvtx_events(
         &[kind::DOMAIN_CREATE, kind::CATEGORY, kind::THREAD_NAME],
-        |e| rows.push(e.clone()),
+        |e| {
+            rows.push(e.clone());
+            Ok(())
+        },
     )?;
     // The latest name of a thread wins, whatever order the rows come in.
     rows.sort_by_key(|e| e.start);
@@ -391,15 +390,11 @@ struct RangePass<'d> {
     unclosed: Vec<(LocalThread, i64, Vec<EventPair>)>,
     nccl: NcclRanges,
     last_time: i64,
-    failure: Option<ReadError>,
     translated: u64,
 }
 
 impl RangePass<'_> {
-    fn event(&mut self, ctx: &mut ReportContext, e: &NvtxEvent) {
-        if self.failure.is_some() {
-            return;
-        }
+    fn event(&mut self, ctx: &mut ReportContext, e: &NvtxEvent) -> Result<(), ReadError> {
         self.last_time = self.last_time.max(e.start).max(e.end.unwrap_or(e.start));
         let pid = pid_of(e.global_tid);
         let domain = self.domain(pid, e.domain_id);
@@ -411,15 +406,9 @@ impl RangePass<'_> {
             self.wanted.nvtx || as_mpi
         };
         if !wanted {
-            return;
+            return Ok(());
         }
-        let text = match self.text(ctx, e) {
-            Ok(t) => t,
-            Err(err) => {
-                self.failure = Some(err);
-                return;
-            }
-        };
+        let text = self.text(ctx, e)?;
         let thread = ctx.cpu_thread(e.global_tid);
         self.translated += 1;
         match e.event_type {
@@ -445,6 +434,7 @@ impl RangePass<'_> {
             }),
             _ => self.push_pop(ctx, thread, e, &domain, &text),
         }
+        Ok(())
     }
 
     fn domain(&self, pid: u32, id: i64) -> Domain {

@@ -170,17 +170,8 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     note_unknown_kinds(ctx)?;
     let mut names = Names::default();
     for table in present {
-        let mut failure = None;
-        let scan = export.openacc_events(table, |e| {
-            if failure.is_none() {
-                failure = emit(ctx, &mut names, table, e).err();
-            }
-        })?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        ctx.count(table.name(), scan.rows - scan.skipped);
-        ctx.note_skipped(table.name(), scan.skipped);
+        let scan = export.openacc_events(table, |e| emit(ctx, &mut names, table, e))?;
+        ctx.note_scan(table.name(), scan);
     }
     Ok(())
 }

@@ -413,10 +413,12 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             OmpTable::SyncRegion | OmpTable::SyncRegionWait => {
                 sync_regions(ctx, table, &mut repairs)?
             }
-            _ => export.openmp_events(table, |e| emit(ctx, table, e, e.end))?,
+            _ => export.openmp_events(table, |e| {
+                emit(ctx, table, e, e.end);
+                Ok(())
+            })?,
         };
-        ctx.count(table.name(), scan.rows - scan.skipped);
-        ctx.note_skipped(table.name(), scan.skipped);
+        ctx.note_scan(table.name(), scan);
     }
     finish_open_work(ctx, &mut repairs);
     report_repairs(ctx, &repairs);
@@ -454,6 +456,7 @@ fn parallel_regions(
         if let (true, Some(id)) = (e.end >= horizon, e.parallel_id) {
             open.entry((e.global_tid, id)).or_insert((*e, None));
         }
+        Ok(())
     })?;
     let scan = export.openmp_events(table, |e| {
         let held = e
@@ -466,6 +469,7 @@ fn parallel_regions(
             }
             _ => emit(ctx, table, e, e.end),
         }
+        Ok(())
     })?;
     let mut held: Vec<(OmpEvent, Option<i64>)> = open.into_values().collect();
     held.sort_by_key(|(e, _)| (e.start, e.global_tid));
@@ -495,6 +499,7 @@ fn tasks(
         } else {
             emit(ctx, table, e, e.end);
         }
+        Ok(())
     })?;
     for leftover in leftovers {
         match closing_open_task(&mut open, &leftover) {
@@ -542,7 +547,7 @@ fn workshares(
     export.openmp_events(table, |e| {
         if e.end < horizon {
             emit(ctx, table, e, e.end);
-            return;
+            return Ok(());
         }
         let index = repairs.open_work.len();
         repairs.open_work.push((*e, e.end));
@@ -550,6 +555,7 @@ fn workshares(
             let ids = repairs.open_work_by_task.entry((e.global_tid, task));
             ids.or_default().push(index);
         }
+        Ok(())
     })
 }
 
@@ -565,10 +571,10 @@ fn sync_regions(
         emit(ctx, table, e, e.end);
         let barrier = e.kind.is_some_and(sync_region::is_barrier);
         let (true, Some(task)) = (barrier, e.task_id) else {
-            return;
+            return Ok(());
         };
         let Some(ids) = repairs.open_work_by_task.get(&(e.global_tid, task)) else {
-            return;
+            return Ok(());
         };
         for &i in ids {
             let (work, end) = &mut repairs.open_work[i];
@@ -576,6 +582,7 @@ fn sync_regions(
                 *end = (*end).min(e.start);
             }
         }
+        Ok(())
     })
 }
 

@@ -95,27 +95,17 @@ struct OsrtName {
 fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, OsrtName> = FxHashMap::default();
-    let mut failure = None;
     let (mut markers, mut pthread_calls) = (0u64, 0u64);
     let scan = export.osrt_calls(|call| {
-        if failure.is_some() {
-            return;
-        }
         if !call.is_call() {
             markers += 1;
-            return;
+            return Ok(());
         }
-        match osrt_name(ctx, &mut names, call.name_id) {
-            Ok(name) => {
-                pthread_calls += u64::from(name.pthread.is_some());
-                emit_call(ctx, call, name);
-            }
-            Err(e) => failure = Some(e),
-        }
+        let name = osrt_name(ctx, &mut names, call.name_id)?;
+        pthread_calls += u64::from(name.pthread.is_some());
+        emit_call(ctx, call, name);
+        Ok(())
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
     let calls = scan.rows - scan.skipped - markers;
     if calls > 0 {
         ctx.count(OSRT_API, calls);

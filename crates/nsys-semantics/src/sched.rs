@@ -168,6 +168,7 @@ fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
         } else {
             sched.rows.push(*ev);
         }
+        Ok(())
     })?;
     sched.rows.sort_by_key(|e| (e.global_tid, e.start));
     Ok((sched, scan.skipped))

@@ -142,7 +142,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         });
         let Some(t) = t else {
             untyped += 1;
-            return;
+            return Ok(());
         };
         let soc = gpu_of_type(m.type_id);
         let thread = *rows.entry(soc).or_insert_with(|| {
@@ -154,6 +154,7 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         let pair = EventPair::raw(t.ty, tally.int(m.value, t));
         pending.add(ctx, (m.timestamp, thread, m.type_id), pair);
         written += 1;
+        Ok(())
     })?;
     pending.flush(ctx);
     ctx.count(SOC_METRICS, written);

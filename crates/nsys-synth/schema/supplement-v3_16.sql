@@ -8,6 +8,8 @@
 -- (2026.4 reference), the memory tables of real 3.0.0 exports, TARGET_INFO_NIC_INFO as a real 3.4.0
 -- export has it (`globalId`), and NIC_ID_MAP, TARGET_INFO_NETWORK_METRICS, NET_NIC_METRIC (2026.4
 -- reference).
+-- NVTX_EVENTS: the statement of real 3.17.1 and 3.20.3 exports (both the same, with `binaryData`),
+-- for the NVTX ranges of synthetic training jobs; the MPI tables replace only the MPI domain.
 -- Statements are separated by a line holding only ";".
 CREATE TABLE MPI_RANKS (
     -- Mapping of global thread IDs (gtid) to MPI ranks
@@ -254,5 +256,28 @@ CREATE TABLE SOC_METRICS (
     typeId                      INTEGER   NOT NULL,                    -- REFERENCES TARGET_INFO_SOC_METRICS(typeId) and GENERIC_EVENT_TYPES(typeId)
     metricId                    INTEGER   NOT NULL,                    -- REFERENCES TARGET_INFO_GPU_METRICS(metricId)
     value                       INTEGER   NOT NULL                     -- Counter data value
+)
+;
+CREATE TABLE NVTX_EVENTS (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER,                               -- Event end timestamp (ns).
+    eventType                   INTEGER   NOT NULL,                    -- REFERENCES ENUM_NSYS_EVENT_TYPE(id)
+    rangeId                     INTEGER,                               -- Correlation ID returned from a nvtxRangeStart call.
+    category                    INTEGER,                               -- User-controlled ID that can be used to group events.
+    color                       INTEGER,                               -- Encoded ARGB color value.
+    text                        TEXT,                                  -- Explicit name/text (non-registered string)
+    globalTid                   INTEGER,                               -- Serialized GlobalId.
+    endGlobalTid                INTEGER,                               -- Serialized GlobalId.
+    textId                      INTEGER,                               -- REFERENCES StringIds(id) -- Registered NVTX domain/string
+    domainId                    INTEGER,                               -- User-controlled ID that can be used to group events.
+    uint64Value                 INTEGER,                               -- One of possible payload value union members.
+    int64Value                  INTEGER,                               -- One of possible payload value union members.
+    doubleValue                 REAL,                                  -- One of possible payload value union members.
+    uint32Value                 INTEGER,                               -- One of possible payload value union members.
+    int32Value                  INTEGER,                               -- One of possible payload value union members.
+    floatValue                  REAL,                                  -- One of possible payload value union members.
+    jsonTextId                  INTEGER,                               -- One of possible payload value union members.
+    jsonText                    TEXT,                                  -- One of possible payload value union members.
+    binaryData                  TEXT                                   -- Binary payload. See docs for format.
 )
 ;

@@ -4,6 +4,8 @@
 -- and MPI_COMMUNICATORS. Whether 3.24.0 already has these is not known.
 -- Device-side tables no sample contains: as in supplement-v3_16.sql, with TARGET_INFO_NIC_INFO as a
 -- real 3.23.3 export has it (`GUID`).
+-- NVTX_EVENTS: the statement of real 3.17.1 and 3.20.3 exports (both the same, with `binaryData`),
+-- for the NVTX ranges of synthetic training jobs; the MPI tables replace only the MPI domain.
 -- Statements are separated by a line holding only ";".
 CREATE TABLE MPI_RANKS (
     -- Mapping of global thread IDs (gtid) to MPI ranks
@@ -294,5 +296,28 @@ CREATE TABLE CUDA_HOST_CALLBACK (
     globalTid                   INTEGER,                               -- Serialized GlobalId.
     correlationId               INTEGER,                               -- ID used to identify events that this function call has triggered.
     nameId                      INTEGER                                -- REFERENCES StringIds(id) -- Function name
+)
+;
+CREATE TABLE NVTX_EVENTS (
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER,                               -- Event end timestamp (ns).
+    eventType                   INTEGER   NOT NULL,                    -- REFERENCES ENUM_NSYS_EVENT_TYPE(id)
+    rangeId                     INTEGER,                               -- Correlation ID returned from a nvtxRangeStart call.
+    category                    INTEGER,                               -- User-controlled ID that can be used to group events.
+    color                       INTEGER,                               -- Encoded ARGB color value.
+    text                        TEXT,                                  -- Explicit name/text (non-registered string)
+    globalTid                   INTEGER,                               -- Serialized GlobalId.
+    endGlobalTid                INTEGER,                               -- Serialized GlobalId.
+    textId                      INTEGER,                               -- REFERENCES StringIds(id) -- Registered NVTX domain/string
+    domainId                    INTEGER,                               -- User-controlled ID that can be used to group events.
+    uint64Value                 INTEGER,                               -- One of possible payload value union members.
+    int64Value                  INTEGER,                               -- One of possible payload value union members.
+    doubleValue                 REAL,                                  -- One of possible payload value union members.
+    uint32Value                 INTEGER,                               -- One of possible payload value union members.
+    int32Value                  INTEGER,                               -- One of possible payload value union members.
+    floatValue                  REAL,                                  -- One of possible payload value union members.
+    jsonTextId                  INTEGER,                               -- One of possible payload value union members.
+    jsonText                    TEXT,                                  -- One of possible payload value union members.
+    binaryData                  TEXT                                   -- Binary payload. See docs for format.
 )
 ;

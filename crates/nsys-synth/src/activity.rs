@@ -8,6 +8,7 @@ use rusqlite::Connection;
 
 use crate::catalog::{KernelDef, LOCAL_MEMORY_TOTAL};
 use crate::ddl::{Getter, TableWriter};
+use crate::nvtx::{NvtxRow, NvtxWriter};
 use crate::{SchemaVersion, SynthCounts};
 
 /// Written by the exporter where a stream or event id does not apply (e.g. a context sync).
@@ -471,6 +472,8 @@ pub(crate) struct ActivityTables<'c> {
     memory_pools: LazyTable<'c, MemoryPoolRow>,
     host_launches: LazyTable<'c, HostLaunchRow>,
     host_callbacks: LazyTable<'c, HostCallbackRow>,
+    nvtx: Option<NvtxWriter<'c>>,
+    nccl_ranges: u64,
     graph_launches: u64,
     graph_node_kernels: u64,
     graph_node_memcpys: u64,
@@ -517,6 +520,8 @@ impl<'c> ActivityTables<'c> {
                 with_place(HOST_LAUNCH_COLUMNS),
             ),
             host_callbacks: LazyTable::new("CUDA_HOST_CALLBACK", HOST_CALLBACK_COLUMNS.to_vec()),
+            nvtx: None,
+            nccl_ranges: 0,
             graph_launches: 0,
             graph_node_kernels: 0,
             graph_node_memcpys: 0,
@@ -601,6 +606,21 @@ impl<'c> ActivityTables<'c> {
         self.host_callbacks.insert(self.conn, self.version, row)
     }
 
+    /// An NVTX row; `nccl` counts it as a range of the NCCL domain.
+    pub(crate) fn nvtx(&mut self, row: &NvtxRow, nccl: bool) -> Result<()> {
+        if let Some(end) = row.end {
+            self.saw_end(end);
+        }
+        self.nccl_ranges += u64::from(nccl);
+        let writer = match &mut self.nvtx {
+            Some(writer) => writer,
+            None => self
+                .nvtx
+                .insert(NvtxWriter::create(self.conn, self.version)?),
+        };
+        writer.insert(row)
+    }
+
     pub(crate) fn last_end(&self) -> i64 {
         self.last_end
     }
@@ -622,6 +642,8 @@ impl<'c> ActivityTables<'c> {
             memory_pool_events: self.memory_pools.rows(),
             host_launches: self.host_launches.rows(),
             host_callbacks: self.host_callbacks.rows(),
+            nvtx_rows: self.nvtx.as_ref().map_or(0, NvtxWriter::rows),
+            nccl_ranges: self.nccl_ranges,
             ..SynthCounts::default()
         }
     }

@@ -22,7 +22,7 @@ pub(crate) struct KernelDef {
 
 /// `names` = [short, demangled, mangled]; `shape` = [grid, block]; `shared` = [static, dynamic,
 /// executed] bytes.
-const fn kernel(
+pub(crate) const fn kernel(
     names: [&'static str; 3],
     registers: i64,
     shape: [[i64; 3]; 2],

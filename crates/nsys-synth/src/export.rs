@@ -15,10 +15,10 @@ use crate::meta::{write_enums, write_metadata};
 use crate::mpi::{self, RankTimeline};
 use crate::mpi_export::MpiOutput;
 use crate::rng::SplitMix64;
-use crate::sim::{NameIds, ProcessSim};
+use crate::sim::{NameIds, ProcessSim, Training, TrainingNames};
 use crate::strings::StringIds;
 use crate::target_info::{self, ProcessPlan};
-use crate::{SynthCounts, SynthGraphMode, SynthProcess, SynthSpec};
+use crate::{SynthCounts, SynthGraphMode, SynthProcess, SynthSpec, SynthTraining};
 
 /// Profiled processes start 150-250 ms into the session (nsys and CUDA start-up).
 const FIRST_PROCESS_START: i64 = 150_000_000;
@@ -68,7 +68,32 @@ fn validate(spec: &SynthSpec) -> Result<()> {
     if let Some(mpi) = &spec.mpi {
         mpi::validate(spec, mpi)?;
     }
+    if let Some(training) = &spec.training {
+        validate_training(spec, training)?;
+    }
     validate_device(spec)
+}
+
+fn validate_training(spec: &SynthSpec, training: &SynthTraining) -> Result<()> {
+    ensure!(
+        spec.schema.has_mpi_tables(),
+        "training loops need schema 3.16 or later (older ones record MPI in NVTX_EVENTS too)"
+    );
+    ensure!(
+        spec.processes
+            .iter()
+            .all(|p| p.cpu_threads > 0 && !p.devices.is_empty()),
+        "training loops need every process to have a CPU thread and a device"
+    );
+    ensure!(
+        (4..=12).contains(&training.nvtx_depth),
+        "NVTX depth of a training loop must be 4 to 12"
+    );
+    ensure!(
+        training.layers > 0 && training.steps_per_epoch > 0,
+        "training loops need at least one layer and one step per epoch"
+    );
+    Ok(())
 }
 
 fn validate_device(spec: &SynthSpec) -> Result<()> {
@@ -146,6 +171,7 @@ fn run_processes<'s>(
     spec: &'s SynthSpec,
     plans: &[ProcessPlan<'_>],
     names: &NameIds,
+    training: Option<Training<'_>>,
 ) -> Result<(SynthCounts, i64, Option<RankTimeline<'s>>)> {
     let mut activity = ActivityTables::new(conn, spec.schema);
     let mut seeds = SplitMix64::new(spec.seed);
@@ -169,6 +195,7 @@ fn run_processes<'s>(
             cuda_start,
             &spec.device,
         )
+        .with_training(training)
         .run()?;
     }
     Ok((activity.counts(), activity.last_end(), mpi_rank))
@@ -220,7 +247,16 @@ fn write_tables(conn: &Connection, spec: &SynthSpec, path: &Path) -> Result<Synt
             contexts: contexts(process),
         })
         .collect();
-    let (mut counts, mut last_end, mpi_rank) = run_processes(conn, spec, &plans, &names)?;
+    let training_names = spec
+        .training
+        .as_ref()
+        .map(|training| TrainingNames::intern(&mut strings, training));
+    let training = spec
+        .training
+        .as_ref()
+        .zip(training_names.as_ref())
+        .map(|(spec, names)| Training { spec, names });
+    let (mut counts, mut last_end, mpi_rank) = run_processes(conn, spec, &plans, &names, training)?;
     if let Some(timeline) = mpi_rank {
         (counts, last_end) = write_mpi(conn, spec, timeline, (counts, last_end), &mut strings)?;
     }

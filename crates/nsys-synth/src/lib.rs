@@ -11,6 +11,9 @@
 //! NIC and IB switch counters are
 //! recorded too (see [`SynthDeviceSide`]).
 //!
+//! With [`SynthSpec::training`], each process runs a data-parallel training loop (NVTX ranges,
+//! NCCL all-reduces with payloads, copies and syncs) instead of randomly interleaved operations.
+//!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
 //! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
 
@@ -24,6 +27,7 @@ mod layout;
 mod meta;
 mod mpi;
 mod mpi_export;
+mod nvtx;
 mod rng;
 mod sim;
 mod strings;
@@ -37,6 +41,8 @@ mod device_tests;
 mod mpi_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod training_tests;
 
 use std::path::Path;
 
@@ -64,6 +70,9 @@ pub struct SynthSpec {
     /// GPU and SoC metrics, CUDA graphs and host functions, memory usage, NIC and IB switch
     /// counters (all off by default).
     pub device: SynthDeviceSide,
+    /// Run a training loop in every process before its randomly interleaved operations
+    /// (`None`: only those). Needs schema 3.16 or later.
+    pub training: Option<SynthTraining>,
 }
 
 /// Device-side recordings beyond the CUDA activity of [`SynthProcess`]. The default records none
@@ -100,6 +109,73 @@ pub struct SynthDeviceSide {
     /// `CUDA_HOST_CALLBACK`, on the process's callback thread (tid `pid + 999`), all with the
     /// call's correlation id (schema 3.24, standing in for nsys 2026).
     pub host_functions: u64,
+}
+
+/// A data-parallel training loop (PyTorch DDP as nsys records it), run by every process.
+///
+/// Each step: an NVTX range per step, phase (data, forward, loss, backward, optimizer), layer and
+/// operator, operators nesting `nvtx_depth - 4` inner ranges and followed by
+/// `cpu_ops_per_op` ranges that launch nothing (views, reshapes); the batch copied in with
+/// `cudaMemcpyAsync`; forward kernels launched by the first CPU thread, backward kernels by the
+/// second (PyTorch's autograd thread); after every few layers of the backward pass a gradient
+/// bucket all-reduced by NCCL (a range in the NCCL domain with its JSON payload around the
+/// launch of an NCCL kernel on its own stream); the loss copied out and waited for with
+/// `cudaStreamSynchronize`; fused optimizer kernels and `cudaMemsetAsync` of the gradients.
+/// Kernel names come from a pool of `kernel_names` distinct C++ template names of 85-360
+/// characters, which the steps use in turn when the pool is larger than a step needs. An NVTX
+/// start/end range covers each epoch. An MPI rank makes its MPI calls before the loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SynthTraining {
+    pub steps: u64,
+    /// Layers of the model (each: 11 forward and 23 backward kernels).
+    pub layers: u32,
+    /// NCCL all-reduces per step (gradient buckets).
+    pub buckets: u32,
+    /// Distinct kernel names (at least one per kernel family: 6).
+    pub kernel_names: u32,
+    /// NVTX nesting depth, 4 to 12: step, phase, layer, operator, then inner ranges.
+    pub nvtx_depth: u32,
+    /// NVTX ranges without kernels after each operator.
+    pub cpu_ops_per_op: u32,
+    pub steps_per_epoch: u64,
+}
+
+impl SynthTraining {
+    /// A 12-layer model with 4 buckets per step and 300 kernel names, NVTX 4 deep.
+    pub fn new(steps: u64) -> Self {
+        Self {
+            steps,
+            layers: 12,
+            buckets: 4,
+            kernel_names: 300,
+            nvtx_depth: 4,
+            cpu_ops_per_op: 0,
+            steps_per_epoch: 100,
+        }
+    }
+
+    /// About how many rows one step writes (API calls, GPU rows and NVTX ranges), for sizing.
+    pub fn rows_per_step(&self) -> u64 {
+        // A launch is an API call, its GPU row and, one time in 8, a nested driver call.
+        const LAUNCH: f64 = 2.125;
+        // A stream sync is an API call and a SYNCHRONIZATION row.
+        const SYNC: f64 = 2.0;
+        let ranges_per_op = f64::from(1 + self.nvtx_depth.saturating_sub(4) + self.cpu_ops_per_op);
+        // Per layer: 11 forward and 10 backward operators in a layer range each, 34 kernels.
+        let per_layer = 2.0 + 21.0 * ranges_per_op + 34.0 * LAUNCH;
+        // Per bucket: the NCCL range and kernel; an optimizer kernel and a memset.
+        let per_bucket = 1.0 + 3.0 * LAUNCH;
+        // Step and phase ranges; two copies in; loss kernels, copy out and sync; optimizer sync.
+        let fixed = 6.0 + 2.0 * LAUNCH + 3.0 * LAUNCH + 2.0 * SYNC;
+        let rows =
+            f64::from(self.layers) * per_layer + f64::from(self.buckets) * per_bucket + fixed;
+        rows.round() as u64
+    }
+
+    /// Steps that make about `rows` rows.
+    pub fn steps_for_rows(&self, rows: u64) -> u64 {
+        (rows / self.rows_per_step()).max(1)
+    }
 }
 
 /// How CUDA graphs are traced (`--cuda-graph-trace`).
@@ -191,6 +267,10 @@ pub struct SynthCounts {
     /// `cudaLaunchHostFunc` calls are in `runtime_rows`).
     pub host_launches: u64,
     pub host_callbacks: u64,
+    /// NVTX_EVENTS rows of training loops: ranges, and the NCCL domain's definition.
+    pub nvtx_rows: u64,
+    /// Of those, ranges in the NCCL domain (each with a JSON payload).
+    pub nccl_ranges: u64,
 }
 
 impl SynthCounts {
@@ -204,6 +284,7 @@ impl SynthCounts {
             + self.cuda_events
             + self.mpi_rows()
             + self.device_rows()
+            + self.nvtx_rows
     }
 
     /// Rows of the device-side tables of [`SynthDeviceSide`].
@@ -256,6 +337,7 @@ impl SynthSpec {
             env: vec![("SLURM_PROCID".to_owned(), "0".to_owned())],
             mpi: None,
             device: SynthDeviceSide::default(),
+            training: None,
         }
     }
 

@@ -7,12 +7,13 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Parser;
 use nsys_synth::{
-    write_export, MpiPattern, SchemaVersion, SynthCounts, SynthDeviceSide, SynthMpi, SynthProcess,
-    SynthSpec,
+    write_export, MpiPattern, SchemaVersion, SynthCounts, SynthDeviceSide, SynthGraphMode,
+    SynthMpi, SynthProcess, SynthSpec, SynthTraining,
 };
 
 /// Writes synthetic Nsight Systems SQLite exports (CUDA API calls, kernels, copies, memsets and
-/// syncs) of an MPI job: DIR/rank0.sqlite, DIR/rank1.sqlite, ...
+/// syncs, or with --training a data-parallel training loop with NVTX and NCCL) of an MPI job:
+/// DIR/rank0.sqlite, DIR/rank1.sqlite, ...
 #[derive(Parser)]
 #[command(name = "nsys-synth", version)]
 struct Cli {
@@ -74,6 +75,34 @@ struct Cli {
     /// GPU metric samples per GPU (10 kHz), in GPU_METRICS (schema 3.16+) or GENERIC_EVENTS.
     #[arg(long, default_value_t = 0)]
     gpu_metric_samples: u64,
+    /// `cudaGraphLaunch` calls per rank, of one graph of three kernels and a copy (added to the
+    /// --rows budget).
+    #[arg(long, default_value_t = 0)]
+    graph_launches: u64,
+    /// How graphs are traced: `graph` (one row per launch, schema 3.16+) or `node` (a kernel or
+    /// copy row per node).
+    #[arg(long, default_value = "graph", value_parser = ["graph", "node"])]
+    graph_mode: String,
+    /// Each rank runs a data-parallel training loop (NVTX ranges, NCCL all-reduces with
+    /// payloads, copies, syncs; schema 3.16+) of about --rows rows, instead of randomly
+    /// interleaved operations. Give --streams 4 for separate compute, NCCL and copy streams.
+    #[arg(long)]
+    training: bool,
+    /// Layers of the training loop's model (33 kernels each per step).
+    #[arg(long, default_value_t = 12, requires = "training")]
+    layers: u32,
+    /// Gradient buckets all-reduced by NCCL per step.
+    #[arg(long, default_value_t = 4, requires = "training")]
+    buckets: u32,
+    /// Distinct kernel names of the training loop.
+    #[arg(long, default_value_t = 300, requires = "training")]
+    kernel_names: u32,
+    /// NVTX nesting depth of the training loop (4-12).
+    #[arg(long, default_value_t = 4, requires = "training")]
+    nvtx_depth: u32,
+    /// NVTX ranges without kernels (view operators) after each operator.
+    #[arg(long, default_value_t = 0, requires = "training")]
+    cpu_ops: u32,
 }
 
 /// Session start of rank 0 and launch of the MPI job: 2025-03-01T09:00:00Z.
@@ -109,9 +138,16 @@ fn rank_process(cli: &Cli, at: &Placement) -> SynthProcess {
     } else {
         at.rank
     };
+    // A training loop takes the whole budget.
+    let share = |percent: u64| if cli.training { 0 } else { share(percent) };
     SynthProcess {
         pid: BASE_PID + 101 * pid_slot,
-        name: "./synth_app".to_owned(),
+        name: if cli.training {
+            "python3"
+        } else {
+            "./synth_app"
+        }
+        .to_owned(),
         cpu_threads: cli.threads,
         devices: vec![at.local % cli.gpus_per_host],
         streams_per_device: cli.streams,
@@ -121,6 +157,24 @@ fn rank_process(cli: &Cli, at: &Placement) -> SynthProcess {
         syncs: share(2),
         extra_api_calls: share(8),
     }
+}
+
+fn training(cli: &Cli) -> Option<SynthTraining> {
+    if !cli.training {
+        return None;
+    }
+    let shape = SynthTraining {
+        layers: cli.layers,
+        buckets: cli.buckets,
+        kernel_names: cli.kernel_names,
+        nvtx_depth: cli.nvtx_depth,
+        cpu_ops_per_op: cli.cpu_ops,
+        ..SynthTraining::new(1)
+    };
+    Some(SynthTraining {
+        steps: shape.steps_for_rows(cli.rows),
+        ..shape
+    })
 }
 
 fn rank_env(cli: &Cli, at: &Placement) -> Vec<(String, String)> {
@@ -168,8 +222,15 @@ fn rank_spec(cli: &Cli, at: &Placement) -> SynthSpec {
         mpi: rank_mpi(cli, at.rank),
         device: SynthDeviceSide {
             gpu_metric_samples: cli.gpu_metric_samples,
+            graph_launches: cli.graph_launches,
+            graph_mode: if cli.graph_mode == "node" {
+                SynthGraphMode::Node
+            } else {
+                SynthGraphMode::Graph
+            },
             ..SynthDeviceSide::default()
         },
+        training: training(cli),
     }
 }
 
@@ -237,10 +298,17 @@ fn mpi_summary(c: &SynthCounts) -> String {
 }
 
 fn device_summary(c: &SynthCounts) -> String {
-    if c.device_rows() == 0 {
-        return String::new();
+    let mut summary = String::new();
+    if c.device_rows() > 0 {
+        summary += &format!(
+            " gpu_metric_rows={} graph_traces={} graph_events={}",
+            c.gpu_metric_rows, c.graph_traces, c.graph_events
+        );
     }
-    format!(" gpu_metric_rows={}", c.gpu_metric_rows)
+    if c.nvtx_rows > 0 {
+        summary += &format!(" nvtx={} nccl_ranges={}", c.nvtx_rows, c.nccl_ranges);
+    }
+    summary
 }
 
 fn print_counts(path: &Path, c: &SynthCounts) {

@@ -4,6 +4,8 @@
 //! driver call nested inside the runtime call that made it; GPU work starts after the call that
 //! launched it; work on one stream never overlaps; streams run concurrently.
 
+mod training;
+
 use anyhow::Result;
 
 use crate::activity::{
@@ -12,7 +14,7 @@ use crate::activity::{
     MemoryUsageRow, MemsetRow, Migration, PeerEnds, PoolState, SyncRow, NOT_APPLICABLE,
 };
 use crate::catalog::{
-    self, kernel_weight_total, mem_kind, COPY_KINDS, DRIVER_CLASS, EXTRA_CALLS, KERNELS,
+    self, kernel_weight_total, mem_kind, KernelDef, COPY_KINDS, DRIVER_CLASS, EXTRA_CALLS, KERNELS,
     MIGRATION_CAUSES, RUNTIME_CLASS,
 };
 use crate::ids::{global_pid, global_tid};
@@ -21,6 +23,8 @@ use crate::rng::SplitMix64;
 use crate::strings::StringIds;
 use crate::version::{GraphEventTables, SyncKind};
 use crate::{SynthDeviceSide, SynthGraphMode, SynthProcess};
+
+pub(crate) use training::{Training, TrainingNames};
 
 /// Idle time on a CPU thread between two API calls (ns).
 const CALL_GAP: (i64, i64) = (1_000, 15_000);
@@ -263,6 +267,8 @@ pub(crate) struct ProcessSim<'a, 'c> {
     live_allocations: std::collections::VecDeque<Allocation>,
     next_address: i64,
     pools: Vec<Pool>,
+    training: Option<Training<'a>>,
+    training_state: training::LoopState,
 }
 
 impl<'a, 'c> ProcessSim<'a, 'c> {
@@ -315,11 +321,22 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             live_allocations: std::collections::VecDeque::new(),
             next_address: DEVICE_HEAP_BASE,
             pools: vec![Pool::default(); contexts.len()],
+            training: None,
+            training_state: training::LoopState::default(),
         }
+    }
+
+    /// Runs a training loop before the randomly interleaved operations.
+    pub(crate) fn with_training(mut self, training: Option<Training<'a>>) -> Self {
+        self.training = training;
+        self
     }
 
     /// Issues every operation the process asks for, interleaved at random.
     pub(crate) fn run(mut self) -> Result<()> {
+        if let Some(training) = self.training {
+            self.train(training)?;
+        }
         let p = self.process;
         let mut remaining = [
             (Operation::Kernel, p.kernels),
@@ -473,13 +490,24 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
         let index = self.pick_kernel();
         let def = &KERNELS[index];
         let duration = self.rng.jitter(def.duration);
+        self.issue_kernel(thread, lane, def, self.names.kernels[index], duration)
+    }
+
+    /// `thread` launches a kernel of `duration` ns on `lane` with cudaLaunchKernel.
+    fn issue_kernel(
+        &mut self,
+        thread: usize,
+        lane: usize,
+        def: &'static KernelDef,
+        names: KernelNameIds,
+        duration: i64,
+    ) -> Result<()> {
         let window = self.enqueue(thread, lane, duration, false);
-        let names = self.names;
         let correlation_id = self.launch_call(
             thread,
             window,
-            names.launch_kernel,
-            names.launch_kernel_driver,
+            self.names.launch_kernel,
+            self.names.launch_kernel_driver,
         )?;
         self.last_grid_id += 1;
         self.out.kernel(&KernelRow {
@@ -487,7 +515,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             end: window.gpu_end,
             place: self.place(lane, correlation_id, Some(0)),
             def,
-            names: names.kernels[index],
+            names,
             grid_id: self.last_grid_id,
             graph: None,
         })
@@ -503,6 +531,13 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
         }
         let (thread, lane) = (self.pick_thread(), self.pick_lane());
         let bytes = self.rng.log_range(1 << 10, 16 << 20);
+        self.issue_copy(thread, lane, kind, bytes)
+    }
+
+    /// `thread` copies `bytes` of copy kind `kind` on `lane` (not a migration), blocking on the
+    /// NULL stream.
+    fn issue_copy(&mut self, thread: usize, lane: usize, kind: usize, bytes: i64) -> Result<()> {
+        let def = &COPY_KINDS[kind];
         let blocking = self.lanes[lane].is_null_stream;
         let window = self.enqueue(thread, lane, 1_000 + bytes / def.bytes_per_ns, blocking);
         let names = self.names;
@@ -578,6 +613,11 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
     fn memset(&mut self) -> Result<()> {
         let (thread, lane) = (self.pick_thread(), self.pick_lane());
         let bytes = self.rng.log_range(256, 64 << 20);
+        self.issue_memset(thread, lane, bytes)
+    }
+
+    /// `thread` sets `bytes` on `lane`, blocking on the NULL stream.
+    fn issue_memset(&mut self, thread: usize, lane: usize, bytes: i64) -> Result<()> {
         let blocking = self.lanes[lane].is_null_stream;
         let window = self.enqueue(thread, lane, 1_000 + bytes / 300, blocking);
         let names = self.names;

@@ -8,7 +8,7 @@ use tempfile::TempDir;
 
 use crate::{write_export, SchemaVersion, SynthCounts, SynthSpec};
 
-const GPU_TABLES: [&str; 3] = [
+pub(crate) const GPU_TABLES: [&str; 3] = [
     "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_MEMCPY",
     "CUPTI_ACTIVITY_KIND_MEMSET",
@@ -185,7 +185,7 @@ fn row_counts_match_the_returned_counts() {
 }
 
 /// GPU rows whose launching call is missing, in another process, or starts after the work.
-fn orphan_gpu_rows(conn: &Connection, table: &str) -> i64 {
+pub(crate) fn orphan_gpu_rows(conn: &Connection, table: &str) -> i64 {
     count(
         conn,
         &format!(
@@ -236,7 +236,7 @@ fn gpu_work() -> String {
         .join(" UNION ALL ")
 }
 
-fn overlapping_gpu_work(conn: &Connection) -> i64 {
+pub(crate) fn overlapping_gpu_work(conn: &Connection) -> i64 {
     count(
         conn,
         &format!(
@@ -249,7 +249,7 @@ fn overlapping_gpu_work(conn: &Connection) -> i64 {
     )
 }
 
-fn misplaced_gpu_work(conn: &Connection) -> i64 {
+pub(crate) fn misplaced_gpu_work(conn: &Connection) -> i64 {
     count(
         conn,
         &format!(
@@ -260,7 +260,7 @@ fn misplaced_gpu_work(conn: &Connection) -> i64 {
 }
 
 /// Pairs of calls of one thread that overlap other than by a driver call nested in a runtime one.
-fn crossing_api_calls(conn: &Connection) -> i64 {
+pub(crate) fn crossing_api_calls(conn: &Connection) -> i64 {
     count(
         conn,
         "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME a JOIN CUPTI_ACTIVITY_KIND_RUNTIME b

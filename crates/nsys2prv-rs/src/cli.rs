@@ -104,10 +104,10 @@ pub struct Args {
     #[arg(short = 's', long)]
     pub sort: bool,
 
-    /// After writing the trace, print its GPU efficiency report and write it as
-    /// NAME.report.json and NAME.report.*.csv (see the report subcommand)
-    #[arg(long)]
-    pub report: bool,
+    /// After writing the trace, print its GPU efficiency report; with =DIR, also
+    /// write the report's page, JSON and CSV files into DIR (see the report subcommand)
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true)]
+    pub report: Option<Option<PathBuf>>,
 
     /// Only say what would be translated: reports, hosts, ranks, rows per
     /// category, estimated trace size and time, reports that need exporting
@@ -138,8 +138,9 @@ pub enum Command {
     ///
     /// Per GPU useful, communication and idle time; load balance, communication,
     /// orchestration and parallel efficiency; top kernels, NCCL time per collective,
-    /// memory operations and per-rank iteration times. Printed, and written as
-    /// NAME.report.json and NAME.report.*.csv next to the trace.
+    /// memory operations, MPI calls, compute/communication overlap, GPU idle gaps
+    /// with what the CPU was doing, and per-rank iteration times with the
+    /// stragglers. Printed; written as an HTML page, JSON or CSV only where asked.
     Report(ReportArgs),
     /// Print a shell completion script (e.g. `nsys2prv-rs completions bash > /etc/bash_completion.d/nsys2prv-rs`)
     Completions {
@@ -152,22 +153,50 @@ pub enum Command {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// The trace: NAME.prv or NAME.prv.gz, with NAME.pcf and NAME.row beside it
+    /// The trace: NAME.prv, NAME.prv.gz, its NAME.pcf or NAME.row, or NAME
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
 
     /// NVTX range whose occurrences are the iterations (default: the range named
-    /// like iter, step or epoch that takes the most time)
+    /// like iter, step or epoch that takes the most time); an unknown name is an
+    /// error that lists the trace's ranges
     #[arg(long, value_name = "NAME")]
     pub iterations: Option<String>,
 
-    /// Kernels listed in the printed table (the CSV lists all)
+    /// Rows of the printed tables (the files list all)
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
 
-    /// Print only; write no JSON or CSV files
-    #[arg(long)]
+    /// Write the page, the JSON and the CSV tables into DIR (made by the report,
+    /// with a marker file; an existing directory without it is refused)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Write the report as one self-contained HTML page (inline SVG, no script)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write every figure as JSON to FILE (`-`: to stdout, instead of the tables)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Shortest GPU idle gap counted, with its unit (500us, 1ms, 0.2s)
+    #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_duration)]
+    pub gap_threshold: u64,
+
+    /// Memory for what the report keeps of the trace (iterations); the trace itself
+    /// is streamed
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub memory_limit: u64,
+
+    /// Accepted for compatibility: files are written only where asked
+    #[arg(long, hide = true)]
     pub no_files: bool,
+}
+
+/// A duration in ns, with its unit (`1ms`, `500us`, `2s`).
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    parse_time(text).map(|ns| ns as u64)
 }
 
 const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
@@ -537,7 +566,7 @@ mod tests {
             "out.prv",
         ])
         .unwrap();
-        assert!(args.report);
+        assert_eq!(args.report, Some(None));
         assert_eq!(
             args.time_window,
             Some(TimeWindowArg {
@@ -545,6 +574,10 @@ mod tests {
                 end: Some(2_000_000_000)
             })
         );
+        let args =
+            Args::try_parse_from(["nsys2prv-rs", "--report=rep", "a.sqlite", "out.prv"]).unwrap();
+        assert_eq!(args.report, Some(Some(PathBuf::from("rep"))));
+        assert_eq!(args.inputs(), [PathBuf::from("a.sqlite")]);
         assert!(Args::try_parse_from([
             "nsys2prv-rs",
             "--time-window",

@@ -56,6 +56,9 @@ fn convert(args: &Args) -> Result<()> {
     checkpoint("inputs found");
     let options = options(args, inputs.len())?;
     check_output_is_not_an_input(&paths, &inputs)?;
+    if let Some(Some(dir)) = &args.report {
+        report::check_out_dir(dir)?;
+    }
     let cfgs_dir = args
         .cfgs_dir
         .clone()
@@ -145,11 +148,13 @@ fn convert(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
-    if args.report {
+    if let Some(dir) = &args.report {
         report::run(
             &paths.prv,
             &report::ReportOptions {
                 print: !args.quiet,
+                out_dir: dir.clone(),
+                memory_limit: args.memory_limit,
                 ..report::ReportOptions::default()
             },
         )?;
@@ -622,8 +627,13 @@ fn why_empty(input: &Input, options: &Options) -> String {
     }
 }
 
+/// The selected categories, in the registry's order.
 fn selected(options: &Options) -> String {
-    let names: Vec<&str> = options.categories.iter().map(|c| c.name()).collect();
+    let names: Vec<&str> = Registry::standard()
+        .iter()
+        .map(|c| c.category.name())
+        .filter(|&name| options.categories.iter().any(|c| c.name() == name))
+        .collect();
     names.join(", ")
 }
 

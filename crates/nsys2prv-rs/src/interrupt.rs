@@ -13,7 +13,7 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
@@ -40,8 +40,20 @@ fn registry() -> MutexGuard<'static, Registry> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The last signal received, set in the signal handler itself (the handler
+/// thread may not have run yet when the converting thread looks).
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
 /// Starts the thread that handles SIGINT, SIGTERM and SIGHUP.
 pub fn install() {
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        // SAFETY: the action only stores to an atomic, which is async-signal-safe.
+        let registered =
+            unsafe { signal_hook::low_level::register(signal, move || record(signal)) };
+        if let Err(e) = registered {
+            tracing::debug!("no signal handler: {e}");
+        }
+    }
     match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
         Ok(mut signals) => {
             let spawned = std::thread::Builder::new()
@@ -56,6 +68,20 @@ pub fn install() {
             }
         }
         Err(e) => tracing::debug!("no signal handler: {e}"),
+    }
+}
+
+fn record(signal: i32) {
+    PENDING.store(signal, Ordering::SeqCst);
+}
+
+/// Exits as the handler thread would if a signal arrived and that thread has not
+/// acted yet: a run interrupted during its commit ends with 128 + signal, not 0,
+/// whichever thread gets there first.
+pub fn exit_if_interrupted() {
+    let signal = PENDING.load(Ordering::SeqCst);
+    if signal != 0 {
+        clean_up_and_exit(signal);
     }
 }
 
@@ -196,6 +222,8 @@ pub fn critical<T>(commit: impl FnOnce() -> std::io::Result<T>) -> std::io::Resu
     let result = commit();
     IN_CRITICAL.with(|c| c.set(false));
     held.committed = result.is_ok();
+    drop(held);
+    exit_if_interrupted();
     result
 }
 

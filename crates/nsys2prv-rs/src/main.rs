@@ -4,6 +4,11 @@ mod cli;
 mod convert;
 mod inputs;
 mod interrupt;
+#[cfg(all(
+    target_arch = "x86_64",
+    any(test, all(target_env = "musl", not(debug_assertions)))
+))]
+mod musl_memcpy;
 mod nsys_export;
 mod output_set;
 mod progress;
@@ -36,6 +41,8 @@ fn main() -> ExitCode {
         Some(cli::Command::Man) => cli::print_man_page(),
         None => convert::run(&args),
     };
+    // A signal the handler thread has not acted on yet still decides the status.
+    interrupt::exit_if_interrupted();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,0 +1,614 @@
+//! From the accumulated pass to the report: names resolved, tables sorted, the
+//! heat map's rows grouped, the overlap summary and the iteration stragglers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::model::*;
+use super::scan::{NamedStatsAcc, Scan};
+use super::types::*;
+
+/// Rows of the heat map and the bar chart before GPUs are grouped.
+pub const ROW_BUDGET: usize = 256;
+/// Gaps listed over all GPUs.
+const LONGEST_GAPS: usize = 20;
+/// Stragglers named.
+const SLOWEST_TASKS: usize = 5;
+
+pub fn assemble(mut scan: Scan, trace: String, gap_threshold_ns: u64) -> Report {
+    let elapsed = scan.elapsed;
+    let gpus = gpus(&scan);
+    let efficiency = Model::of(&gpus, elapsed);
+    let heatmap = heatmap(&scan, &gpus);
+    let overlap = overlap(&gpus);
+    let gaps = gaps(&gpus, gap_threshold_ns);
+    let (kernels, kernel_metrics) = kernels(&scan);
+    let nccl = nccl(&scan);
+    let mpi = named(
+        scan.mpi_stats()
+            .map(|((ty, v), s)| (scan.names.value(ty, v, "MPI call"), s)),
+    );
+    let memory = named(
+        scan.memory_stats()
+            .map(|(v, s)| (scan.names.value(MEMORY_OP, v, "memory operation"), s)),
+    );
+    let task_names: Vec<String> = (1..=scan.task_count).map(|t| scan.names.task(t)).collect();
+    let (candidates, occurrences) = scan.take_occurrences();
+    let iterations = iterations(&candidates, occurrences, &task_names);
+    let notes = notes(&scan, &gpus, &iterations);
+    Report {
+        generator: GENERATOR,
+        version: env!("CARGO_PKG_VERSION"),
+        trace,
+        elapsed_ns: elapsed,
+        tasks: scan.task_count,
+        gpu_count: gpus.len(),
+        stream_rows: gpus.iter().map(|g| g.streams).sum(),
+        notes,
+        gpus,
+        efficiency,
+        heatmap,
+        overlap,
+        gaps,
+        kernels,
+        kernel_metrics,
+        nccl,
+        mpi,
+        memory,
+        iterations,
+    }
+}
+
+fn gpus(scan: &Scan) -> Vec<Gpu> {
+    (0..scan.gpu_count())
+        .map(|g| {
+            let t = scan.gpu_times(g);
+            Gpu {
+                name: format!("{} GPU {}", scan.names.task(t.task), t.device),
+                task: t.task,
+                device: t.device,
+                node: scan.task_nodes.get(t.task - 1).cloned().unwrap_or_default(),
+                streams: t.streams,
+                useful_ns: t.useful,
+                communication_ns: t.communication,
+                idle_ns: scan.elapsed.saturating_sub(t.useful + t.communication),
+                overlap_ns: t.overlap.to_vec(),
+                bins_compute_ns: t.bins_compute.to_vec(),
+                bins_communication_ns: t.bins_communication.to_vec(),
+                gap_count: t.gap_count,
+                gap_total_ns: t.gap_total,
+                gaps: scan.gaps(g),
+            }
+        })
+        .collect()
+}
+
+/// Rows of GPUs: one per GPU within the budget, else one per node, else runs of
+/// consecutive GPUs; with the sentence that says so.
+pub fn group_rows(gpus: &[Gpu], budget: usize) -> (Vec<(String, Vec<usize>)>, Option<String>) {
+    if gpus.len() <= budget {
+        let rows = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), vec![i]))
+            .collect();
+        return (rows, None);
+    }
+    let mut by_node: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for (i, g) in gpus.iter().enumerate() {
+        let list = by_node.entry(g.node.as_str()).or_insert_with(|| {
+            order.push(g.node.as_str());
+            Vec::new()
+        });
+        list.push(i);
+    }
+    let count = format_count(gpus.len() as u64);
+    if by_node.len() > 1 && by_node.len() <= budget && !order.iter().any(|n| n.is_empty()) {
+        let rows: Vec<(String, Vec<usize>)> = order
+            .iter()
+            .map(|n| {
+                (
+                    format!("{n} ({} GPUs)", by_node[n].len()),
+                    by_node[n].clone(),
+                )
+            })
+            .collect();
+        let sentence = format!(
+            "{count} GPUs are more rows than fit: one row per node ({} rows), each the mean of the node's GPUs.",
+            rows.len()
+        );
+        return (rows, Some(sentence));
+    }
+    let size = gpus.len().div_ceil(budget);
+    let rows: Vec<(String, Vec<usize>)> = (0..gpus.len())
+        .step_by(size)
+        .map(|first| {
+            let members: Vec<usize> = (first..(first + size).min(gpus.len())).collect();
+            let last = *members.last().expect("a row has a GPU");
+            let label = format!(
+                "{} … {}",
+                short_name(&gpus[first].name),
+                short_name(&gpus[last].name)
+            );
+            (label, members)
+        })
+        .collect();
+    let sentence = format!(
+        "{count} GPUs are more rows than fit: one row per {size} consecutive GPUs ({} rows), each the mean of its GPUs.",
+        rows.len()
+    );
+    (rows, Some(sentence))
+}
+
+/// A GPU's name without its task's host and pid: `rank 3 (node01:4242) GPU 0` →
+/// `rank 3 GPU 0`.
+fn short_name(name: &str) -> String {
+    match (name.find(" ("), name.rfind(") ")) {
+        (Some(open), Some(close)) if open < close => {
+            format!("{}{}", &name[..open], &name[close + 1..])
+        }
+        _ => name.to_string(),
+    }
+}
+
+fn heatmap(scan: &Scan, gpus: &[Gpu]) -> Heatmap {
+    let count = gpus.first().map_or(0, |g| g.bins_compute_ns.len());
+    let edges: Vec<u64> = (0..=count).map(|i| scan.bins.edge(i)).collect();
+    let (groups, grouping) = group_rows(gpus, ROW_BUDGET);
+    let elapsed = scan.elapsed.max(1) as f64;
+    let rows = groups
+        .into_iter()
+        .map(|(label, members)| {
+            let n = members.len() as f64;
+            let per_bin = |pick: fn(&Gpu) -> &[u64]| -> Vec<f64> {
+                (0..count)
+                    .map(|b| {
+                        let width = (edges[b + 1] - edges[b]).max(1) as f64;
+                        members
+                            .iter()
+                            .map(|&g| pick(&gpus[g])[b] as f64)
+                            .sum::<f64>()
+                            / n
+                            / width
+                    })
+                    .collect()
+            };
+            let mean = |pick: fn(&Gpu) -> u64| {
+                members.iter().map(|&g| pick(&gpus[g]) as f64).sum::<f64>() / n / elapsed
+            };
+            HeatmapRow {
+                label,
+                compute_share: per_bin(|g| &g.bins_compute_ns),
+                communication_share: per_bin(|g| &g.bins_communication_ns),
+                useful_share: mean(|g| g.useful_ns),
+                communication_share_total: mean(|g| g.communication_ns),
+                idle_share: mean(|g| g.idle_ns),
+                gpus: members,
+            }
+        })
+        .collect();
+    Heatmap {
+        bins: count,
+        edges_ns: edges,
+        grouping,
+        rows,
+    }
+}
+
+fn overlap(gpus: &[Gpu]) -> Overlap {
+    let columns = gpus
+        .iter()
+        .map(|g| g.overlap_ns.len())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let rows: Vec<OverlapRow> = gpus
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| {
+            let nccl_ns: u64 = g.overlap_ns.iter().sum();
+            (nccl_ns > 0).then(|| OverlapRow {
+                gpu: i,
+                nccl_ns,
+                shares: (0..columns)
+                    .map(|k| g.overlap_ns.get(k).copied().unwrap_or(0) as f64 / nccl_ns as f64)
+                    .collect(),
+            })
+        })
+        .collect();
+    let column = |k: usize| rows.iter().map(move |r| r.shares[k]);
+    let n = rows.len().max(1) as f64;
+    let average: Vec<f64> = (0..columns).map(|k| column(k).sum::<f64>() / n).collect();
+    let fold = |init: f64, f: fn(f64, f64) -> f64| -> Vec<f64> {
+        (0..columns)
+            .map(|k| {
+                if rows.is_empty() {
+                    0.0
+                } else {
+                    column(k).fold(init, f)
+                }
+            })
+            .collect()
+    };
+    let minimum = fold(f64::INFINITY, f64::min);
+    let maximum = fold(f64::NEG_INFINITY, f64::max);
+    let average_over_maximum = average
+        .iter()
+        .zip(&maximum)
+        .map(|(a, m)| (*m > 0.0).then(|| a / m))
+        .collect();
+    Overlap {
+        columns,
+        rows,
+        average,
+        minimum,
+        maximum,
+        average_over_maximum,
+    }
+}
+
+fn gaps(gpus: &[Gpu], threshold_ns: u64) -> Gaps {
+    let mut longest: Vec<Gap> = gpus.iter().flat_map(|g| g.gaps.iter().cloned()).collect();
+    longest.sort_by(|a, b| {
+        b.duration_ns
+            .cmp(&a.duration_ns)
+            .then(a.gpu.cmp(&b.gpu))
+            .then(a.begin_ns.cmp(&b.begin_ns))
+    });
+    longest.truncate(LONGEST_GAPS);
+    Gaps {
+        threshold_ns,
+        count: gpus.iter().map(|g| g.gap_count).sum(),
+        total_ns: gpus.iter().map(|g| g.gap_total_ns).sum(),
+        longest,
+    }
+}
+
+fn stats(name: String, acc: &NamedStatsAcc) -> NamedStats {
+    let mut stats = NamedStats::named(name);
+    stats.merge(&NamedStats {
+        count: acc.count,
+        total_ns: acc.total,
+        min_ns: acc.min,
+        max_ns: acc.max,
+        bytes: acc.bytes,
+        ..NamedStats::default()
+    });
+    stats
+}
+
+/// Statistics by name (values with one label merged), most time first.
+fn named<'a>(list: impl Iterator<Item = (String, &'a NamedStatsAcc)>) -> Vec<NamedStats> {
+    let mut by_name: BTreeMap<String, NamedStats> = BTreeMap::new();
+    for (name, acc) in list {
+        let s = stats(name.clone(), acc);
+        by_name
+            .entry(name)
+            .or_insert_with_key(|n| NamedStats::named(n.clone()))
+            .merge(&s);
+    }
+    let mut list: Vec<NamedStats> = by_name.into_values().collect();
+    list.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+    list
+}
+
+fn kernels(scan: &Scan) -> (Vec<KernelStats>, Vec<String>) {
+    let mut metrics: BTreeMap<i64, BTreeMap<String, f64>> = BTreeMap::new();
+    let mut metric_names: BTreeSet<String> = BTreeSet::new();
+    for (kernel, ty, mean) in scan.kernel_metric_means() {
+        let (name, scale) = scan.metric_name(ty);
+        metric_names.insert(name.clone());
+        metrics
+            .entry(kernel)
+            .or_default()
+            .insert(name, mean / scale);
+    }
+    let by_name = named(
+        scan.kernel_stats()
+            .map(|(v, s)| (scan.names.value(CUDA_KERNEL, v, "kernel"), s)),
+    );
+    // Metrics by name too (values with one label merged: the first one's).
+    let mut metrics_by_name: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for (v, m) in metrics {
+        metrics_by_name
+            .entry(scan.names.value(CUDA_KERNEL, v, "kernel"))
+            .or_insert(m);
+    }
+    let total: u64 = by_name.iter().map(|k| k.total_ns).sum();
+    let kernels = by_name
+        .into_iter()
+        .map(|stats| KernelStats {
+            share: share(stats.total_ns, total).unwrap_or(0.0),
+            metrics: metrics_by_name.remove(&stats.name).unwrap_or_default(),
+            stats,
+        })
+        .collect();
+    (kernels, metric_names.into_iter().collect())
+}
+
+fn nccl(scan: &Scan) -> Vec<CollectiveStats> {
+    let mut by_name: BTreeMap<String, (NamedStats, usize, f64, bool)> = BTreeMap::new();
+    for n in scan.nccl_stats() {
+        let entry = by_name
+            .entry(n.name.clone())
+            .or_insert_with(|| (NamedStats::named(n.name.clone()), 0, 0.0, true));
+        entry.0.merge(&stats(n.name.clone(), &n.stats));
+        for (bytes, ranks) in &n.by_communicator {
+            entry.1 = entry.1.max(*ranks);
+            match bus_factor(&n.name, *ranks) {
+                Some(f) => entry.2 += *bytes as f64 * f,
+                None => entry.3 = false,
+            }
+        }
+    }
+    let mut list: Vec<CollectiveStats> = by_name
+        .into_values()
+        .map(|(stats, ranks, bus_bytes, known)| {
+            let algorithm = stats.gb_per_s;
+            CollectiveStats {
+                ranks,
+                algorithm_gb_per_s: algorithm,
+                bus_gb_per_s: (known && algorithm.is_some())
+                    .then(|| bus_bytes / stats.total_ns as f64),
+                stats,
+            }
+        })
+        .collect();
+    list.sort_by(|a, b| {
+        b.stats
+            .total_ns
+            .cmp(&a.stats.total_ns)
+            .then(a.stats.name.cmp(&b.stats.name))
+    });
+    list
+}
+
+/// The iteration range: among the candidates, the one that repeats on some task
+/// and takes the most time.
+fn iterations(
+    candidates: &[String],
+    occurrences: Vec<(u32, u32, u64, u64)>,
+    task_names: &[String],
+) -> Option<Iterations> {
+    let mut totals: BTreeMap<u32, (u64, BTreeMap<u32, usize>)> = BTreeMap::new();
+    for (c, task, begin, end) in &occurrences {
+        let entry = totals.entry(*c).or_default();
+        entry.0 += end - begin;
+        *entry.1.entry(*task).or_default() += 1;
+    }
+    let chosen = *totals
+        .iter()
+        .max_by_key(|(c, (total, per_task))| {
+            let repeats = per_task.values().any(|&n| n >= 2);
+            (
+                repeats,
+                *total,
+                std::cmp::Reverse(candidates[**c as usize].as_str()),
+            )
+        })?
+        .0;
+    let mut per_task: BTreeMap<u32, Vec<Occurrence>> = BTreeMap::new();
+    for (c, task, begin, end) in occurrences {
+        if c == chosen {
+            per_task.entry(task).or_default().push(Occurrence {
+                begin_ns: begin,
+                duration_ns: end - begin,
+            });
+        }
+    }
+    let tasks: Vec<TaskIterations> = per_task
+        .into_iter()
+        .map(|(task, mut list)| {
+            list.sort_by_key(|o| (o.begin_ns, o.duration_ns));
+            let durations = list.iter().map(|o| o.duration_ns);
+            TaskIterations {
+                task: task_names
+                    .get(task as usize - 1)
+                    .cloned()
+                    .unwrap_or_else(|| format!("task {task}")),
+                count: list.len(),
+                mean_ns: durations.clone().sum::<u64>() as f64 / list.len() as f64,
+                min_ns: durations.clone().min().unwrap_or(0),
+                max_ns: durations.max().unwrap_or(0),
+                iterations: list,
+            }
+        })
+        .collect();
+    let per_iteration = per_iteration(&tasks);
+    let mut means: Vec<f64> = tasks.iter().map(|t| t.mean_ns).collect();
+    means.sort_by(f64::total_cmp);
+    let median = match means.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => means[n / 2],
+        n => (means[n / 2 - 1] + means[n / 2]) / 2.0,
+    };
+    let mut slowest: Vec<Straggler> = tasks
+        .iter()
+        .map(|t| Straggler {
+            task: t.task.clone(),
+            mean_ns: t.mean_ns,
+            over_median: (median > 0.0).then(|| t.mean_ns / median),
+        })
+        .collect();
+    slowest.sort_by(|a, b| b.mean_ns.total_cmp(&a.mean_ns).then(a.task.cmp(&b.task)));
+    slowest.truncate(SLOWEST_TASKS);
+    Some(Iterations {
+        range: candidates[chosen as usize].clone(),
+        tasks,
+        per_iteration,
+        slowest,
+        median_task_mean_ns: median,
+    })
+}
+
+/// Iteration k (by order within each task) across the tasks.
+fn per_iteration(tasks: &[TaskIterations]) -> Vec<IterationSummary> {
+    let count = tasks.iter().map(|t| t.iterations.len()).max().unwrap_or(0);
+    (0..count)
+        .map(|k| {
+            let present: Vec<(&str, u64)> = tasks
+                .iter()
+                .filter_map(|t| {
+                    t.iterations
+                        .get(k)
+                        .map(|o| (t.task.as_str(), o.duration_ns))
+                })
+                .collect();
+            let durations = present.iter().map(|p| p.1);
+            let slowest = present
+                .iter()
+                .max_by_key(|p| (p.1, std::cmp::Reverse(p.0)))
+                .map_or(String::new(), |p| p.0.to_string());
+            IterationSummary {
+                iteration: k + 1,
+                tasks: present.len(),
+                mean_ns: durations.clone().sum::<u64>() as f64 / present.len().max(1) as f64,
+                min_ns: durations.clone().min().unwrap_or(0),
+                max_ns: durations.max().unwrap_or(0),
+                slowest_task: slowest,
+            }
+        })
+        .collect()
+}
+
+/// What the trace lacks for the report's figures, in words.
+fn notes(scan: &Scan, gpus: &[Gpu], iterations: &Option<Iterations>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let seen = &scan.seen;
+    if seen.bsc_header {
+        notes.push(
+            "The header is BSC nsys2prv's (a ':' before the task list, no nodes): read as if it had one node."
+                .to_string(),
+        );
+    }
+    if !scan.names.has_task_level {
+        notes.push(
+            "The .row names no tasks (BSC's nsys2prv writes no TASK level): tasks are numbered."
+                .to_string(),
+        );
+    }
+    if gpus.is_empty() {
+        notes.push(
+            "No GPU stream rows (CUDA-D<n>.S<m>): no GPU efficiency model, heat map, overlap or gaps."
+                .to_string(),
+        );
+    } else {
+        if seen.nccl_kernels == 0 && seen.memory_ops == 0 {
+            notes.push(
+                "No NCCL kernels (63000007) and no memory operations (63000001) on the GPUs: communication is 0."
+                    .to_string(),
+            );
+        }
+        if seen.nccl_kernels > 0 && seen.nccl_with_collective == 0 {
+            notes.push(
+                "NCCL kernels carry no collective (type 9520): they are listed by kernel name."
+                    .to_string(),
+            );
+        }
+        if seen.nccl_kernels > 0 && seen.nccl_with_size == 0 {
+            notes.push(
+                "NCCL kernels carry no message size (NCCL's NVTX payload was not traced or not translated): no bytes or bandwidth."
+                    .to_string(),
+            );
+        }
+        if seen.launches == 0 {
+            notes.push(
+                "No launch communications (tag 55001/55002): a gap's CPU side is read on its task's first thread."
+                    .to_string(),
+            );
+        }
+    }
+    if iterations.is_none() {
+        notes.push(match scan.iterations_asked() {
+            Some(name) => format!("No occurrence of the NVTX range '{name}' ended in the trace: no iterations."),
+            None => "No NVTX range named like an iteration (iter, step, epoch): no iterations; name one with --iterations."
+                .to_string(),
+        });
+    }
+    notes
+}
+
+/// `4096` → `4,096`.
+pub fn format_count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(name: &str, node: &str) -> Gpu {
+        Gpu::example(name, node)
+    }
+
+    #[test]
+    fn rows_are_grouped_per_node_then_in_runs() {
+        let few: Vec<Gpu> = (0..4).map(|i| gpu(&format!("g{i}"), "n")).collect();
+        let (rows, note) = group_rows(&few, 4);
+        assert_eq!(rows.len(), 4);
+        assert!(note.is_none());
+        let many: Vec<Gpu> = (0..12)
+            .map(|i| gpu(&format!("g{i}"), ["a", "b", "c"][i % 3]))
+            .collect();
+        let (rows, note) = group_rows(&many, 4);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[1].1, [1, 4, 7, 10]);
+        assert!(note.unwrap().contains("one row per node (3 rows)"));
+        let (rows, note) = group_rows(&many, 2);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].1, (6..12).collect::<Vec<_>>());
+        assert!(note.unwrap().contains("12 GPUs"));
+        assert_eq!(rows[0].0, "g0 … g5");
+        assert_eq!(short_name("rank 3 (node01:4242) GPU 0"), "rank 3 GPU 0");
+        assert_eq!(short_name("task 1 GPU 0"), "task 1 GPU 0");
+        assert_eq!(format_count(4096), "4,096");
+        assert_eq!(format_count(999), "999");
+    }
+
+    #[test]
+    fn overlap_summary_rows() {
+        let mut a = gpu("a", "n");
+        a.overlap_ns = vec![30, 10];
+        let mut b = gpu("b", "n");
+        b.overlap_ns = vec![10, 10, 20];
+        let o = overlap(&[a, b, gpu("c", "n")]);
+        assert_eq!(o.columns, 3);
+        assert_eq!(o.rows.len(), 2);
+        assert_eq!(o.rows[0].shares, [0.75, 0.25, 0.0]);
+        assert_eq!(o.rows[1].shares, [0.25, 0.25, 0.5]);
+        assert_eq!(o.average, [0.5, 0.25, 0.25]);
+        assert_eq!(o.minimum, [0.25, 0.25, 0.0]);
+        assert_eq!(o.maximum, [0.75, 0.25, 0.5]);
+        assert_eq!(
+            o.average_over_maximum,
+            [Some(0.5 / 0.75), Some(1.0), Some(0.5)]
+        );
+    }
+
+    #[test]
+    fn the_slowest_tasks_are_named() {
+        let occ = vec![
+            (0, 1, 0, 10),
+            (0, 1, 10, 20),
+            (0, 2, 0, 30),
+            (0, 2, 30, 40),
+            (0, 3, 0, 12),
+        ];
+        let names = vec!["r0".to_string(), "r1".into(), "r2".into()];
+        let it = iterations(&["step".into()], occ, &names).unwrap();
+        assert_eq!(it.slowest[0].task, "r1");
+        assert_eq!(it.slowest[0].mean_ns, 20.0);
+        assert_eq!(it.median_task_mean_ns, 12.0);
+        assert_eq!(it.per_iteration[0].slowest_task, "r1");
+        assert_eq!(it.per_iteration[0].max_ns, 30);
+        assert_eq!(it.per_iteration[1].tasks, 2);
+    }
+}

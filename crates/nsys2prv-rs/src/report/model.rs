@@ -1,0 +1,367 @@
+//! What a report holds: every figure of the text, the page and the files, as plain
+//! data (serialised as the JSON output).
+
+use serde::Serialize;
+
+/// Which program wrote a report file: files with it may be replaced by a later run.
+pub const GENERATOR: &str = "nsys2prv-rs report";
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub generator: &'static str,
+    pub version: &'static str,
+    pub trace: String,
+    pub elapsed_ns: u64,
+    pub tasks: usize,
+    pub gpu_count: usize,
+    /// GPU stream rows over all GPUs.
+    pub stream_rows: usize,
+    /// What the trace lacks for some figures, and what the report did about it.
+    pub notes: Vec<String>,
+    pub gpus: Vec<Gpu>,
+    /// The efficiency model; `None` without GPU stream rows.
+    pub efficiency: Option<Model>,
+    pub heatmap: Heatmap,
+    pub overlap: Overlap,
+    pub gaps: Gaps,
+    /// Compute kernels, most GPU time first.
+    pub kernels: Vec<KernelStats>,
+    /// Names of the GPU metrics averaged per kernel (the keys of `KernelStats::metrics`).
+    pub kernel_metrics: Vec<String>,
+    pub nccl: Vec<CollectiveStats>,
+    pub mpi: Vec<NamedStats>,
+    pub memory: Vec<NamedStats>,
+    pub iterations: Option<Iterations>,
+}
+
+/// One GPU: a device of a task, seen through its stream rows `CUDA-D<dev>.S<stream>`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Gpu {
+    /// `<task name> GPU <device>`.
+    pub name: String,
+    /// 1-based task of the trace.
+    pub task: usize,
+    pub device: u32,
+    /// The node's name, from the `.row`.
+    pub node: String,
+    pub streams: usize,
+    /// Time with a compute kernel running (U).
+    pub useful_ns: u64,
+    /// Time with an NCCL kernel or a memory operation and no compute kernel (C).
+    pub communication_ns: u64,
+    pub idle_ns: u64,
+    /// Time with an NCCL kernel running, by the number of compute kernels running
+    /// meanwhile (index 0: not overlapped).
+    pub overlap_ns: Vec<u64>,
+    /// Per heat-map bin: time with a compute kernel running.
+    pub bins_compute_ns: Vec<u64>,
+    /// Per heat-map bin: time with an NCCL kernel or a memory operation running.
+    pub bins_communication_ns: Vec<u64>,
+    /// Idle gaps at or above the threshold: how many and their time.
+    pub gap_count: u64,
+    pub gap_total_ns: u64,
+    /// The longest idle gaps, longest first.
+    pub gaps: Vec<Gap>,
+}
+
+/// The efficiency model (fractions, 0..1; `None` where a ratio has no denominator).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Model {
+    pub load_balance: Option<f64>,
+    pub communication_efficiency: Option<f64>,
+    pub orchestration_efficiency: f64,
+    pub parallel_efficiency: f64,
+}
+
+impl Model {
+    /// The model of `gpus` over `elapsed` ns; `None` without GPUs or time.
+    pub fn of(gpus: &[Gpu], elapsed: u64) -> Option<Model> {
+        if gpus.is_empty() || elapsed == 0 {
+            return None;
+        }
+        let useful: Vec<f64> = gpus.iter().map(|g| g.useful_ns as f64).collect();
+        let max_useful = useful.iter().copied().fold(0.0, f64::max);
+        let avg_useful = useful.iter().sum::<f64>() / useful.len() as f64;
+        let max_active = gpus
+            .iter()
+            .map(|g| (g.useful_ns + g.communication_ns) as f64)
+            .fold(0.0, f64::max);
+        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
+        Some(Model {
+            load_balance: ratio(avg_useful, max_useful),
+            communication_efficiency: ratio(max_useful, max_active),
+            orchestration_efficiency: max_active / elapsed as f64,
+            parallel_efficiency: avg_useful / elapsed as f64,
+        })
+    }
+}
+
+/// The utilization maps: time cut into equal bins, one row per GPU or per group of
+/// GPUs when there are more than fit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Heatmap {
+    pub bins: usize,
+    /// Bin `i` covers `[edges[i], edges[i + 1])` ns.
+    pub edges_ns: Vec<u64>,
+    /// How GPUs were grouped into rows, when they were (said on the page).
+    pub grouping: Option<String>,
+    pub rows: Vec<HeatmapRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HeatmapRow {
+    pub label: String,
+    /// Indexes into `Report::gpus`.
+    pub gpus: Vec<usize>,
+    /// Per bin: the share of the bin busy with compute kernels, averaged over the row's GPUs.
+    pub compute_share: Vec<f64>,
+    /// Per bin: the same for NCCL kernels and memory operations.
+    pub communication_share: Vec<f64>,
+    /// The row's totals over the run (shares of elapsed time, averaged over its GPUs).
+    pub useful_share: f64,
+    pub communication_share_total: f64,
+    pub idle_share: f64,
+}
+
+/// Compute/communication overlap (BSC's table): per GPU, the share of its NCCL
+/// kernel time with 0, 1, 2, … compute kernels running meanwhile.
+#[derive(Clone, Debug, Serialize)]
+pub struct Overlap {
+    /// Column `k` counts time with `k` compute kernels running.
+    pub columns: usize,
+    /// One row per GPU with NCCL kernels: (index into `Report::gpus`, shares by column).
+    pub rows: Vec<OverlapRow>,
+    /// Average, minimum and maximum of each column over those GPUs, and avg/max.
+    pub average: Vec<f64>,
+    pub minimum: Vec<f64>,
+    pub maximum: Vec<f64>,
+    pub average_over_maximum: Vec<Option<f64>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OverlapRow {
+    pub gpu: usize,
+    pub nccl_ns: u64,
+    pub shares: Vec<f64>,
+}
+
+/// Idle gaps of the GPUs between two of their activities.
+#[derive(Clone, Debug, Serialize)]
+pub struct Gaps {
+    pub threshold_ns: u64,
+    /// Gaps at or above the threshold, over all GPUs.
+    pub count: u64,
+    pub total_ns: u64,
+    /// The longest gaps over all GPUs, longest first.
+    pub longest: Vec<Gap>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Gap {
+    /// Index into `Report::gpus`.
+    pub gpu: usize,
+    pub begin_ns: u64,
+    pub duration_ns: u64,
+    /// The CPU thread that launches work on the GPU (or the task's first thread).
+    pub thread: String,
+    /// The call that thread was in when the gap began (`kind: name`).
+    pub call: Option<String>,
+    /// The innermost NVTX range open on that thread then.
+    pub nvtx: Option<String>,
+}
+
+/// Count and time of the intervals of one name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NamedStats {
+    pub name: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    /// Bytes (memory operations, NCCL message sizes, MPI collective send sizes).
+    pub bytes: u64,
+    /// Bytes per ns (GB/s); `None` without bytes or time.
+    pub gb_per_s: Option<f64>,
+}
+
+impl NamedStats {
+    pub fn named(name: String) -> Self {
+        NamedStats {
+            name,
+            ..NamedStats::default()
+        }
+    }
+
+    fn update(&mut self) {
+        self.mean_ns = self.total_ns as f64 / self.count as f64;
+        self.gb_per_s =
+            (self.bytes > 0 && self.total_ns > 0).then(|| self.bytes as f64 / self.total_ns as f64);
+    }
+
+    pub fn merge(&mut self, other: &NamedStats) {
+        if other.count == 0 {
+            return;
+        }
+        self.min_ns = if self.count == 0 {
+            other.min_ns
+        } else {
+            self.min_ns.min(other.min_ns)
+        };
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.count += other.count;
+        self.total_ns += other.total_ns;
+        self.bytes += other.bytes;
+        self.update();
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelStats {
+    #[serde(flatten)]
+    pub stats: NamedStats,
+    /// Share of all compute kernel time.
+    pub share: f64,
+    /// Per GPU metric: the mean of its samples taken while the kernel ran.
+    pub metrics: std::collections::BTreeMap<String, f64>,
+}
+
+/// NCCL kernels of one collective.
+#[derive(Clone, Debug, Serialize)]
+pub struct CollectiveStats {
+    #[serde(flatten)]
+    pub stats: NamedStats,
+    /// GPUs in the communicators (from the NCCL payload's communicator, else the GPUs
+    /// that ran the collective).
+    pub ranks: usize,
+    /// Algorithm bandwidth: bytes / time, GB/s.
+    pub algorithm_gb_per_s: Option<f64>,
+    /// Bus bandwidth (as nccl-tests): algorithm bandwidth times the collective's
+    /// factor, e.g. 2(n-1)/n for AllReduce.
+    pub bus_gb_per_s: Option<f64>,
+}
+
+/// The iterations (occurrences of one NVTX range) of each task.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Iterations {
+    pub range: String,
+    pub tasks: Vec<TaskIterations>,
+    /// Iteration `k` (by order within each task) over the tasks.
+    pub per_iteration: Vec<IterationSummary>,
+    /// The tasks whose iterations take longest on average, slowest first (at most 5).
+    pub slowest: Vec<Straggler>,
+    /// Median over tasks of their mean iteration time.
+    pub median_task_mean_ns: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskIterations {
+    pub task: String,
+    pub count: usize,
+    pub iterations: Vec<Occurrence>,
+    pub mean_ns: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Occurrence {
+    pub begin_ns: u64,
+    pub duration_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IterationSummary {
+    /// 1-based.
+    pub iteration: usize,
+    pub tasks: usize,
+    pub mean_ns: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// The task of the longest occurrence.
+    pub slowest_task: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Straggler {
+    pub task: String,
+    pub mean_ns: f64,
+    /// Its mean over the median of the tasks' means.
+    pub over_median: Option<f64>,
+}
+
+#[cfg(test)]
+impl Gpu {
+    /// A GPU with a name and node and nothing else, for tests.
+    pub fn example(name: &str, node: &str) -> Gpu {
+        Gpu {
+            name: name.into(),
+            task: 1,
+            device: 0,
+            node: node.into(),
+            streams: 1,
+            useful_ns: 0,
+            communication_ns: 0,
+            idle_ns: 0,
+            overlap_ns: Vec::new(),
+            bins_compute_ns: Vec::new(),
+            bins_communication_ns: Vec::new(),
+            gap_count: 0,
+            gap_total_ns: 0,
+            gaps: Vec::new(),
+        }
+    }
+}
+
+/// A share `part / whole`, `None` when `whole` is 0.
+pub fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(useful_ns: u64, communication_ns: u64) -> Gpu {
+        Gpu {
+            useful_ns,
+            communication_ns,
+            ..Gpu::example("", "")
+        }
+    }
+
+    #[test]
+    fn the_model_multiplies_to_the_parallel_efficiency() {
+        let gpus = [gpu(400, 100), gpu(300, 120), gpu(200, 100), gpu(100, 400)];
+        let m = Model::of(&gpus, 1000).unwrap();
+        let (lb, ce) = (m.load_balance.unwrap(), m.communication_efficiency.unwrap());
+        assert!((lb - 0.625).abs() < 1e-12);
+        assert!((ce - 0.8).abs() < 1e-12);
+        assert!((m.orchestration_efficiency - 0.5).abs() < 1e-12);
+        assert!((m.parallel_efficiency - 0.25).abs() < 1e-12);
+        assert!((lb * ce * m.orchestration_efficiency - m.parallel_efficiency).abs() < 1e-12);
+        assert!(Model::of(&[], 1000).is_none());
+        assert_eq!(Model::of(&[gpu(0, 0)], 10).unwrap().load_balance, None);
+    }
+
+    #[test]
+    fn named_stats_add_and_merge() {
+        let part = |count, total_ns, min_ns, max_ns, bytes| NamedStats {
+            count,
+            total_ns,
+            min_ns,
+            max_ns,
+            bytes,
+            ..NamedStats::default()
+        };
+        let mut a = NamedStats::named("a".into());
+        a.merge(&part(2, 40, 10, 30, 100));
+        a.merge(&part(1, 5, 5, 5, 1));
+        assert_eq!(
+            (a.count, a.total_ns, a.min_ns, a.max_ns, a.bytes),
+            (3, 45, 5, 30, 101)
+        );
+        assert_eq!(a.mean_ns, 15.0);
+        assert_eq!(a.gb_per_s, Some(101.0 / 45.0));
+    }
+}

@@ -1,0 +1,405 @@
+//! The report as text tables, for the terminal.
+
+use std::fmt::Write as _;
+
+use super::model::*;
+
+/// Rows of per-GPU tables printed before the rest is summarised.
+const GPU_ROWS: usize = 32;
+
+pub fn seconds(ns: u64) -> String {
+    format!("{:.6}", ns as f64 / 1e9)
+}
+
+pub fn millis(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+pub fn percent(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x.is_finite() => format!("{:.1}%", x * 100.0),
+        _ => "n/a".into(),
+    }
+}
+
+/// Shortens a name to `width` characters (keeping its start).
+pub fn clip(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        name.to_string()
+    } else {
+        let mut s: String = name.chars().take(width.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 48)
+}
+
+impl Report {
+    /// The printed tables.
+    pub fn text(&self, top: usize) -> String {
+        let mut out = String::new();
+        let streams: usize = self.gpus.iter().map(|g| g.streams).sum();
+        let _ = writeln!(
+            out,
+            "GPU efficiency report of {}: {} s, {} tasks, {} GPUs ({} stream rows)",
+            self.trace,
+            seconds(self.elapsed_ns),
+            self.tasks,
+            self.gpus.len(),
+            streams
+        );
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out.push('\n');
+        self.gpu_table(&mut out);
+        self.model_table(&mut out);
+        self.overlap_table(&mut out);
+        self.gap_table(&mut out);
+        self.kernel_table(&mut out, top);
+        self.nccl_table(&mut out);
+        named_table(&mut out, "MPI calls", "call", &self.mpi, top);
+        self.memory_table(&mut out);
+        self.iteration_table(&mut out);
+        out
+    }
+
+    fn gpu_table(&self, out: &mut String) {
+        if self.gpus.is_empty() {
+            return;
+        }
+        let width = name_width(self.gpus.iter().map(|g| g.name.as_str()));
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>12}  {:>12}  {:>12}  {:>7}  {:>7}  {:>7}",
+            "GPU", "useful s", "comm s", "idle s", "useful", "comm", "idle"
+        );
+        let elapsed = self.elapsed_ns;
+        for g in self.gpus.iter().take(GPU_ROWS) {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>12}  {:>12}  {:>12}  {:>7}  {:>7}  {:>7}",
+                clip(&g.name, width),
+                seconds(g.useful_ns),
+                seconds(g.communication_ns),
+                seconds(g.idle_ns),
+                percent(share(g.useful_ns, elapsed)),
+                percent(share(g.communication_ns, elapsed)),
+                percent(share(g.idle_ns, elapsed)),
+            );
+        }
+        if self.gpus.len() > GPU_ROWS {
+            let _ = writeln!(
+                out,
+                "… and {} more GPUs (all in the JSON and CSV files)",
+                self.gpus.len() - GPU_ROWS
+            );
+        }
+        out.push('\n');
+    }
+
+    fn model_table(&self, out: &mut String) {
+        let Some(m) = &self.efficiency else { return };
+        let rows = [
+            (
+                "Parallel efficiency",
+                Some(m.parallel_efficiency),
+                "avg(useful) / elapsed = LB x CommE x OrchE",
+            ),
+            (
+                "  Load balance",
+                m.load_balance,
+                "avg(useful) / max(useful)",
+            ),
+            (
+                "  Communication efficiency",
+                m.communication_efficiency,
+                "max(useful) / max(useful + communication)",
+            ),
+            (
+                "  Orchestration efficiency",
+                Some(m.orchestration_efficiency),
+                "max(useful + communication) / elapsed",
+            ),
+        ];
+        for (name, value, how) in rows {
+            let _ = writeln!(out, "{name:<28} {:>7}   {how}", percent(value));
+        }
+        out.push('\n');
+    }
+
+    fn overlap_table(&self, out: &mut String) {
+        let o = &self.overlap;
+        if o.rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "Compute/communication overlap: share of NCCL kernel time with k compute kernels running"
+        );
+        let width = name_width(o.rows.iter().map(|r| self.gpus[r.gpu].name.as_str()));
+        let mut header = format!("{:<width$}  {:>12}", "GPU", "NCCL s");
+        for k in 0..o.columns {
+            let _ = write!(header, "  {:>7}", format!("k={k}"));
+        }
+        let _ = writeln!(out, "{header}");
+        let line = |out: &mut String, name: &str, total: String, cells: Vec<Option<f64>>| {
+            let mut text = format!("{:<width$}  {:>12}", clip(name, width), total);
+            for c in cells {
+                let _ = write!(text, "  {:>7}", percent(c));
+            }
+            let _ = writeln!(out, "{text}");
+        };
+        for r in o.rows.iter().take(GPU_ROWS) {
+            let cells = r.shares.iter().map(|s| Some(*s)).collect();
+            line(out, &self.gpus[r.gpu].name, seconds(r.nccl_ns), cells);
+        }
+        if o.rows.len() > GPU_ROWS {
+            let _ = writeln!(out, "… and {} more GPUs", o.rows.len() - GPU_ROWS);
+        }
+        let some = |v: &[f64]| v.iter().map(|x| Some(*x)).collect();
+        line(out, "average", String::new(), some(&o.average));
+        line(out, "maximum", String::new(), some(&o.maximum));
+        line(out, "minimum", String::new(), some(&o.minimum));
+        line(
+            out,
+            "avg/max",
+            String::new(),
+            o.average_over_maximum.clone(),
+        );
+        out.push('\n');
+    }
+
+    fn gap_table(&self, out: &mut String) {
+        let g = &self.gaps;
+        if self.gpus.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "GPU idle gaps of at least {} ms between two activities: {} gaps, {} s in all",
+            millis(g.threshold_ns as f64),
+            g.count,
+            seconds(g.total_ns)
+        );
+        if g.longest.is_empty() {
+            out.push('\n');
+            return;
+        }
+        let width = name_width(g.longest.iter().map(|x| self.gpus[x.gpu].name.as_str()));
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>12}  {:>12}  the launching thread was in",
+            "GPU", "at s", "gap ms"
+        );
+        for gap in g.longest.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>12}  {:>12}  {}",
+                clip(&self.gpus[gap.gpu].name, width),
+                seconds(gap.begin_ns),
+                millis(gap.duration_ns as f64),
+                gap_context(gap)
+            );
+        }
+        out.push('\n');
+    }
+
+    fn kernel_table(&self, out: &mut String, top: usize) {
+        if self.kernels.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "Top kernels by GPU time ({} of {} kernels)",
+            top.min(self.kernels.len()),
+            self.kernels.len()
+        );
+        let _ = writeln!(
+            out,
+            "{:<40}  {:>9}  {:>12}  {:>7}  {:>12}  {:>12}",
+            "kernel", "calls", "total s", "share", "mean us", "max us"
+        );
+        for k in self.kernels.iter().take(top) {
+            let s = &k.stats;
+            let _ = writeln!(
+                out,
+                "{:<40}  {:>9}  {:>12}  {:>7}  {:>12.3}  {:>12.3}",
+                clip(&s.name, 40),
+                s.count,
+                seconds(s.total_ns),
+                percent(Some(k.share)),
+                s.mean_ns / 1e3,
+                s.max_ns as f64 / 1e3
+            );
+        }
+        out.push('\n');
+    }
+
+    fn nccl_table(&self, out: &mut String) {
+        if self.nccl.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "NCCL kernels per collective");
+        let _ = writeln!(
+            out,
+            "{:<40}  {:>9}  {:>12}  {:>12}  {:>16}  {:>6}  {:>9}  {:>9}",
+            "collective", "calls", "total s", "mean us", "bytes", "ranks", "algo GB/s", "bus GB/s"
+        );
+        let bandwidth = |x: Option<f64>| x.map_or("n/a".into(), |v| format!("{v:.3}"));
+        for c in &self.nccl {
+            let s = &c.stats;
+            let _ = writeln!(
+                out,
+                "{:<40}  {:>9}  {:>12}  {:>12.3}  {:>16}  {:>6}  {:>9}  {:>9}",
+                clip(&s.name, 40),
+                s.count,
+                seconds(s.total_ns),
+                s.mean_ns / 1e3,
+                s.bytes,
+                c.ranks,
+                bandwidth(c.algorithm_gb_per_s),
+                bandwidth(c.bus_gb_per_s)
+            );
+        }
+        out.push('\n');
+    }
+
+    fn memory_table(&self, out: &mut String) {
+        if self.memory.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "Memory operations");
+        let _ = writeln!(
+            out,
+            "{:<40}  {:>9}  {:>12}  {:>16}  {:>10}",
+            "operation", "count", "total s", "bytes", "GB/s"
+        );
+        for s in &self.memory {
+            let _ = writeln!(
+                out,
+                "{:<40}  {:>9}  {:>12}  {:>16}  {:>10}",
+                clip(&s.name, 40),
+                s.count,
+                seconds(s.total_ns),
+                s.bytes,
+                s.gb_per_s.map_or("n/a".into(), |v| format!("{v:.3}"))
+            );
+        }
+        out.push('\n');
+    }
+
+    fn iteration_table(&self, out: &mut String) {
+        let Some(it) = &self.iterations else { return };
+        let _ = writeln!(out, "Iterations (NVTX range '{}') per task", it.range);
+        let width = name_width(it.tasks.iter().map(|t| t.task.as_str()));
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>6}  {:>12}  {:>12}  {:>12}",
+            "task", "count", "mean ms", "min ms", "max ms"
+        );
+        for t in it.tasks.iter().take(GPU_ROWS) {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>6}  {:>12}  {:>12}  {:>12}",
+                clip(&t.task, width),
+                t.iterations.len(),
+                millis(t.mean_ns),
+                millis(t.min_ns as f64),
+                millis(t.max_ns as f64),
+            );
+        }
+        if it.tasks.len() > GPU_ROWS {
+            let _ = writeln!(out, "… and {} more tasks", it.tasks.len() - GPU_ROWS);
+        }
+        if it.tasks.len() > 1 {
+            let _ = writeln!(
+                out,
+                "Slowest tasks (mean iteration time; median of the tasks' means {} ms):",
+                millis(it.median_task_mean_ns)
+            );
+            for s in &it.slowest {
+                let _ = writeln!(
+                    out,
+                    "  {}  {} ms  {}",
+                    s.task,
+                    millis(s.mean_ns),
+                    s.over_median
+                        .map_or(String::new(), |r| format!("{r:.2}x the median"))
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{:>9}  {:>12}  {:>12}  {:>12}  slowest task",
+                "iteration", "mean ms", "max ms", "max/mean"
+            );
+            for s in it.per_iteration.iter().take(50) {
+                let ratio = if s.mean_ns > 0.0 {
+                    format!("{:.3}", s.max_ns as f64 / s.mean_ns)
+                } else {
+                    "n/a".into()
+                };
+                let _ = writeln!(
+                    out,
+                    "{:>9}  {:>12}  {:>12}  {:>12}  {}",
+                    s.iteration,
+                    millis(s.mean_ns),
+                    millis(s.max_ns as f64),
+                    ratio,
+                    s.slowest_task
+                );
+            }
+            if it.per_iteration.len() > 50 {
+                let _ = writeln!(out, "… and {} more iterations", it.per_iteration.len() - 50);
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// What a gap's launching thread was in, in words.
+pub fn gap_context(gap: &Gap) -> String {
+    let mut parts = vec![gap.thread.clone()];
+    if let Some(call) = &gap.call {
+        parts.push(call.clone());
+    }
+    if let Some(range) = &gap.nvtx {
+        parts.push(format!("NVTX {range}"));
+    }
+    if gap.call.is_none() && gap.nvtx.is_none() {
+        parts.push("no call or range".into());
+    }
+    parts.join(": ")
+}
+
+fn named_table(out: &mut String, title: &str, what: &str, list: &[NamedStats], top: usize) {
+    if list.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{title} ({} of {})", top.min(list.len()), list.len());
+    let _ = writeln!(
+        out,
+        "{:<40}  {:>9}  {:>12}  {:>12}  {:>12}  {:>16}",
+        what, "calls", "total s", "mean us", "max us", "bytes"
+    );
+    for s in list.iter().take(top) {
+        let _ = writeln!(
+            out,
+            "{:<40}  {:>9}  {:>12}  {:>12.3}  {:>12.3}  {:>16}",
+            clip(&s.name, 40),
+            s.count,
+            seconds(s.total_ns),
+            s.mean_ns / 1e3,
+            s.max_ns as f64 / 1e3,
+            s.bytes
+        );
+    }
+    out.push('\n');
+}
