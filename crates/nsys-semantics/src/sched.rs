@@ -29,6 +29,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::interval;
+use crate::view::View;
 
 /// CPU the thread runs on, plus one (0: not running).
 pub const SCHED_CPU: u32 = 66_600_000;
@@ -53,7 +54,10 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[],
-    views: &["views/cpu_scheduling.cfg"],
+    views: &[View::new(
+        "views/cpu_scheduling.cfg",
+        "On which CPU does each thread run, and when is it switched out?",
+    )],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,
