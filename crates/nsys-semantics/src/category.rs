@@ -8,6 +8,7 @@ use paraver_writer::EventTypeInfo;
 
 use crate::context::ReportContext;
 pub use crate::options::Category;
+pub use crate::view::View;
 
 /// Everything the rest of the tool knows about a category.
 pub struct CategoryInfo {
@@ -43,8 +44,11 @@ pub struct CategoryInfo {
     pub event_types: fn() -> Vec<EventTypeInfo>,
     /// Extrae states it sets on threads (Idle and Running are always there).
     pub states: &'static [u32],
-    /// Bundled views (paths under `cfgs/`) made for its events.
-    pub views: &'static [&'static str],
+    /// Bundled views made for its events, each with the question it answers:
+    /// written beside a trace that has this category (and what each view needs)
+    /// and listed in the views' index. Adding a view is a `.cfg` under `cfgs/`
+    /// and one entry here.
+    pub views: &'static [View],
     /// Types of ranges an `--nvtx-range` cut can name.
     pub names_ranges: Option<fn(u32) -> bool>,
     /// Its own pass over the report, if it has one.

@@ -30,6 +30,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey};
 use crate::handoff::TAG_EVENT_WAIT;
 use crate::types::point;
+use crate::view::View;
 
 pub const CUDA_EVENT_OP: u32 = 9301;
 pub const CUDA_EVENT_ID: u32 = 9302;
@@ -53,7 +54,16 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[],
-    views: &[],
+    views: &[
+        View::new(
+            "views/cuda_events.cfg",
+            "Where are CUDA events recorded and waited for, and which record does each wait wait for?",
+        ),
+        View::new(
+            "analysis/cuda_events_count.cfg",
+            "How many CUDA events does each thread and stream record, wait for, or make a stream wait for?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

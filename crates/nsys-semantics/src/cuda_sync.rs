@@ -11,6 +11,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::handoff::{SyncCall, SyncCalls};
 use crate::types::interval;
+use crate::view::View;
 
 /// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
 /// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
@@ -31,7 +32,16 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[],
-    views: &["views/cuda_synchronization.cfg"],
+    views: &[
+        View::new(
+            "views/cuda_synchronization.cfg",
+            "When do CPU threads wait for the GPU, and on what (event, stream, context)?",
+        ),
+        View::new(
+            "analysis/cuda_sync_profile.cfg",
+            "How long does each CPU thread wait for the GPU, per kind of synchronization?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::CallContext,

@@ -8,7 +8,7 @@ use paraver_writer::{EventTypeInfo, Run};
 
 use crate::context::{ReportContext, ThreadKey};
 use crate::handoff::{P2pEndpoint, SyncPoints};
-use crate::options::Options;
+use crate::options::{Category, Options};
 use crate::ranks;
 use crate::registry::Registry;
 use crate::types::state;
@@ -30,6 +30,8 @@ pub struct ReportTranslation {
     pub warnings: Vec<String>,
     /// Labels of event types numbered from the data (NVTX domains).
     pub extra_types: Vec<EventTypeInfo>,
+    /// The category whose pass numbered each of them.
+    pub extra_type_categories: Vec<(u32, Category)>,
     /// pid → MPI world rank, where known.
     pub ranks: HashMap<u32, u32>,
     /// Point-to-point message endpoints, paired across reports later.
@@ -62,10 +64,16 @@ pub fn translate_with(
     let mut export = Export::open(path)?;
     export.set_decode_ahead(options.decode_ahead);
     let mut ctx = ReportContext::new(&export, options);
-    for pass in registry.passes(options) {
+    let mut extra_type_categories = Vec::new();
+    for (category, pass) in registry.passes(options) {
+        let known = ctx.extra_types.len();
         (pass.run)(&mut ctx)?;
+        let made = &ctx.extra_types[known..];
+        extra_type_categories.extend(made.iter().map(|t| (t.ty, category)));
     }
-    finish(ctx, name)
+    let mut report = finish(ctx, name)?;
+    report.extra_type_categories = extra_type_categories;
+    Ok(report)
 }
 
 fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, TranslateError> {
@@ -135,6 +143,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         counts,
         warnings,
         extra_types,
+        extra_type_categories: Vec::new(),
         ranks,
         p2p,
         sync_points,

@@ -31,6 +31,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::options::MAX_SAMPLING_DEPTH;
 use crate::types::point;
+use crate::view::View;
 
 /// The sampled function (Extrae's `SAMPLING_EV`); its caller at level k is this + k.
 pub const SAMPLED_FUNCTION: u32 = 30_000_000;
@@ -60,12 +61,30 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        "views/sampled_functions.cfg",
-        "views/sampled_callstack.cfg",
-        "views/sampled_library.cfg",
-        "analysis/sampled_functions_profile.cfg",
-        "analysis/sampled_callers_profile.cfg",
-        "analysis/samples_per_thread.cfg",
+        View::new(
+            "views/sampled_functions.cfg",
+            "Which function was each thread running when it was sampled?",
+        ),
+        View::new(
+            "views/sampled_callstack.cfg",
+            "Which functions were on the call stack (levels 0-5) at each sample?",
+        ),
+        View::new(
+            "views/sampled_library.cfg",
+            "Which library (module) was each sample in?",
+        ),
+        View::new(
+            "analysis/sampled_functions_profile.cfg",
+            "In which functions does each thread spend its CPU time (samples per function)?",
+        ),
+        View::new(
+            "analysis/sampled_callers_profile.cfg",
+            "Which callers (level 1) account for the samples of each thread?",
+        ),
+        View::new(
+            "analysis/samples_per_thread.cfg",
+            "How many CPU samples does each thread have?",
+        ),
     ],
     names_ranges: None,
     pass: Some(Pass {

@@ -36,6 +36,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::{interval, state};
+use crate::view::View;
 
 /// CPU the thread runs on, plus one (0: not running).
 pub const SCHED_CPU: u32 = 66_600_000;
@@ -61,7 +62,16 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[],
-    views: &["views/cpu_scheduling.cfg", "analysis/cpu_occupancy.cfg"],
+    views: &[
+        View::new(
+            "views/cpu_scheduling.cfg",
+            "On which CPU does each thread run, and when is it switched out?",
+        ),
+        View::new(
+            "analysis/cpu_occupancy.cfg",
+            "How long did each thread run on each CPU?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

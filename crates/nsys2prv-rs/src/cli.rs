@@ -61,6 +61,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub cfgs_dir: Option<PathBuf>,
 
+    /// Write every bundled view, also those the trace has no data for (by
+    /// default only the views it can fill); NAME.cfgs/INDEX.md lists them
+    #[arg(long)]
+    pub all_views: bool,
+
     /// Memory for records before they spill to temporary files (e.g. 512M, 4G);
     /// the tool's peak stays near this whatever the input size
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
@@ -232,7 +237,7 @@ fn short_guide() -> String {
 /// The long help's sections, also the man page's (title, text).
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
     ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
-    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR). They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
     ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),

@@ -1,11 +1,12 @@
 //! The conversion: scan and translate reports in parallel, plan, merge, write.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use nsys_semantics::catalog::catalog_for_reports;
+use nsys_semantics::catalog::{catalog_for_reports, TypeOwners};
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
@@ -17,10 +18,10 @@ use nsys_semantics::{
     TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
-use paraver_writer::merge::time_span;
+use paraver_writer::merge::{time_span, TraceSummary};
 use paraver_writer::{
-    write_trace_cut, Cut, MemoryBudget, MergeInput, OutputPaths, SpillPolicy, TimeWindow,
-    WriteError,
+    write_trace_cut, Cut, MemoryBudget, MergeInput, OutputPaths, PcfCatalog, SpillPolicy,
+    TimeWindow, WriteError,
 };
 use rayon::prelude::*;
 
@@ -87,6 +88,7 @@ fn convert(args: &Args) -> Result<()> {
 
     let range = nvtx_range(args, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
+    let type_owners = TypeOwners::of(&Registry::standard(), &reports);
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -105,8 +107,6 @@ fn convert(args: &Args) -> Result<()> {
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
     let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
-    views::write(&output_set.staged_views(), &marker_text(&paths))
-        .with_context(|| format!("{}: cannot write the views", paths.prv.display()))?;
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
     let summary = write_trace_cut(
         &output_set.staged_trace(),
@@ -122,8 +122,16 @@ fn convert(args: &Args) -> Result<()> {
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
-    views::fit_to(&output_set.staged_views(), &summary.event_types)?;
     checkpoint("trace written");
+    write_views(
+        args,
+        &paths,
+        &cfgs_dir,
+        &output_set,
+        &catalog,
+        &type_owners,
+        &summary,
+    )?;
     output_set.commit()?;
 
     if !args.quiet {
@@ -152,6 +160,52 @@ fn convert(args: &Args) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Writes the views the trace has data for (every one with `--all-views`) into
+/// the staged views directory, with their index.
+fn write_views(
+    args: &Args,
+    paths: &OutputPaths,
+    cfgs_dir: &Path,
+    output_set: &OutputSet,
+    catalog: &PcfCatalog,
+    type_owners: &TypeOwners,
+    summary: &TraceSummary,
+) -> Result<()> {
+    let labels: BTreeMap<u32, &str> = catalog
+        .types
+        .iter()
+        .map(|t| (t.ty, t.label.as_str()))
+        .collect();
+    let contents = views::TraceContents {
+        types: summary
+            .event_types
+            .iter()
+            .map(|&ty| (ty, labels.get(&ty).copied().unwrap_or_default()))
+            .collect(),
+        comm_tags: &summary.comm_tags,
+        categories: type_owners.categories_in(&summary.event_types),
+    };
+    let file_name = |p: &Path| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    // The index names the views directory as found from the trace's directory.
+    let views_name = match cfgs_dir.parent() == paths.prv.parent() {
+        true => file_name(cfgs_dir),
+        false => cfgs_dir.display().to_string(),
+    };
+    let target = views::Target {
+        dir: &output_set.staged_views(),
+        marker: &marker_text(paths),
+        trace_name: &file_name(&paths.prv),
+        views_name: &views_name,
+    };
+    views::write(&target, &Registry::standard(), &contents, args.all_views)
+        .with_context(|| format!("{}: cannot write the views", paths.prv.display()))
 }
 
 /// The window of `--nvtx-range` on the common clock (found before the merge,

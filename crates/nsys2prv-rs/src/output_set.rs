@@ -247,8 +247,8 @@ fn may_replace(dir: &Path) -> bool {
     empty || is_ours(dir)
 }
 
-/// A directory with the marker, or one holding only views the tool bundles (as
-/// written by versions before the marker).
+/// A directory with the marker, or one holding only views the tool bundles or
+/// bundled before (as written by versions before the marker).
 fn is_ours(dir: &Path) -> bool {
     if !dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
         return false;
@@ -265,7 +265,32 @@ fn is_ours(dir: &Path) -> bool {
             crate::views::VIEWS
                 .iter()
                 .any(|(rel, _)| Path::new(rel) == f.as_path())
+                || was_bundled(f)
         })
+}
+
+/// The GPU metric views bundled before they were made per trace from a template:
+/// `views/gpu_metrics/9400_….cfg` to `9447_….cfg`.
+fn was_bundled(rel: &Path) -> bool {
+    let Some(name) = rel
+        .strip_prefix("views/gpu_metrics")
+        .ok()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.strip_suffix(".cfg"))
+    else {
+        return false;
+    };
+    let Some((number, metric)) = name.split_once('_') else {
+        return false;
+    };
+    let words = metric
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    number
+        .parse::<u32>()
+        .is_ok_and(|n| (9400..=9447).contains(&n))
+        && words
+        && !name.contains('/')
 }
 
 /// Relative paths of the regular files under `dir`; false on anything else
@@ -415,6 +440,29 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn views_of_versions_before_the_marker_are_recognised() {
+        let was = |p: &str| was_bundled(Path::new(p));
+        assert!(was("views/gpu_metrics/9406_sms_active_throughput.cfg"));
+        assert!(was("views/gpu_metrics/9447_draw_started_count.cfg"));
+        assert!(!was("views/gpu_metrics/9448_x.cfg"));
+        assert!(!was("views/gpu_metrics/9406_My.cfg"));
+        assert!(!was("views/gpu_metrics/notes.txt"));
+        assert!(!was("views/9406_sms_active_throughput.cfg"));
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("t.cfgs");
+        fs::create_dir_all(old.join("views/gpu_metrics")).unwrap();
+        fs::write(old.join("views/kernels.cfg"), "old").unwrap();
+        fs::write(
+            old.join("views/gpu_metrics/9400_gpc_clock_frequency_mhz.cfg"),
+            "old",
+        )
+        .unwrap();
+        assert!(is_ours(&old));
+        fs::write(old.join("views/gpu_metrics/mine.cfg"), "mine").unwrap();
+        assert!(!is_ours(&old));
+    }
 
     #[test]
     fn owners_parse_with_dotted_hosts() {

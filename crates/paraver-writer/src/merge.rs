@@ -44,6 +44,8 @@ pub struct TraceSummary {
     /// Every event type in the body (with any value, 0 included): the types a
     /// view's filter can find in this trace.
     pub event_types: BTreeSet<u32>,
+    /// Every communication tag in the body: the lines a view's tag filter can find.
+    pub comm_tags: BTreeSet<i64>,
 }
 
 /// Paraver keeps times as doubles: beyond 2^53 ns (104 days) they lose precision.
