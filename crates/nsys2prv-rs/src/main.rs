@@ -4,6 +4,11 @@ mod cli;
 mod convert;
 mod inputs;
 mod interrupt;
+#[cfg(all(
+    target_arch = "x86_64",
+    any(test, all(target_env = "musl", not(debug_assertions)))
+))]
+mod musl_memcpy;
 mod nsys_export;
 mod output_set;
 mod progress;
