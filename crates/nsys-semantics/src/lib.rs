@@ -32,6 +32,7 @@ mod osrt;
 pub mod ranks;
 pub mod registry;
 mod report;
+pub mod saved;
 mod sched;
 mod soc_metrics;
 pub mod survey;
