@@ -219,11 +219,8 @@ pub fn write_output_set(
 
 /// `NAME.skipped.txt`: one line per report left out, with the reason.
 fn write_skipped_list(path: &Path, paths: &OutputPaths, skipped: &[Skipped]) -> Result<()> {
-    let mut text = format!(
-        "{}{}\n",
-        crate::output_set::SKIPPED_HEADER,
-        paths.prv.display()
-    );
+    let trace = paths.prv.file_name().unwrap_or_default().to_string_lossy();
+    let mut text = format!("{}{trace}\n", crate::output_set::SKIPPED_HEADER);
     for s in skipped {
         text += &format!("{}\t{}\n", s.report, s.reason.replace(['\n', '\t'], " "));
     }

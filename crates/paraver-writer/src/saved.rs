@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::merge::for_each_record;
+use crate::merge::{for_each_record, View};
 use crate::names::NameTables;
-use crate::record::LocalThread;
+use crate::record::{Comm, LocalThread};
 use crate::run::Run;
 use crate::spill::{encode_view, Checksummed, SpilledChunk};
 
@@ -40,11 +40,22 @@ pub fn save_run(run: &Run, out: &mut impl Write, offset: u64) -> io::Result<Save
     let mut records = 0;
     let mut result = Ok(());
     // Records keep the producer's thread numbers, as in spilled chunks.
+    let producer = |thread: LocalThread| run.old_of_new[thread as usize];
     for_each_record(run, &mut |time, thread, body| {
-        if result.is_ok() {
-            result = encode_view(&mut out, time, run.old_of_new[thread as usize], body);
-            records += 1;
+        if result.is_err() {
+            return;
         }
+        result = match body {
+            View::Comm(comm) => {
+                let comm = Comm {
+                    receiver: producer(comm.receiver),
+                    ..*comm
+                };
+                encode_view(&mut out, time, producer(thread), &View::Comm(comm))
+            }
+            _ => encode_view(&mut out, time, producer(thread), body),
+        };
+        records += 1;
     })?;
     result?;
     Ok(SavedRun {
@@ -95,7 +106,7 @@ mod tests {
     use crate::merge::{write_trace, MergeInput};
     use crate::output::OutputPaths;
     use crate::pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};
-    use crate::record::{Comm, EventPair, Value};
+    use crate::record::{EventPair, Value};
     use crate::run::RunBuilder;
     use crate::spill::{MemoryBudget, SpillPolicy};
 
@@ -167,7 +178,8 @@ mod tests {
             );
             let comm = Comm {
                 send_physical: t + 1,
-                receiver: 2,
+                // Renumbered (producer 3 is the run's thread 0).
+                receiver: 3,
                 recv_logical: t + 3,
                 recv_physical: t + 4,
                 size: 8,

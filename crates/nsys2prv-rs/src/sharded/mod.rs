@@ -312,18 +312,16 @@ fn check_every_shard_done(
                 parts.part_path(shard as u32).display()
             )),
         }
-        rerun.push(shard.to_string());
+        rerun.push(format!("--shard {shard}/{}", plan.shards));
     }
     if problems.is_empty() {
         return Ok(());
     }
     bail!(
-        "cannot merge {}: {}; run shard{} {} again (--shard I/{}), then nsys2prv-rs merge {}",
+        "cannot merge {}: {}; run {} again, then nsys2prv-rs merge {}",
         plan.trace,
         problems.join(", "),
-        if rerun.len() == 1 { "" } else { "s" },
         rerun.join(", "),
-        plan.shards,
         plan.trace
     )
 }
