@@ -411,3 +411,32 @@ fn a_full_file_system_under_the_parts_fails_cleanly() {
     assert_eq!(left, [".nsys2prv-rs", "plan", "shard-0.failed"], "{left:?}");
     failure_line(&merge(&trace, &[]), 1, &["shard 0 failed", "No space left"]);
 }
+
+#[test]
+fn a_damaged_part_is_named_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    let part = out.join("t.parts/shard-1.part");
+    let mut bytes = fs::read(&part).unwrap();
+    // A byte among the records (the first section starts after the 16-byte magic).
+    bytes[100] ^= 0x10;
+    fs::write(&part, &bytes).unwrap();
+    failure_line(&merge(&trace, &[]), 1, &["shard-1.part", "damaged part"]);
+    assert!(!trace.exists());
+    let written: Vec<PathBuf> = files_under(&out)
+        .into_iter()
+        .filter(|p| !p.starts_with(out.join("t.parts")))
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+    // The index is damaged: the merge says so before it starts.
+    let len = bytes.len();
+    bytes[len - 40] ^= 0x10;
+    fs::write(&part, &bytes).unwrap();
+    failure_line(&merge(&trace, &[]), 1, &["shard-1.part", "--shard 1/2"]);
+}

@@ -61,7 +61,12 @@ pub enum Outcome {
 /// Converts on a pool of `-j` worker threads (reports translated at once, and the
 /// formatting of the merged records).
 pub fn run(args: &Args) -> Result<Finished> {
-    let pool = worker_pool(args.jobs)?;
+    // A task of a Slurm step gets the CPUs Slurm gave it.
+    let jobs = args.jobs.or_else(|| {
+        let cpus = std::env::var("SLURM_CPUS_PER_TASK").ok()?;
+        args.shard.and(cpus.trim().parse().ok())
+    });
+    let pool = worker_pool(jobs)?;
     pool.install(|| match &args.shard {
         Some(spec) => crate::sharded::run(args, spec),
         None if args.plan_shards.is_some() => crate::sharded::plan_only(args),

@@ -358,20 +358,37 @@ fn run_slurm_task(args: &Args) -> Result<Finished> {
     let (task, tasks) = slurm_task()?;
     let step = slurm_step();
     let (_, parts) = trace_and_parts(args)?;
-    let plan = if task == 0 {
-        let planned = settle_plan(args, tasks);
-        let word = match &planned {
-            Ok(_) => "ok\n".to_string(),
-            Err(e) => format!("failed: {}\n", crate::one_line(e)),
-        };
-        if parts.dir.is_dir() {
-            parts::write_atomically(&parts.step_path(&step), word.as_bytes())?;
+    if task != 0 {
+        let translated = wait_for_plan(&parts, &step)
+            .and_then(|()| Plan::read(&parts.plan_path()))
+            .and_then(|plan| {
+                check_task_count(&parts, &plan, tasks)?;
+                translate_shard(args, &parts, &plan, task, &step)
+            });
+        // Task 0 waits for this shard: whatever went wrong, it must hear of it.
+        if let Err(e) = &translated {
+            parts.write_failure(task, &step, &crate::one_line(e));
         }
-        planned?.1
-    } else {
-        wait_for_plan(&parts, &step)?;
-        Plan::read(&parts.plan_path())?
+        return translated.map(|()| Finished::default());
+    }
+    let planned = settle_plan(args, tasks).and_then(|(_, plan)| {
+        check_task_count(&parts, &plan, tasks)?;
+        Ok(plan)
+    });
+    let word = match &planned {
+        Ok(_) => "ok\n".to_string(),
+        Err(e) => format!("failed: {}\n", crate::one_line(e)),
     };
+    if parts.dir.is_dir() {
+        parts::write_atomically(&parts.step_path(&step), word.as_bytes())?;
+    }
+    let plan = planned?;
+    translate_shard(args, &parts, &plan, task, &step)?;
+    wait_for_shards(args, &parts, &plan, &step)?;
+    merge(args, &parts, &plan, Some(&step))
+}
+
+fn check_task_count(parts: &PartsDir, plan: &Plan, tasks: u32) -> Result<()> {
     if plan.shards != tasks {
         bail!(
             "{}: made for {} shards, but the step has {tasks} tasks; remove {} to plan again",
@@ -380,13 +397,7 @@ fn run_slurm_task(args: &Args) -> Result<Finished> {
             parts.dir.display()
         );
     }
-    let translated = translate_shard(args, &parts, &plan, task, &step);
-    if task != 0 {
-        return translated.map(|()| Finished::default());
-    }
-    translated?;
-    wait_for_shards(args, &parts, &plan, &step)?;
-    merge(args, &parts, &plan, Some(&step))
+    Ok(())
 }
 
 /// `SLURM_PROCID` and `SLURM_NTASKS` of this task.
