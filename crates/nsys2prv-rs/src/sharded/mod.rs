@@ -468,3 +468,84 @@ fn wait_for_shards(args: &Args, parts: &PartsDir, plan: &Plan, step: &str) -> Re
         std::thread::sleep(POLL);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The merge's command line, rebuilt from the plan, has the plan's options.
+    #[test]
+    fn the_merge_parses_the_options_the_plan_recorded() {
+        for line in [
+            &["a.sqlite", "out.prv"][..],
+            &[
+                "-t",
+                "cuda,nvtx",
+                "--exclude",
+                "sched",
+                "--sync",
+                "barrier",
+                "--kernel-names",
+                "demangled",
+                "--cfgs-dir",
+                "views dir",
+                "--time-window",
+                "1.5ms:",
+                "--keep-nsys-threads",
+                "--report",
+                "--skip-bad",
+                "--force-sqlite",
+                "-z",
+                "a.sqlite",
+                "--",
+                "-b.sqlite",
+                "out",
+            ][..],
+            &["-f", "step#3", "a.sqlite", "out.prv.gz"][..],
+        ] {
+            let args = Args::try_parse_from(["nsys2prv-rs"].iter().chain(line)).unwrap();
+            let options = plan::canonical_options(&args).unwrap();
+            let plan = Plan {
+                format: plan::FORMAT,
+                tool: env!("CARGO_PKG_VERSION").into(),
+                trace: args.output_trace().unwrap().display().to_string(),
+                shards: 2,
+                options: options.clone(),
+                inputs: args
+                    .inputs()
+                    .iter()
+                    .map(|n| plan::PlannedInput {
+                        name: n.display().to_string(),
+                        fingerprint: plan::Fingerprint {
+                            size: 1,
+                            modified_ns: 2,
+                            hash: "3".into(),
+                        },
+                        shard: 0,
+                    })
+                    .collect(),
+            };
+            let merge = MergeArgs {
+                output: "out".into(),
+                keep_parts: true,
+                memory_limit: 1 << 20,
+                jobs: Some(3),
+                quiet: true,
+                verbose: false,
+            };
+            let rebuilt = merge_args(&plan, &merge).unwrap();
+            assert_eq!(
+                plan::canonical_options(&rebuilt).unwrap(),
+                options,
+                "{line:?}"
+            );
+            assert_eq!(rebuilt.inputs(), args.inputs());
+            assert_eq!(
+                rebuilt.output_trace().unwrap(),
+                args.output_trace().unwrap()
+            );
+            assert!(rebuilt.keep_parts && rebuilt.quiet);
+            assert_eq!((rebuilt.jobs, rebuilt.memory_limit), (Some(3), 1 << 20));
+        }
+    }
+}
