@@ -18,7 +18,7 @@ const DEVICE_ENVIRONMENT_ENUM: i64 = 610;
 /// are recognisable, with a warning.
 pub const NEWEST_KNOWN_SCHEMA: (u32, u32) = (3, 25);
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Metadata {
     pub product_version: Option<String>,
     pub schema_version: Option<String>,

@@ -14,13 +14,17 @@ use crate::options::Options;
 /// A row of the trace as the report knows it. Its order is the layout's order of
 /// a report's threads: by process, then CPU threads by tid, then GPU streams by
 /// (device, stream).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ThreadKey {
     pub pid: u32,
     pub kind: ThreadKind,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ThreadKind {
     Cpu {
         tid: u32,

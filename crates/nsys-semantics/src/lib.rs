@@ -33,6 +33,7 @@ pub mod ranks;
 pub mod registry;
 mod report;
 mod sampling;
+pub mod saved;
 mod sched;
 mod soc_metrics;
 pub mod survey;

@@ -25,6 +25,15 @@ const JOURNAL: &str = ".committing";
 /// Where a replaced views directory goes inside a staging directory.
 const REPLACED: &str = ".replaced";
 const TAG: &str = "nsys2prv-rs";
+/// The first line of `NAME.skipped.txt`, by which a later run knows it is ours.
+pub const SKIPPED_HEADER: &str = "# reports nsys2prv-rs --skip-bad left out of ";
+
+/// `NAME.skipped.txt` beside the trace.
+pub fn skipped_list_path(trace: &OutputPaths) -> PathBuf {
+    trace
+        .prv
+        .with_file_name(format!("{}.skipped.txt", trace.stem()))
+}
 
 /// The output set of a run, staged until [`OutputSet::commit`].
 pub struct OutputSet {
@@ -79,6 +88,11 @@ impl OutputSet {
         self.trace.in_dir(&self.trace_stage.dir)
     }
 
+    /// Where the list of skipped reports is written, when there are some.
+    pub fn staged_skipped(&self) -> PathBuf {
+        skipped_list_path(&self.trace.in_dir(&self.trace_stage.dir))
+    }
+
     /// Where the views are written (not created yet).
     pub fn staged_views(&self) -> PathBuf {
         let stage = self.views_stage.as_ref().unwrap_or(&self.trace_stage);
@@ -88,13 +102,20 @@ impl OutputSet {
     /// Installs the set (see the module doc), then removes the staging
     /// directories with what the new set replaced.
     pub fn commit(self) -> Result<()> {
-        let stale = stale_sibling(&self.trace, &self.views);
+        let mut stale: Vec<PathBuf> = stale_sibling(&self.trace, &self.views)
+            .into_iter()
+            .collect();
+        // A list of skipped reports of an earlier run would describe this trace.
+        let skipped = skipped_list_path(&self.trace);
+        if !self.staged_skipped().exists() && is_our_skipped_list(&skipped) {
+            stale.push(skipped);
+        }
         let stages: Vec<&Stage> = self.views_stage.iter().chain([&self.trace_stage]).collect();
         interrupt::critical(|| {
             for stage in &stages {
                 install(&stage.dir, &stage.target_dir)?;
             }
-            if let Some(old) = &stale {
+            for old in &stale {
                 let replaced = self.trace_stage.dir.join(REPLACED);
                 create_dir_if_missing(&replaced)?;
                 fs::rename(old, replaced.join(file_name(old)))?;
@@ -165,12 +186,13 @@ fn install(stage: &Path, target_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Views directories first, then labels, then the trace body.
+/// Views directories first, then labels (and the list of skipped reports), then
+/// the trace body.
 fn install_order(path: &Path) -> u8 {
     let name = path.file_name().and_then(OsStr::to_str).unwrap_or("");
     if path.is_dir() {
         0
-    } else if name.ends_with(".pcf") || name.ends_with(".row") {
+    } else if name.ends_with(".pcf") || name.ends_with(".row") || name.ends_with(".skipped.txt") {
         1
     } else {
         2
@@ -210,6 +232,15 @@ fn stale_sibling(trace: &OutputPaths, views: &Path) -> Option<PathBuf> {
         file_name(&trace.row)
     );
     None
+}
+
+/// A `NAME.skipped.txt` that a run of the tool wrote.
+fn is_our_skipped_list(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; SKIPPED_HEADER.len()];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == SKIPPED_HEADER.as_bytes())
 }
 
 /// The marker's text for the views of `trace`.

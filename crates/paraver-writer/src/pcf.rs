@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::names::GlobalNames;
 
 /// How the values of an event type are labelled.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ValueLabels {
     /// Plain numbers (ids, counts): no VALUES table.
     Numeric,
@@ -27,7 +27,7 @@ impl ValueLabels {
 
 /// How the events of a type lie in time, which says how they cross a cut's edges
 /// ([`crate::Cut`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Timing {
     /// A begin with a value and an end with 0, written as one interval
     /// ([`crate::RunBuilder::interval`]); intervals nest. One open at a cut's start
@@ -40,7 +40,7 @@ pub enum Timing {
     Level,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EventTypeInfo {
     pub ty: u32,
     pub label: String,
