@@ -2,7 +2,8 @@
 # regenerate.sh - rebuild the small sample reports under samples/ with Nsight Systems 2022.4
 # (Debian 12 packages) on a CPU-only machine. Re-runnable: each sample directory is rewritten.
 #
-# Usage: samples/regenerate.sh [sample...]   (default: nvtx_osrt sched mpi_2ranks mpi_3ranks openmp)
+# Usage: samples/regenerate.sh [sample...]
+#        (default: nvtx_osrt sched mpi_2ranks mpi_3ranks openmp sampling sched_only nothing)
 # Environment: LIMIT (seconds per profile run, default 30), ATTEMPTS (default 8),
 #              BUILD (scratch directory, default /var/tmp/nsys2prv-samples-build; not under /tmp).
 #
@@ -20,8 +21,11 @@
 #   dependencies were not found."), so `nsys profile` leaves a .qdstrm only. We run
 #   host-linux-x64/QdstrmImporter ourselves (.qdstrm -> .nsys-rep), then `nsys export`.
 #   If the host-linux-x64 symlink workaround is installed, nsys writes the .nsys-rep itself.
-# - Backtrace sampling (the default) makes the nsys agent spin forever on this kernel: every run
-#   uses --sample=none (and --cpuctxsw=none, since ctxsw defaults to process-tree).
+# - Backtrace sampling (the default) made the nsys agent spin forever on this kernel in 2025: the
+#   samples above use --sample=none (and --cpuctxsw=none, since ctxsw defaults to process-tree).
+#   In November 2026 it worked in 21 runs out of 21 (with frame-pointer, DWARF and the default LBR
+#   backtraces, and with context switches), so `sampling` samples with --backtrace=fp; the time
+#   limit and retries below cover a hang.
 # - nsys records every process on the machine: names in PROCESSES and, as NUL-separated strings
 #   in StringIds, their environments. To keep the machine's process list and environment out of
 #   the samples, each run is isolated: a new PID namespace with its own /proc, and private
@@ -40,7 +44,7 @@ SRC=$SAMPLES/src
 LIMIT=${LIMIT:-30}            # a good run takes 2-10 s
 ATTEMPTS=${ATTEMPTS:-8}
 KEEP_REP_MAX=$((300 * 1024))  # keep .nsys-rep files up to this size
-ALL=(nvtx_osrt sched mpi_2ranks mpi_3ranks openmp)
+ALL=(nvtx_osrt sched mpi_2ranks mpi_3ranks openmp sampling sched_only nothing)
 if [ $# -gt 0 ]; then WANT=("$@"); else WANT=("${ALL[@]}"); fi
 
 # ---------------------------------------------------------------- tools
@@ -81,6 +85,8 @@ rm -rf "$BUILD"; mkdir -p "$BUILD"
 trap 'rm -rf "$BUILD"' EXIT
 CFLAGS=(-O1 -g -Wall -I"$NVTX_INC")
 gcc "${CFLAGS[@]}" -o "$BUILD/nvtx_osrt" "$SRC/nvtx_osrt.c" -lpthread -ldl
+# Frame pointers and no inlining, so that frame-pointer backtraces show main -> run_phase -> ...
+gcc -O0 -g -Wall -fno-omit-frame-pointer -o "$BUILD/callstacks" "$SRC/callstacks.c" -lpthread
 if [ $HAVE_MPI = 1 ]; then
     mpicc "${CFLAGS[@]}" -o "$BUILD/mpi_ring" "$SRC/mpi_ring.c" -ldl
     mpicc "${CFLAGS[@]}" -o "$BUILD/mpi_nonblocking" "$SRC/mpi_nonblocking.c" -ldl
@@ -136,6 +142,10 @@ summarize() {
             sqlite3 "$f" "select e.name || ' (' || n.eventType || ') ' || count(*) from NVTX_EVENTS n join ENUM_NSYS_EVENT_TYPE e on e.id = n.eventType group by n.eventType" 2>/dev/null || true
             echo "-- NVTX domains (eventType 75): domainId name"
             sqlite3 "$f" "select domainId || ' ' || text from NVTX_EVENTS where eventType = 75" 2>/dev/null || true
+            echo "-- COMPOSITE_EVENTS (CPU samples) per thread: tid samples"
+            sqlite3 "$f" "select (globalTid & 16777215) || ' ' || count(*) from COMPOSITE_EVENTS group by globalTid" 2>/dev/null || true
+            echo "-- SAMPLING_CALLCHAINS frames by stackDepth: depth frames"
+            sqlite3 "$f" "select stackDepth || ' ' || count(*) from SAMPLING_CALLCHAINS group by stackDepth" 2>/dev/null || true
             echo "-- OSRT_API by function"
             sqlite3 "$f" "select s.value || ' ' || count(*) from OSRT_API o join StringIds s on s.id = o.nameId group by s.value" 2>/dev/null || true
             echo "-- PROCESSES: pid name"
@@ -172,6 +182,7 @@ profile() {
 }
 
 P=(nsys profile -f true --sample=none)
+CPU=(nsys profile -f true --trace=none)   # CPU-only reports: sampling and scheduling or nothing
 MPI=(mpirun --allow-run-as-root --oversubscribe)
 
 # ---------------------------------------------------------------- samples
@@ -199,6 +210,16 @@ for s in "${WANT[@]}"; do
         if [ $HAVE_OMP = 0 ]; then echo "-- $s skipped (no LLVM libomp)"; continue; fi
         profile $s omp_tasks "openmp" OMP_NUM_THREADS=3 \
             "${P[@]}" --trace=openmp,nvtx,osrt --cpuctxsw=none -o "$d/openmp" ./omp_tasks || failed+=("$s") ;;
+    sampling)
+        profile $s callstacks "sampling" \
+            "${CPU[@]}" --sample=process-tree --backtrace=fp --cpuctxsw=process-tree \
+            -o "$d/sampling" ./callstacks 1 || failed+=("$s") ;;
+    sched_only)
+        profile $s callstacks "sched_only" \
+            "${CPU[@]}" --sample=none --cpuctxsw=process-tree -o "$d/sched_only" ./callstacks 1 || failed+=("$s") ;;
+    nothing)
+        profile $s callstacks "nothing" \
+            "${CPU[@]}" --sample=none --cpuctxsw=none -o "$d/nothing" ./callstacks 0.2 || failed+=("$s") ;;
     *) echo "unknown sample $s (known: ${ALL[*]})" >&2; failed+=("$s") ;;
     esac
 done

@@ -37,9 +37,13 @@
 #     one-10M      1 x 10M rows of training
 #     64x200k      64 ranks x 200k rows of training on 8 hosts, MPI ring
 #     1024-small   1,024 ranks x ~1.5k rows (one training step) on 32 hosts
-#   Extra runs: -j 1 on training and one-10M; a .prv.gz output of training and one-10M;
-#   --memory-limit 256M and 1G on the two largest inputs (peak RSS against the limit).
-#   A large CPU-sampling report (issue 16) can be added as one more `shape` line below.
+#     cpu-sampling a CPU-only report, 2 threads x 500k CPU samples with call stacks (one in
+#                  four, 15-30 frames) and their context switches: about 7.7M rows
+#     cpu-nvtx     a CPU-only report of 7M NVTX ranges (3 deep): the cost per row of
+#                  cpu-sampling against NVTX's (BENCHMARKS.md)
+#   Extra runs: -j 1 on training, one-10M, cpu-sampling and cpu-nvtx; a .prv.gz output of
+#   training and one-10M; --memory-limit 256M and 1G on the two largest inputs (peak RSS
+#   against the limit).
 #
 # Each run is timed with /usr/bin/time -v (wall, user+sys, max RSS); the table shows the
 # 1-minute load average when the run started, the .prv's lines and bytes, input rows per
@@ -155,6 +159,12 @@ shape 64x200k scale "" "" \
 shape 1024-small scale "" "" \
     -- --ranks 1024 --hosts 32 --rows 1500 $train --layers 12 \
     -- --ranks 256 --hosts 8 --rows 1500 $train --layers 12
+shape cpu-sampling scale "" "" \
+    -- --ranks 1 --rows 0 --threads 2 --cpu-samples 500000 \
+    -- --ranks 1 --rows 0 --threads 2 --cpu-samples 100000
+shape cpu-nvtx scale "" "" \
+    -- --ranks 1 --rows 0 --threads 2 --nvtx-ranges 3500000 \
+    -- --ranks 1 --rows 0 --threads 2 --nvtx-ranges 700000
 
 if [ "${#shape_names[@]}" = 0 ]; then
     echo "bench.sh: no shape matches --shapes ${only//,/ }" >&2
@@ -342,6 +352,7 @@ for name in "${shape_names[@]}"; do
                 run_rs "$name" "(default -j, again)"
             fi
             ;;
+        cpu-sampling|cpu-nvtx) run_rs "$name" "-j 1" -j 1 ;;
     esac
     case "$name" in one-10M|64x200k) largest+=("$name") ;; esac
 done

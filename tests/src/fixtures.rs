@@ -40,47 +40,6 @@ pub fn add_nccl_ranges(path: &Path) -> u64 {
     calls.len() as u64
 }
 
-/// Adds to a synthetic export with `GPU_METRICS` (schema 3.16+) each metric of
-/// `names` it lacks, sampled on every GPU at every time sampled already, with a
-/// value of 1 + its position in `names`; returns how many it added.
-pub fn add_gpu_metrics(path: &Path, names: &[String]) -> usize {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let mut added = 0;
-    for (i, name) in names.iter().enumerate() {
-        let exists: bool = conn
-            .query_row(
-                "SELECT COUNT(*) > 0 FROM TARGET_INFO_GPU_METRICS WHERE metricName = ?1",
-                [name],
-                |r| r.get(0),
-            )
-            .unwrap();
-        if exists {
-            continue;
-        }
-        let id: i64 = conn
-            .query_row(
-                "SELECT MAX(metricId) + 1 FROM TARGET_INFO_GPU_METRICS",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        conn.execute(
-            "INSERT INTO TARGET_INFO_GPU_METRICS (typeId, sourceId, typeName, metricId, metricName)
-             SELECT DISTINCT typeId, sourceId, typeName, ?1, ?2 FROM TARGET_INFO_GPU_METRICS",
-            rusqlite::params![id, name],
-        )
-        .unwrap();
-        conn.execute(
-            "INSERT INTO GPU_METRICS (timestamp, typeId, metricId, value)
-             SELECT DISTINCT timestamp, typeId, ?1, ?2 FROM GPU_METRICS",
-            rusqlite::params![id, i as i64 + 1],
-        )
-        .unwrap();
-        added += 1;
-    }
-    added
-}
-
 // OpenACC: no real export has rows, so a small one is built here.
 
 const OPENACC_COMMON: &str = "start INTEGER NOT NULL, end INTEGER NOT NULL, nameId INTEGER NOT NULL, \

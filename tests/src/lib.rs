@@ -9,6 +9,7 @@ use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceS
 
 pub mod fixtures;
 pub mod paramedir;
+pub mod sharding;
 
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
 pub fn corpus_dir() -> Option<PathBuf> {

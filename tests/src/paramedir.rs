@@ -136,11 +136,13 @@ pub enum ViewResult {
     /// Per line: object, begin, duration, value.
     Timeline(Vec<(String, f64, f64, f64)>),
     Histogram(Histogram),
+    /// A 3D histogram: one table per plane (with values), by plane label.
+    Planes(Vec<(String, Histogram)>),
 }
 
 /// A histogram as paramedir writes it: column labels, one row per object, then
 /// the summary rows (Total, Average, Maximum, Minimum, StDev, Avg/Max).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Histogram {
     pub columns: Vec<String>,
     pub rows: Vec<(String, Vec<f64>)>,
@@ -168,6 +170,9 @@ impl ViewResult {
     pub fn has_data(&self) -> bool {
         match self {
             ViewResult::Timeline(lines) => lines.iter().any(|l| l.3 != 0.0),
+            ViewResult::Planes(planes) => planes
+                .iter()
+                .any(|(_, h)| ViewResult::Histogram(h.clone()).has_data()),
             ViewResult::Histogram(h) => {
                 let zero_column = |c: &str| {
                     matches!(c, "End" | "Idle") || c.parse::<f64>().is_ok_and(|v| v == 0.0)
@@ -205,7 +210,31 @@ fn parse_timeline(text: &str) -> Result<ViewResult, String> {
 
 const SUMMARY_ROWS: [&str; 6] = ["Total", "Average", "Maximum", "Minimum", "StDev", "Avg/Max"];
 
+/// A histogram's table, or a 3D histogram's planes: each a line with the plane's
+/// label, then its table.
 fn parse_histogram(text: &str) -> Result<ViewResult, String> {
+    let is_label = |l: &str| !l.is_empty() && !l.contains('\t');
+    if !text.lines().next().is_some_and(is_label) {
+        return parse_table(text).map(ViewResult::Histogram);
+    }
+    let mut planes: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        match planes.last_mut() {
+            Some((_, table)) if !is_label(line) => {
+                table.push_str(line);
+                table.push('\n');
+            }
+            _ => planes.push((line.to_owned(), String::new())),
+        }
+    }
+    planes
+        .into_iter()
+        .map(|(label, table)| Ok((label, parse_table(&table)?)))
+        .collect::<Result<_, String>>()
+        .map(ViewResult::Planes)
+}
+
+fn parse_table(text: &str) -> Result<Histogram, String> {
     let mut lines = text.lines();
     let header = lines.next().ok_or("empty histogram")?;
     let mut h = Histogram {
@@ -231,7 +260,7 @@ fn parse_histogram(text: &str) -> Result<ViewResult, String> {
             return Err(format!("object row after the summary: {line:?}"));
         }
     }
-    Ok(ViewResult::Histogram(h))
+    Ok(h)
 }
 
 /// Tab-separated cells; paramedir ends every line with a tab.

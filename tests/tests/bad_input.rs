@@ -460,7 +460,7 @@ fn empty_report() {
         .collect::<String>(),
     );
     let out = convert(&[&path], &case.prv(), &[]);
-    assert_fails_cleanly(&out, &[&path], &["no events"], &case.out_dir());
+    assert_fails_cleanly(&out, &[&path], &["nothing was recorded"], &case.out_dir());
     // Two empty reports: the line names neither, but says how many.
     let other = case.copy(&path, "empty2.sqlite");
     sql(

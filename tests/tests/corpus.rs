@@ -1,7 +1,8 @@
 //! Translates every export of the shared corpus (when present): broken files and
-//! reports without translatable events must fail with one clear line; every other
-//! file must translate into a trace that passes the validator and `ptd comprovar`,
-//! with as many kernel, memory and API intervals as the export has rows.
+//! reports with nothing recorded must fail with one clear line; every other file
+//! (CPU-only reports of samples or scheduling included) must translate into a
+//! trace that passes the validator and `ptd comprovar`, with as many kernel,
+//! memory, API, NVTX, OS runtime and sample events as the export has rows.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,10 +44,9 @@ fn manifest(corpus: &Path) -> Vec<Entry> {
 }
 
 /// Manifest counts of the tables the translator reads; an export without rows in
-/// any of them has nothing to translate. (SCHED_EVENTS alone does not count: it is
-/// kept only for processes that have other events.)
+/// any of them has nothing recorded, and must say so.
 const TRANSLATED: &[&str] = &[
-    "KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "NVTX", "OSRT", "OPENMP",
+    "KERNEL", "MEMCPY", "MEMSET", "RUNTIME", "NVTX", "OSRT", "OPENMP", "SCHED", "SAMPLES",
 ];
 
 /// Rows of the export that `sql` counts (0 when the table is absent).
@@ -106,6 +106,11 @@ fn every_corpus_export_translates_or_fails_cleanly() {
                 entry.relpath
             );
             assert!(!output.exists(), "{}: no output on failure", entry.relpath);
+            assert!(
+                entry.relpath.starts_with("broken/") || stderr.contains("nothing was recorded"),
+                "{}: {stderr}",
+                entry.relpath
+            );
             continue;
         }
         assert!(
@@ -153,7 +158,13 @@ fn every_corpus_export_translates_or_fails_cleanly() {
             "{}: OS runtime calls",
             entry.relpath
         );
+        assert_eq!(
+            begins(&stats, 30_000_000),
+            count("SAMPLES"),
+            "{}: CPU samples",
+            entry.relpath
+        );
         checked += 1;
     }
-    assert!(checked >= 20, "only {checked} corpus exports translated");
+    assert!(checked >= 30, "only {checked} corpus exports translated");
 }

@@ -296,3 +296,29 @@ fn bundled_samples() {
         }
     }
 }
+
+/// Every OS runtime call is written, one of zero length (begin = end; none of the
+/// real exports has one: their zero-length rows are the start/finish markers) as
+/// a 1 ns interval, so call counts equal the export's.
+#[test]
+fn zero_length_calls_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("zero.sqlite");
+    std::fs::copy(
+        workspace_root().join("samples/nvtx_osrt/nvtx_osrt.sqlite"),
+        &export,
+    )
+    .unwrap();
+    let conn = rusqlite::Connection::open(&export).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE OSRT_API SET \"end\" = start WHERE rowid IN \
+             (SELECT rowid FROM OSRT_API WHERE eventClass = 27 ORDER BY rowid LIMIT 5)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 5);
+    drop(conn);
+    let (stats, _) = check_export(&export);
+    assert_eq!(begins(&stats, OSRT_CALL), expected(&export).osrt_calls);
+}

@@ -1,12 +1,13 @@
 //! Paraver's own loader on our output: every view written for a trace is evaluated
 //! by `paramedir` (BSC's command-line Paraver) on the bundled samples, a set of
 //! corpus reports chosen by feature, and synthetic exports of what the corpus
-//! lacks (NCCL, GPU metrics, MPI tables, graphs, OpenACC, ...). paramedir must
-//! print no error or warning for a view the trace can fill, and its result must
-//! not be empty; a view none of whose event types occur gets exactly Paraver's
-//! "None of the events ..." and nothing worse. The efficiency figures of `report`
-//! must equal, to the nanosecond, what paramedir computes from the bundled
-//! efficiency views.
+//! lacks (NCCL, GPU metrics, MPI tables, graphs, OpenACC, ...). The tool writes
+//! only views the trace has data for, so paramedir must print no error or
+//! warning for any of them, and the result of a view the trace fills must not be
+//! empty. With `--all-views`, a view none of whose event types occur gets exactly
+//! Paraver's "None of the events ..." and nothing worse. The efficiency figures
+//! of `report` must equal, to the nanosecond, what paramedir computes from the
+//! bundled efficiency views.
 //!
 //! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped with a note without
 //! it, except under CI.
@@ -14,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use end_to_end::fixtures::{add_gpu_metrics, add_nccl_ranges, openacc_export};
+use end_to_end::fixtures::{add_nccl_ranges, openacc_export};
 use end_to_end::paramedir::{
     paramedir, run, view_windows, ViewResult, ViewWindow, NONE_OF_THE_EVENTS, SOME_OF_THE_EVENTS,
 };
@@ -30,6 +31,8 @@ struct Case {
     inputs: Vec<PathBuf>,
     /// Written as `.prv.gz` (in gzip members, compressed in parallel).
     gzip: bool,
+    /// Converted with `--all-views`: every bundled view, with or without data.
+    all_views: bool,
 }
 
 impl Case {
@@ -38,6 +41,7 @@ impl Case {
             name: name.to_owned(),
             inputs,
             gzip: false,
+            all_views: false,
         }
     }
 }
@@ -57,6 +61,8 @@ fn sample_cases() -> Vec<Case> {
         Case::new("nvtx_osrt", vec![sample("nvtx_osrt/nvtx_osrt.sqlite")]),
         Case::new("sched", vec![sample("sched/sched.sqlite")]),
         Case::new("openmp", vec![sample("openmp/openmp.sqlite")]),
+        Case::new("sampling", vec![sample("sampling/sampling.sqlite")]),
+        Case::new("sched_only", vec![sample("sched_only/sched_only.sqlite")]),
         Case::new("mpi_2ranks", ranks("mpi_2ranks", 2)),
         Case::new("mpi_3ranks", ranks("mpi_3ranks", 3)),
         Case::new("cuda_2025.5", vec![sample("synthetic/cuda_2025.5.sqlite")]),
@@ -71,6 +77,20 @@ fn sample_cases() -> Vec<Case> {
             "4ranks_2hosts_2022.4",
             ranks("synthetic/4ranks_2hosts_2022.4", 4),
         ),
+        Case {
+            all_views: true,
+            ..Case::new(
+                "nvtx_osrt all views",
+                vec![sample("nvtx_osrt/nvtx_osrt.sqlite")],
+            )
+        },
+        Case {
+            all_views: true,
+            ..Case::new(
+                "cuda_2025.5 all views",
+                vec![sample("synthetic/cuda_2025.5.sqlite")],
+            )
+        },
     ]
 }
 
@@ -96,9 +116,16 @@ const CORPUS_FEATURES: &[&str] = &[
     "multi_process",
 ];
 
-/// Features of a report with something to translate (sched-only or
-/// sampling-only reports have none yet).
-const TRANSLATED: &[&str] = &["kernel", "cuda_api", "nvtx_pushpop", "osrt", "openmp"];
+/// Features of a report with something to translate.
+const TRANSLATED: &[&str] = &[
+    "kernel",
+    "cuda_api",
+    "nvtx_pushpop",
+    "osrt",
+    "openmp",
+    "sched",
+    "cpu_sampling",
+];
 
 /// For each feature of [`CORPUS_FEATURES`] not yet covered, the smallest corpus
 /// export that has it; a `rankN.sqlite` comes with the other ranks of its job.
@@ -153,13 +180,13 @@ fn is_rank_file(path: &Path) -> bool {
 }
 
 /// Everything the corpus lacks: a 2-rank job (schema 3.24) with `MPI_*` tables,
-/// NCCL kernels and NCCL NVTX ranges, GPU and SoC metrics, graphs, host functions,
-/// memory usage, NIC and InfiniBand counters (and every GPU metric a view shows);
-/// the same job in the 2023.4 form
-/// (MPI and metrics as NVTX and JSON rows, graph nodes as kernels); an OpenACC export.
+/// NCCL kernels and NCCL NVTX ranges, GPU and SoC metrics (sampled all along the
+/// run, so every kernel has metric values), graphs, host functions, memory usage,
+/// NIC and InfiniBand counters; the same job in the 2023.4 form (MPI and metrics
+/// as NVTX and JSON rows, graph nodes as kernels); an OpenACC export.
 fn synthetic_cases(dir: &Path) -> Vec<Case> {
     let everything = SynthDeviceSide {
-        gpu_metric_samples: 20,
+        gpu_metric_samples: METRIC_SAMPLES,
         graph_launches: 3,
         memory_allocations: 4,
         nic_samples: 5,
@@ -171,17 +198,15 @@ fn synthetic_cases(dir: &Path) -> Vec<Case> {
     };
     // What the 2023.4 schema can hold of it.
     let older = SynthDeviceSide {
-        gpu_metric_samples: 20,
+        gpu_metric_samples: METRIC_SAMPLES,
         graph_launches: 3,
         graph_mode: SynthGraphMode::Node,
         memory_allocations: 4,
         ..SynthDeviceSide::default()
     };
     let new = synthetic_job(dir, SchemaVersion::V3_24, &everything, "job_2025");
-    let metrics = gpu_metric_names();
     for path in &new {
         assert!(add_nccl_ranges(path) > 0);
-        assert!(add_gpu_metrics(path, &metrics) > 0);
     }
     let old = synthetic_job(dir, SchemaVersion::V3_7, &older, "job_2023");
     let acc = dir.join("openacc.sqlite");
@@ -193,23 +218,8 @@ fn synthetic_cases(dir: &Path) -> Vec<Case> {
     ]
 }
 
-/// The nsys name of the metric of each GPU metric view (its label without our
-/// `GPU metric ` and ` x100`), so every such view has a metric to show.
-fn gpu_metric_names() -> Vec<String> {
-    let dir = workspace_root().join("cfgs/views/gpu_metrics");
-    views_under(&dir)
-        .iter()
-        .map(|view| {
-            let text = std::fs::read_to_string(view).unwrap();
-            let label = text
-                .lines()
-                .find_map(|l| l.strip_prefix("window_filter_module evt_type_label 1 "))
-                .unwrap_or_else(|| panic!("{}: no label", view.display()));
-            let label = label.trim_matches('"').strip_prefix("GPU metric ").unwrap();
-            label.strip_suffix(" x100").unwrap_or(label).to_owned()
-        })
-        .collect()
-}
+/// GPU metric samples, 100 us apart: enough to cover the synthetic job's run.
+const METRIC_SAMPLES: u64 = 6000;
 
 /// A 2-rank MPI job, one GPU per rank.
 fn synthetic_job(
@@ -258,7 +268,12 @@ fn convert_case(case: &Case, dir: &Path) -> Trace {
         .collect();
     let prv = dir.join(format!("{name}.prv{}", if case.gzip { ".gz" } else { "" }));
     let refs: Vec<&Path> = case.inputs.iter().map(PathBuf::as_path).collect();
-    let result = convert(&refs, &prv, &[]);
+    let options: &[&str] = if case.all_views {
+        &["--all-views"]
+    } else {
+        &[]
+    };
+    let result = convert(&refs, &prv, options);
     assert!(
         result.status.success(),
         "{}: {}",
@@ -407,6 +422,11 @@ fn check_views(paramedir: &Path, case: &Case, trace: &Trace) -> Outcome {
         if want.fits && !want.messages.is_empty() {
             problem(format!(
                 "{rel}: lists event types the trace lacks, so Paraver asks whether to go on"
+            ));
+        }
+        if !case.all_views && !want.messages.is_empty() {
+            problem(format!(
+                "{rel}: written for a trace that lacks its types (paramedir: {said:?})"
             ));
         }
         match (run.result(i), want.result) {

@@ -59,6 +59,16 @@ fn sched() {
 }
 
 #[test]
+fn sampling() {
+    snapshot("sampling", &sample("sampling/sampling.sqlite"));
+}
+
+#[test]
+fn sched_only() {
+    snapshot("sched_only", &sample("sched_only/sched_only.sqlite"));
+}
+
+#[test]
 fn openmp() {
     snapshot("openmp", &sample("openmp/openmp.sqlite"));
 }
@@ -86,7 +96,8 @@ fn synthetic_four_ranks() {
     );
 }
 
-/// Every sample is snapshotted above.
+/// Every sample is snapshotted above, except the one with nothing recorded
+/// (tests/sampling.rs checks that it fails and says so).
 #[test]
 fn every_sample_has_a_snapshot() {
     let samples = workspace_root().join("samples");
@@ -97,6 +108,9 @@ fn every_sample_has_a_snapshot() {
     let covered: Vec<PathBuf> = [
         "nvtx_osrt/nvtx_osrt.sqlite",
         "sched/sched.sqlite",
+        "sampling/sampling.sqlite",
+        "sched_only/sched_only.sqlite",
+        "nothing/nothing.sqlite",
         "openmp/openmp.sqlite",
         "mpi_2ranks",
         "mpi_3ranks",

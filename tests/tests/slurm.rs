@@ -2,9 +2,10 @@
 //! localhost, and `.ci/run` starts it and exports its `SLURM_CONF`. Without a responding Slurm
 //! the test says how to start one and passes, except in CI (`CI` set), where it fails.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use end_to_end::sharding::*;
 use end_to_end::*;
 
 /// How long a job step may wait for the node before srun gives up (a bound, not a measure: a
@@ -75,19 +76,19 @@ fn srun_runs_the_binary_once_per_task() {
     if !slurm_is_running() {
         return;
     }
-    let path = binary_path().to_str().expect("a UTF-8 path");
-    let out = srun(2, &[path, "--version"]);
+    let binary = binary_path().to_str().unwrap();
+    let out = srun(2, &[binary, "--version"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "srun -n 2 {path} --version: {}\n{stdout}{}",
+        "srun -n 2 {binary} --version: {}\n{stdout}{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     // --label prefixes each line with its task's rank.
     let mut lines: Vec<&str> = stdout.lines().collect();
     lines.sort();
-    let local = binary().arg("--version").output().unwrap();
+    let local = Command::new(binary).arg("--version").output().unwrap();
     let version = String::from_utf8_lossy(&local.stdout).trim().to_string();
     assert!(
         version.starts_with("nsys2prv-rs "),
@@ -98,4 +99,119 @@ fn srun_runs_the_binary_once_per_task() {
         [format!("0: {version}"), format!("1: {version}")],
         "{stdout}"
     );
+}
+
+/// Converts `inputs` in one process into `dir/single/t.prv`.
+fn single_run(inputs: &[PathBuf], dir: &Path) -> PathBuf {
+    let out = dir.join("single");
+    std::fs::create_dir(&out).unwrap();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    assert_ok(&convert(&refs, &out.join("t.prv"), &[]), "single run");
+    out
+}
+
+/// The recorded samples (which span seconds), and a synthetic job of 256 ranks.
+fn input_sets(dir: &Path) -> Vec<(&'static str, Vec<PathBuf>)> {
+    let samples = workspace_root().join("samples");
+    let recorded: Vec<PathBuf> = [
+        "mpi_3ranks/rank0.sqlite",
+        "mpi_3ranks/rank1.sqlite",
+        "mpi_3ranks/rank2.sqlite",
+        "nvtx_osrt/nvtx_osrt.sqlite",
+        "openmp/openmp.sqlite",
+        "sched/sched.sqlite",
+    ]
+    .iter()
+    .map(|s| samples.join(s))
+    .collect();
+    let job = dir.join("job");
+    std::fs::create_dir(&job).unwrap();
+    let synthetic = synthetic_mpi_job(&job, 256, 1_795_261_090_000_000_000);
+    vec![("samples", recorded), ("256 reports", synthetic)]
+}
+
+#[test]
+fn srun_with_four_tasks_writes_what_one_process_writes() {
+    if !slurm_is_running() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (what, inputs) in input_sets(tmp.path()) {
+        let dir = tmp.path().join(what.replace(' ', "_"));
+        std::fs::create_dir(&dir).unwrap();
+        let expected = single_run(&inputs, &dir);
+        let out = dir.join("srun");
+        std::fs::create_dir(&out).unwrap();
+        let mut args = vec![binary_path().to_str().unwrap(), "-q", "--shard", "slurm"];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let trace = out.join("t.prv");
+        args.push(trace.to_str().unwrap());
+        let run = srun(4, &args);
+        assert_ok(&run, &format!("srun -n 4 --shard slurm ({what})"));
+        assert!(
+            !out.join("t.parts").exists(),
+            "parts removed after the merge"
+        );
+        assert_same_files(&expected, &out);
+    }
+}
+
+/// Runs `sbatch` with `args`; returns its stdout (the job id with --parsable).
+fn sbatch(args: &[&str]) -> String {
+    let out = Command::new("sbatch")
+        .arg("--parsable")
+        .args(args)
+        .output()
+        .expect("run sbatch");
+    assert_ok(&out, &format!("sbatch {args:?}"));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_job_array_then_a_dependent_merge_write_what_one_process_writes() {
+    if !slurm_is_running() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (what, inputs) in input_sets(tmp.path()) {
+        let dir = tmp.path().join(what.replace(' ', "_"));
+        std::fs::create_dir(&dir).unwrap();
+        let expected = single_run(&inputs, &dir);
+        let out = dir.join("array");
+        std::fs::create_dir(&out).unwrap();
+        let trace = out.join("t.prv");
+        // The job scripts of the README.
+        let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        let translate = dir.join("translate.sh");
+        std::fs::write(
+            &translate,
+            format!(
+                "#!/bin/bash\n{} -q --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT {} {}\n",
+                binary_path().display(),
+                names.join(" "),
+                trace.display()
+            ),
+        )
+        .unwrap();
+        let logs = dir.join("slurm-%A_%a.out");
+        let array = sbatch(&[
+            "--array=0-3",
+            &format!("--output={}", logs.display()),
+            translate.to_str().unwrap(),
+        ]);
+        let merge_log = dir.join("merge.out");
+        sbatch(&[
+            "--wait",
+            &format!("--dependency=afterok:{array}"),
+            &format!("--output={}", merge_log.display()),
+            "--wrap",
+            &format!("{} merge -q {}", binary_path().display(), trace.display()),
+        ]);
+        let log = std::fs::read_to_string(&merge_log).unwrap_or_default();
+        assert!(
+            trace.is_file(),
+            "no trace from the merge job ({what}): {log}"
+        );
+        assert_same_files(&expected, &out);
+    }
 }

@@ -84,7 +84,7 @@ fn views_go_into_new_empty_or_own_directories() {
     let out = convert(&[&input], &tmp.path().join("a.prv"), &[&a[0], &a[1]]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(empty.join(".nsys2prv-rs").is_file());
-    assert!(empty.join("views/cuda_activities.cfg").is_file());
+    assert!(empty.join("views/nvtx_ranges.cfg").is_file());
     // Ours now: replaced whole, including a file someone added.
     fs::write(empty.join("views/added.cfg"), "x").unwrap();
     let out = convert(&[&input], &tmp.path().join("a.prv"), &[&a[0], &a[1]]);
@@ -94,14 +94,11 @@ fn views_go_into_new_empty_or_own_directories() {
     // Written by a version before the marker: the bundled files only.
     let old = tmp.path().join("old.cfgs");
     fs::create_dir_all(old.join("views")).unwrap();
-    fs::write(old.join("views/cuda_activities.cfg"), "old").unwrap();
+    fs::write(old.join("views/nvtx_ranges.cfg"), "old").unwrap();
     let out = convert(&[&input], &tmp.path().join("old.prv"), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(old.join(".nsys2prv-rs").is_file());
-    assert_ne!(
-        fs::read(old.join("views/cuda_activities.cfg")).unwrap(),
-        b"old"
-    );
+    assert_ne!(fs::read(old.join("views/nvtx_ranges.cfg")).unwrap(), b"old");
 }
 
 /// An output directory where NAME.cache exists but is someone else's.
@@ -269,6 +266,8 @@ fn the_dry_run_size_estimate_is_within_ten_percent_on_every_sample() {
         "samples/nvtx_osrt/nvtx_osrt.sqlite",
         "samples/openmp/openmp.sqlite",
         "samples/sched/sched.sqlite",
+        "samples/sampling/sampling.sqlite",
+        "samples/sched_only/sched_only.sqlite",
         "samples/mpi_2ranks",
         "samples/mpi_3ranks",
     ];

@@ -203,7 +203,15 @@ const HISTOGRAM_TAGS: &[&str] = &[
     "Analyzer2D.Minimum:",
     "Analyzer2D.Maximum:",
     "Analyzer2D.Delta:",
+    "Analyzer2D.3D_ControlWindow:",
+    "Analyzer3D.ComputeYScale:",
+    "Analyzer2D.3D_Minimum:",
+    "Analyzer2D.3D_Maximum:",
+    "Analyzer2D.3D_Delta:",
 ];
+
+/// Levels a window may have, from the coarsest.
+const LEVELS: &[&str] = &["workload", "appl", "task", "thread"];
 
 fn cfgs_dir() -> PathBuf {
     workspace_root().join("cfgs")
@@ -369,7 +377,7 @@ fn parse_cfg(path: &Path) -> Result<Cfg, String> {
             }
             continue;
         }
-        if tag.starts_with("Analyzer2D.") {
+        if tag.starts_with("Analyzer2D.") || tag.starts_with("Analyzer3D.") {
             if !in_histogram || !HISTOGRAM_TAGS.contains(&tag) {
                 return Err(at("unknown or misplaced histogram tag".into()));
             }
@@ -432,7 +440,7 @@ fn parse_cfg(path: &Path) -> Result<Cfg, String> {
                 }
             }
             "window_level" => {
-                if !["thread", "task", "appl", "workload"].contains(&value) {
+                if !LEVELS.contains(&value) {
                     return Err(at(
                         "level needs no resource model: thread, task, appl, workload".into(),
                     ));
@@ -546,7 +554,8 @@ fn parse_cfg(path: &Path) -> Result<Cfg, String> {
             "window_semantic_module" => {
                 let (level, function, params) = parse_semantic_module(value).map_err(at)?;
                 // Paraver ignores parameters of a function the window does not use.
-                if w.functions.get(level).map(String::as_str) != Some(function) {
+                let used = w.functions.get(level).or_else(|| w.compose.get(level));
+                if used.map(String::as_str) != Some(function) {
                     return Err(at(format!(
                         "parameters of '{function}', not the window's {level} function"
                     )));
@@ -678,8 +687,29 @@ fn check_cfg(cfg: &Cfg) -> Result<Vec<(u32, String)>, String> {
         }
         let control: usize = get("Analyzer2D.ControlWindow:").unwrap().parse().unwrap();
         let data: usize = get("Analyzer2D.DataWindow:").unwrap().parse().unwrap();
-        if cfg.windows[control - 1].level != cfg.windows[data - 1].level {
-            return Err("control and data windows at different levels".into());
+        // Paraver takes a data window at the control window's level or a coarser
+        // one (a task's value for each of its threads), never a finer one.
+        let level = |w: usize| LEVELS.iter().position(|l| *l == cfg.windows[w - 1].level);
+        if level(data) > level(control) {
+            return Err("a data window finer than the control window".into());
+        }
+        if let Some(third) = get("Analyzer2D.3D_ControlWindow:") {
+            let third: usize = third.parse().map_err(|_| "bad 3D control window")?;
+            if third == 0 || third > cfg.windows.len() || level(third) != level(control) {
+                return Err("the 3D control window must be a window at the control's level".into());
+            }
+            let num = |tag| get(tag).and_then(|v| v.parse::<f64>().ok());
+            let (Some(min), Some(max), Some(delta)) = (
+                num("Analyzer2D.3D_Minimum:"),
+                num("Analyzer2D.3D_Maximum:"),
+                num("Analyzer2D.3D_Delta:"),
+            ) else {
+                return Err("3D planes need Minimum, Maximum and Delta".into());
+            };
+            // Every plane is a matrix: keep them few.
+            if !(delta > 0.0 && max > min && (max - min) / delta <= 100.0) {
+                return Err("bad or too many 3D planes".into());
+            }
         }
         let statistic = get("Analyzer2D.Statistic:").ok_or("no statistic")?;
         if !STATISTICS.contains(&statistic) {
@@ -729,6 +759,7 @@ fn every_bundled_cfg_parses_and_names_emitted_types_by_their_labels() {
     assert!(files.len() >= 40, "only {} cfgs", files.len());
     let mut folders = BTreeSet::new();
     let mut failures = Vec::new();
+    let scratch = tempfile::tempdir().unwrap();
     for path in &files {
         let rel = path.strip_prefix(cfgs_dir()).unwrap().display().to_string();
         if path.extension().and_then(|e| e.to_str()) != Some("cfg") {
@@ -736,9 +767,18 @@ fn every_bundled_cfg_parses_and_names_emitted_types_by_their_labels() {
             continue;
         }
         folders.insert(rel.split('/').next().unwrap().to_string());
-        let result = parse_cfg(path).and_then(|cfg| {
+        // A template is checked made for a type the catalog does not know,
+        // which must carry the label it is given.
+        let parsed = match rel.starts_with("templates/") {
+            true => parse_cfg(&instantiate_template(scratch.path(), path)),
+            false => parse_cfg(path),
+        };
+        let result = parsed.and_then(|cfg| {
             let types = check_cfg(&cfg)?;
             for (ty, label) in types {
+                if ty == TEMPLATE_TYPE && label == TEMPLATE_LABEL {
+                    continue;
+                }
                 match catalog.get(&ty) {
                     None => return Err(format!("type {ty} is not emitted by the tool")),
                     Some(known) if *known != label => {
@@ -756,8 +796,29 @@ fn every_bundled_cfg_parses_and_names_emitted_types_by_their_labels() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!(
         folders.into_iter().collect::<Vec<_>>(),
-        ["analysis", "basics", "efficiency", "views"]
+        ["analysis", "basics", "efficiency", "templates", "views"]
     );
+}
+
+const TEMPLATE_TYPE: u32 = 999_999_999;
+const TEMPLATE_LABEL: &str = "Template type";
+
+/// The template at `path` made for [`TEMPLATE_TYPE`], written into `dir`.
+fn instantiate_template(dir: &Path, path: &Path) -> PathBuf {
+    use nsys_semantics::view::{TEMPLATE_LABEL as LABEL, TEMPLATE_NAME, TEMPLATE_TYPE as TYPE};
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.contains(TYPE) && text.contains(LABEL),
+        "{}: a template names its type and label",
+        path.display()
+    );
+    let made = text
+        .replace(TYPE, &TEMPLATE_TYPE.to_string())
+        .replace(LABEL, TEMPLATE_LABEL)
+        .replace(TEMPLATE_NAME, "some name");
+    let out = dir.join(path.file_name().unwrap());
+    std::fs::write(&out, made).unwrap();
+    out
 }
 
 #[test]
@@ -839,45 +900,94 @@ fn parse_cfg_text(dir: &Path, text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A conversion installs the views the trace has data for, each the bundled file
+/// or the bundled file with absent types left out of its filters, and the
+/// index; `--all-views` installs every bundled view (templates aside).
 #[test]
-fn a_conversion_installs_every_bundled_cfg() {
+fn a_conversion_installs_the_views_the_trace_fills_and_their_index() {
     let dir = tempfile::tempdir().unwrap();
     let input = workspace_root().join("samples/synthetic/cuda_2025.5.sqlite");
-    let out = dir.path().join("t.prv");
-    let result = convert(&[&input], &out, &[]);
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-    let installed = dir.path().join("t.cfgs");
-    let bundled = files_under(&cfgs_dir());
-    let copies = cfgs_under(&installed);
-    let rel = |base: &Path, files: &[PathBuf]| -> Vec<String> {
+    let rel = |base: &Path, files: &[PathBuf]| -> BTreeSet<String> {
         files
             .iter()
             .map(|p| p.strip_prefix(base).unwrap().display().to_string())
             .collect()
     };
-    assert_eq!(rel(&installed, &copies), rel(&cfgs_dir(), &bundled));
-    for (a, b) in bundled.iter().zip(&copies) {
-        assert_eq!(
-            std::fs::read(a).unwrap(),
-            std::fs::read(b).unwrap(),
-            "{}",
-            a.display()
+    let bundled: BTreeSet<String> = rel(&cfgs_dir(), &files_under(&cfgs_dir()))
+        .into_iter()
+        .filter(|v| !v.starts_with("templates/"))
+        .collect();
+
+    let out = dir.path().join("t.prv");
+    let result = convert(&[&input], &out, &[]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    let installed = dir.path().join("t.cfgs");
+    let written = rel(&installed, &cfgs_under(&installed));
+    assert!(
+        written.is_subset(&bundled),
+        "{:?}",
+        written.difference(&bundled)
+    );
+    for view in [
+        "views/cuda_activities.cfg",
+        "views/kernels.cfg",
+        "views/cuda_events.cfg",
+        "analysis/kernel_duration_histogram.cfg",
+        "views/start-here/where_gpu_time_goes.cfg",
+        "views/start-here/where_ranks_wait.cfg",
+        "views/start-here/compute_communication_overlap.cfg",
+    ] {
+        assert!(written.contains(view), "{view} not written");
+    }
+    // No MPI, OpenMP, NVTX or graphs in this CUDA report.
+    for view in [
+        "views/mpi_calls.cfg",
+        "views/mpi_messages.cfg",
+        "views/openmp.cfg",
+        "views/nvtx_ranges.cfg",
+        "views/cuda_graphs.cfg",
+        "views/gpu_memory_usage.cfg",
+    ] {
+        assert!(!written.contains(view), "{view} written");
+    }
+    let index = std::fs::read_to_string(installed.join("INDEX.md")).unwrap();
+    for view in &written {
+        assert!(
+            index.contains(&format!("[{view}]({view})")),
+            "{view} not indexed"
         );
     }
-    // The CUDA views find their types in this trace's .pcf.
-    let pcf = std::fs::read_to_string(out.with_extension("pcf")).unwrap();
-    for label in [
-        "CUDA kernel",
-        "CUDA library call",
-        "CUDA memcpy/memset",
-        "NCCL kernel",
-    ] {
-        assert!(pcf.contains(label), "{label}");
+    assert!(!index.contains("mpi_calls"));
+    assert!(!index.contains("Without data in this trace"));
+
+    // Every bundled view, those without data listed apart.
+    let all = dir.path().join("all.prv");
+    let result = convert(&[&input], &all, &["--all-views"]);
+    assert!(result.status.success(), "{}", stderr(&result));
+    let installed = dir.path().join("all.cfgs");
+    assert_eq!(rel(&installed, &cfgs_under(&installed)), bundled);
+    let index = std::fs::read_to_string(installed.join("INDEX.md")).unwrap();
+    let without = index.find("## Without data in this trace").unwrap();
+    assert!(index[without..].contains("[views/mpi_calls.cfg]"));
+    assert!(!index[without..].contains("[views/kernels.cfg]"));
+    for view in &bundled {
+        let text = std::fs::read_to_string(installed.join(view)).unwrap();
+        let original = std::fs::read_to_string(cfgs_dir().join(view)).unwrap();
+        if text != original {
+            // Only filters change.
+            let others = |t: &str| -> Vec<String> {
+                t.lines()
+                    .filter(|l| !l.starts_with("window_filter_module evt_type"))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            assert_eq!(others(&text), others(&original), "{view}");
+        }
     }
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The views written beside a trace list only the event types it has (Paraver
@@ -924,7 +1034,9 @@ fn views_beside_a_trace_list_only_its_types() {
             let missing: Vec<u32> = w.types.iter().copied().filter(|&t| !occurs(t)).collect();
             assert!(missing.is_empty(), "{rel}: '{}' lists {missing:?}", w.name);
         }
-        let bundled = std::fs::read_to_string(cfgs_dir().join(&rel)).unwrap();
+        let Ok(bundled) = std::fs::read_to_string(cfgs_dir().join(&rel)) else {
+            continue;
+        };
         if std::fs::read_to_string(&path).unwrap() != bundled {
             fitted.push(rel);
         }
@@ -936,36 +1048,41 @@ fn views_beside_a_trace_list_only_its_types() {
             "efficiency/communication_efficiency.cfg",
             "efficiency/orchestration_efficiency.cfg",
             "views/cuda_activities.cfg",
+            "views/start-here/compute_communication_overlap.cfg",
         ]
     );
 }
 
-/// Every bundled view belongs to one category of the registry (or to the general
-/// views), and every view the registry names is bundled.
+/// Every bundled view has one entry in the registry (a category's or the general
+/// views'), with the question the index shows; every entry is bundled; the views
+/// made per type are the templates.
 #[test]
-fn every_view_belongs_to_one_category() {
-    let bundled: Vec<String> = files_under(&cfgs_dir())
+fn every_view_has_one_entry_with_its_question() {
+    let bundled: BTreeSet<String> = files_under(&cfgs_dir())
         .iter()
         .map(|p| p.strip_prefix(cfgs_dir()).unwrap().display().to_string())
         .collect();
     let registry = nsys_semantics::Registry::standard();
-    let claimed: Vec<&str> = registry.views().collect();
-    for view in &bundled {
-        let owners = claimed
-            .iter()
-            .filter(|c| match c.strip_suffix('/') {
-                Some(dir) => view.starts_with(&format!("{dir}/")),
-                None => *c == view,
-            })
-            .count();
-        assert_eq!(owners, 1, "{view} is claimed {owners} times");
-    }
-    for c in claimed {
+    let mut entries: BTreeMap<&str, usize> = BTreeMap::new();
+    for declared in registry.views() {
+        let view = declared.view;
+        *entries.entry(view.path).or_default() += 1;
+        assert!(bundled.contains(view.path), "{} is not bundled", view.path);
         assert!(
-            bundled
-                .iter()
-                .any(|v| v == c || c.strip_suffix('/').is_some_and(|d| v.starts_with(d))),
-            "{c} is not bundled"
+            view.question.ends_with('?') && view.question.len() > 20,
+            "{}: question {:?}",
+            view.path,
+            view.question
         );
+        assert_eq!(
+            view.per_type.is_some(),
+            view.path.starts_with("templates/"),
+            "{}: templates, and only they, are made per type",
+            view.path
+        );
+    }
+    for view in &bundled {
+        let count = entries.get(view.as_str()).copied().unwrap_or(0);
+        assert_eq!(count, 1, "{view} has {count} entries in the registry");
     }
 }

@@ -24,7 +24,7 @@ const EXPORT_MARKERS: &[&str] = &[
 /// An open export: connection, schema and metadata.
 pub struct Export {
     path: PathBuf,
-    conn: Connection,
+    pub(crate) conn: Connection,
     schema: Schema,
     meta: Metadata,
     decode_ahead: bool,
@@ -154,7 +154,7 @@ impl Export {
         columns: &[&str],
         condition: &str,
         decode: D,
-        mut f: F,
+        f: F,
     ) -> Result<TableScan, ReadError>
     where
         T: Send,
@@ -165,10 +165,26 @@ impl Export {
             return Ok(TableScan::default());
         }
         let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
+        self.scan_query(table, &sql, decode, f)
+    }
+
+    /// [`Export::scan_rows`] of any query (`table` names it in errors).
+    pub(crate) fn scan_query<T, D, F>(
+        &self,
+        table: &str,
+        sql: &str,
+        decode: D,
+        mut f: F,
+    ) -> Result<TableScan, ReadError>
+    where
+        T: Send,
+        D: Fn(&RowView) -> Option<T> + Sync,
+        F: FnMut(&T) -> Result<(), ReadError>,
+    {
         if self.decode_ahead {
-            return self.scan_rows_ahead(table, &sql, decode, f);
+            return self.scan_rows_ahead(table, sql, decode, f);
         }
-        self.scan_rows_here(table, &sql, &decode, &mut f)
+        self.scan_rows_here(table, sql, &decode, &mut f)
     }
 
     /// [`Export::scan_rows`] decoding on the calling thread.

@@ -21,6 +21,7 @@ pub mod nvtx;
 pub mod openacc;
 pub mod openmp;
 pub mod osrt;
+pub mod sampling;
 pub mod sched;
 mod schema;
 mod threads;

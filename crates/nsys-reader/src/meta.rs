@@ -18,7 +18,7 @@ const DEVICE_ENVIRONMENT_ENUM: i64 = 610;
 /// are recognisable, with a warning.
 pub const NEWEST_KNOWN_SCHEMA: (u32, u32) = (3, 25);
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Metadata {
     pub product_version: Option<String>,
     pub schema_version: Option<String>,
@@ -33,6 +33,9 @@ pub struct Metadata {
     /// Environment variables recorded for the profiled process (`NAME`, `value`),
     /// then those of the nsys launcher (`DeviceEnvironment`).
     pub environment: Vec<(String, String)>,
+    /// CPU sampling and context switches were recorded for the whole machine
+    /// (`--sample=system-wide`; 2023.3+ say so), not just the launched process tree.
+    pub system_wide_cpu_data: bool,
 }
 
 impl Metadata {
@@ -83,6 +86,8 @@ impl Metadata {
                     if let Some(pair) = parse_env_assignment(&value) {
                         meta.environment.push(pair);
                     }
+                } else if name == "LINUX_PERF_OPTIONS:COLLECTION_MODE" {
+                    meta.system_wide_cpu_data = value.trim().eq_ignore_ascii_case("SystemWide");
                 }
             }
             Ok(())

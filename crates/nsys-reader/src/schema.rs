@@ -41,21 +41,30 @@ impl Schema {
     pub fn select(&self, table: &str, columns: &[&str]) -> String {
         let list: Vec<String> = columns
             .iter()
-            .map(|c| {
-                if !self.has_column(table, c) {
-                    "NULL".to_string()
-                } else if TIME_COLUMNS.contains(c) {
-                    format!(
-                        "CASE WHEN \"{c}\" BETWEEN {min} AND {max} THEN \"{c}\" END",
-                        min = -MAX_TIME_NS,
-                        max = MAX_TIME_NS
-                    )
-                } else {
-                    format!("\"{c}\"")
-                }
-            })
+            .map(|c| self.column(table, None, c))
             .collect();
         format!("SELECT {} FROM \"{table}\"", list.join(", "))
+    }
+
+    /// How a [`Schema::select`] reads `column` of `table` (named `alias` in the
+    /// query, if given): the column, NULL when the table lacks it, timestamps
+    /// beyond ±2^62 ns as NULL.
+    pub fn column(&self, table: &str, alias: Option<&str>, column: &str) -> String {
+        let name = match alias {
+            Some(a) => format!("{a}.\"{column}\""),
+            None => format!("\"{column}\""),
+        };
+        if !self.has_column(table, column) {
+            "NULL".to_string()
+        } else if TIME_COLUMNS.contains(&column) {
+            format!(
+                "CASE WHEN {name} BETWEEN {min} AND {max} THEN {name} END",
+                min = -MAX_TIME_NS,
+                max = MAX_TIME_NS
+            )
+        } else {
+            name
+        }
     }
 }
 

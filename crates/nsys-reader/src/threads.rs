@@ -25,6 +25,17 @@ impl Export {
         Ok(names)
     }
 
+    /// Pids of the processes nsys launched (whose output it kept in
+    /// `ProcessStreams`).
+    pub fn launched_processes(&self) -> Result<std::collections::BTreeSet<u32>, ReadError> {
+        let mut pids = std::collections::BTreeSet::new();
+        self.scan("ProcessStreams", &["globalPid"], |row| {
+            pids.extend(row.int(0).map(pid_of));
+            Ok(())
+        })?;
+        Ok(pids)
+    }
+
     /// pid → process name.
     pub fn process_names(&self) -> Result<HashMap<u32, String>, ReadError> {
         let mut names = HashMap::new();

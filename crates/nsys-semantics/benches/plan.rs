@@ -30,9 +30,11 @@ fn report(rank: u32) -> ReportTranslation {
         counts: BTreeMap::new(),
         warnings: Vec::new(),
         extra_types: Vec::new(),
+        extra_type_categories: Vec::new(),
         ranks: HashMap::from([(pid, rank)]),
         p2p: Vec::new(),
         sync_points: Default::default(),
+        cpus_seen: 0,
     }
 }
 

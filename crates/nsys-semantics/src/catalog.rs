@@ -3,7 +3,11 @@
 //! state numbers from Extrae), plus the types numbered from the data of each
 //! report.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use paraver_writer::{EventTypeInfo, PcfCatalog, ValueLabels};
+
+use crate::options::Category;
 
 use crate::registry::Registry;
 use crate::report::ReportTranslation;
@@ -56,6 +60,33 @@ pub fn catalog_with_reports(registry: &Registry, reports: &[ReportTranslation]) 
         }
     }
     catalog
+}
+
+/// Which category writes each event type: the types the categories of
+/// `registry` declare, and those their passes numbered from the data of `reports`
+/// (NVTX domains, metrics keyed by name).
+#[derive(Clone, Debug, Default)]
+pub struct TypeOwners(BTreeMap<u32, Category>);
+
+impl TypeOwners {
+    pub fn of(registry: &Registry, reports: &[ReportTranslation]) -> TypeOwners {
+        let mut owners = BTreeMap::new();
+        for c in registry.iter() {
+            owners.extend((c.event_types)().into_iter().map(|t| (t.ty, c.category)));
+        }
+        for report in reports {
+            owners.extend(report.extra_type_categories.iter().copied());
+        }
+        TypeOwners(owners)
+    }
+
+    /// The categories of which a trace with event types `types` has events.
+    pub fn categories_in(&self, types: &BTreeSet<u32>) -> BTreeSet<Category> {
+        types
+            .iter()
+            .filter_map(|ty| self.0.get(ty).copied())
+            .collect()
+    }
 }
 
 fn merge_fixed_values(known: &mut EventTypeInfo, extra: &EventTypeInfo) {

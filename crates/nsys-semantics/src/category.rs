@@ -8,6 +8,7 @@ use paraver_writer::EventTypeInfo;
 
 use crate::context::ReportContext;
 pub use crate::options::Category;
+pub use crate::view::View;
 
 /// Everything the rest of the tool knows about a category.
 pub struct CategoryInfo {
@@ -31,6 +32,10 @@ pub struct CategoryInfo {
     /// counts at ~50 bytes a line. `tests/terminal_safety.rs` checks the estimate
     /// against the real output of every sample.
     pub bytes_per_row: u64,
+    /// More `.prv` bytes a row becomes when no other category of the report sets
+    /// thread states: the background states it gives threads (scheduling's
+    /// Running and Idle), which calls' states otherwise cover.
+    pub background_bytes_per_row: u64,
     /// Whether its rows also get a launch arrow when CUDA API calls are translated.
     pub launched: bool,
     /// The event types it writes, with their labels, values and timing. Types
@@ -39,8 +44,11 @@ pub struct CategoryInfo {
     pub event_types: fn() -> Vec<EventTypeInfo>,
     /// Extrae states it sets on threads (Idle and Running are always there).
     pub states: &'static [u32],
-    /// Bundled views (paths under `cfgs/`) made for its events.
-    pub views: &'static [&'static str],
+    /// Bundled views made for its events, each with the question it answers:
+    /// written beside a trace that has this category (and what each view needs)
+    /// and listed in the views' index. Adding a view is a `.cfg` under `cfgs/`
+    /// and one entry here.
+    pub views: &'static [View],
     /// Types of ranges an `--nvtx-range` cut can name.
     pub names_ranges: Option<fn(u32) -> bool>,
     /// Its own pass over the report, if it has one.

@@ -14,13 +14,17 @@ use crate::options::Options;
 /// A row of the trace as the report knows it. Its order is the layout's order of
 /// a report's threads: by process, then CPU threads by tid, then GPU streams by
 /// (device, stream).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ThreadKey {
     pub pid: u32,
     pub kind: ThreadKind,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ThreadKind {
     Cpu {
         tid: u32,
@@ -118,6 +122,8 @@ pub(crate) struct ReportContext<'a> {
     pub p2p: Vec<P2pEndpoint>,
     /// What one category's pass hands another's.
     pub handoff: Handoff,
+    /// One more than the highest logical CPU a thread ran on (0: none seen).
+    pub cpus_seen: u32,
 }
 
 impl<'a> ReportContext<'a> {
@@ -146,6 +152,14 @@ impl<'a> ReportContext<'a> {
             sync_points: SyncPoints::default(),
             p2p: Vec::new(),
             handoff: Handoff::default(),
+            cpus_seen: 0,
+        }
+    }
+
+    /// Notes that a thread ran on logical CPU `cpu`, so the trace has a row for it.
+    pub fn saw_cpu(&mut self, cpu: i64) {
+        if let Ok(cpu) = u32::try_from(cpu) {
+            self.cpus_seen = self.cpus_seen.max(cpu.saturating_add(1));
         }
     }
 

@@ -13,6 +13,7 @@ use crate::context::ReportContext;
 use crate::cuda_sync::{CUDA_SYNC, SYNC};
 use crate::handoff::{GpuLinks, NcclRanges, SyncCalls};
 use crate::types::{interval, state};
+use crate::view::View;
 
 pub const CUDA_API: u32 = 63_000_000;
 /// On API calls and the GPU operations they launched.
@@ -28,6 +29,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_RUNTIME"],
     table_prefixes: &[],
     bytes_per_row: 140,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[
@@ -40,9 +42,18 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         state::OTHERS,
     ],
     views: &[
-        "views/cuda_api_calls.cfg",
-        "basics/correlation_id.cfg",
-        "analysis/cuda_api_profile.cfg",
+        View::new(
+            "views/cuda_api_calls.cfg",
+            "Which CUDA runtime and driver calls does each CPU thread make, and when?",
+        ),
+        View::new(
+            "basics/correlation_id.cfg",
+            "Which call launched each GPU operation (the correlation id they share)?",
+        ),
+        View::new(
+            "analysis/cuda_api_profile.cfg",
+            "How much time does each CPU thread spend in each CUDA call?",
+        ),
     ],
     names_ranges: None,
     pass: Some(Pass {

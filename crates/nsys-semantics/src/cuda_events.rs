@@ -30,6 +30,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey};
 use crate::handoff::TAG_EVENT_WAIT;
 use crate::types::point;
+use crate::view::View;
 
 pub const CUDA_EVENT_OP: u32 = 9301;
 pub const CUDA_EVENT_ID: u32 = 9302;
@@ -49,10 +50,20 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_CUDA_EVENT"],
     table_prefixes: &[],
     bytes_per_row: 145,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],
-    views: &[],
+    views: &[
+        View::new(
+            "views/cuda_events.cfg",
+            "Where are CUDA events recorded and waited for, and which record does each wait wait for?",
+        ),
+        View::new(
+            "analysis/cuda_events_count.cfg",
+            "How many CUDA events does each thread and stream record, wait for, or make a stream wait for?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

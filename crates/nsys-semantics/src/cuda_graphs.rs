@@ -28,6 +28,7 @@ use crate::cuda_api::CORRELATION_ID;
 use crate::handoff::{GpuLinks, TAG_LAUNCH};
 use crate::memory::MEMORY;
 use crate::types::{interval, state};
+use crate::view::View;
 
 pub const CUDA_GRAPH: u32 = 63_000_008;
 pub const GRAPH_ID: u32 = 63_000_100;
@@ -51,10 +52,28 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 200,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::RUNNING],
-    views: &[],
+    views: &[
+        View::new(
+            "views/cuda_graphs.cfg",
+            "Which CUDA graph runs on each GPU stream, and when?",
+        ),
+        View::new(
+            "views/cuda_graph_nodes.cfg",
+            "Which graph node does each kernel or copy run as, and which nodes are made when?",
+        ),
+        View::new(
+            "analysis/cuda_graphs_profile.cfg",
+            "How much GPU time does each CUDA graph take, per stream?",
+        ),
+        View::new(
+            "analysis/cuda_graph_launches.cfg",
+            "How many times does each CUDA graph run, per stream?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::GpuOperations,

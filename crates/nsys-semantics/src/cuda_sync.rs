@@ -11,6 +11,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::handoff::{SyncCall, SyncCalls};
 use crate::types::interval;
+use crate::view::View;
 
 /// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
 /// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
@@ -27,10 +28,20 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
     table_prefixes: &[],
     bytes_per_row: 58,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],
-    views: &["views/cuda_synchronization.cfg"],
+    views: &[
+        View::new(
+            "views/cuda_synchronization.cfg",
+            "When do CPU threads wait for the GPU, and on what (event, stream, context)?",
+        ),
+        View::new(
+            "analysis/cuda_sync_profile.cfg",
+            "How long does each CPU thread wait for the GPU, per kind of synchronization?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::CallContext,

@@ -31,6 +31,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
 use crate::gpu_metrics::DeviceMap;
 use crate::types::{level, point};
+use crate::view::View;
 
 pub const MEMORY_ALLOCATED: u32 = 66_500_001;
 pub const ALLOCATION_SIZE: u32 = 66_500_002;
@@ -59,10 +60,24 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 50,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],
-    views: &[],
+    views: &[
+        View::new(
+            "views/gpu_memory_usage.cfg",
+            "How much GPU memory does each process hold over time, per GPU?",
+        ),
+        View::new(
+            "views/gpu_memory_allocations.cfg",
+            "When does each process allocate and free GPU memory, and how much?",
+        ),
+        View::new(
+            "analysis/gpu_memory_peak.cfg",
+            "What is the peak GPU memory of each process on each GPU?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

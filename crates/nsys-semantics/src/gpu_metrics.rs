@@ -46,9 +46,11 @@ use rustc_hash::FxHashMap;
 
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
+use crate::kernels::KERNELS;
 use crate::metric_values::{is_clock, normalize, scale_of, split_unit, MetricType, Tally};
 use crate::soc_metrics;
 use crate::types::level;
+use crate::view::{metric_name, TypeFamily, View};
 
 pub const METRICS_FIRST: u32 = 9400;
 /// 9400–9449: the built-in names; 9450–9499: other names, by hash.
@@ -66,10 +68,40 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["GPU_METRICS", "GENERIC_EVENTS", "SOC_METRICS"],
     table_prefixes: &[],
     bytes_per_row: 50,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],
-    views: &["views/gpu_metrics/"],
+    views: &[
+        View::per_type(
+            "templates/gpu_metric.cfg",
+            "How does the GPU metric {name} change over time, per GPU?",
+            TypeFamily {
+                dir: "views/gpu_metrics",
+                name_of: gpu_metric_name,
+                numbered: true,
+            },
+        ),
+        View::per_type(
+            "templates/gpu_metric_per_kernel.cfg",
+            "What is the average GPU metric {name} while each kernel runs, per stream?",
+            TypeFamily {
+                dir: "analysis/gpu_metrics_per_kernel",
+                name_of: gpu_metric_name,
+                numbered: true,
+            },
+        )
+        .needs(&[KERNELS]),
+        View::per_type(
+            "templates/soc_metric.cfg",
+            "How does the SoC metric {name} change over time?",
+            TypeFamily {
+                dir: "views/soc_metrics",
+                name_of: soc_metrics::metric_name,
+                numbered: true,
+            },
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::DeviceRows,
@@ -77,6 +109,13 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         also_for: &[],
     }),
 };
+
+/// The metric of a GPU metric type, from its label.
+fn gpu_metric_name(ty: u32, label: &str) -> Option<String> {
+    (METRICS_FIRST..HASHED_FIRST + HASHED_SLOTS)
+        .contains(&ty)
+        .then(|| metric_name(label, "GPU metric "))?
+}
 
 fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
     translate(ctx)?;

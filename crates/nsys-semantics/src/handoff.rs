@@ -9,6 +9,7 @@ use nsys_reader::cuda::GpuPlace;
 use nsys_reader::ids::pid_of;
 use paraver_writer::{EventPair, LocalThread};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 /// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
 /// functions), and to memory operations.
@@ -160,7 +161,7 @@ impl NcclRanges {
 }
 
 /// How a communicator is recognised by every rank that uses it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum CommKey {
     World,
     Uid(i64),
@@ -168,7 +169,7 @@ pub enum CommKey {
 }
 
 /// One side of a point-to-point message, in this report's clock.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct P2pEndpoint {
     pub pid: u32,
     pub thread: LocalThread,
@@ -188,7 +189,7 @@ pub struct P2pEndpoint {
 }
 
 /// Times every rank shares, in this report's clock, for `--sync`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct SyncPoints {
     pub mpi_init_end: Option<i64>,
     pub first_barrier_end: Option<i64>,

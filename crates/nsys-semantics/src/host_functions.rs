@@ -27,6 +27,7 @@ use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
 use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK, TAG_LAUNCH};
 use crate::types::{interval, state};
+use crate::view::View;
 
 pub const HOST_FUNCTION: u32 = 63_000_110;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
@@ -44,10 +45,14 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 150,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::SYNCHRONIZATION],
-    views: &["views/host_functions.cfg"],
+    views: &[View::new(
+        "views/host_functions.cfg",
+        "When do GPU streams wait for host functions, and when do their callbacks run?",
+    )],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::GpuOperations,

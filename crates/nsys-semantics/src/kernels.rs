@@ -9,12 +9,14 @@ use rustc_hash::FxHashMap;
 
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext};
+use crate::cuda_api::API;
 use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPHS, GRAPH_NODE_ID};
 use crate::handoff::{GpuLinks, TAG_LAUNCH};
 use crate::nccl::{self, NCCL};
 use crate::options::KernelNames;
 use crate::types::{interval, state};
+use crate::view::View;
 
 pub const CUDA_KERNEL: u32 = 63_000_006;
 pub const NCCL_KERNEL: u32 = 63_000_007;
@@ -35,32 +37,108 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_KERNEL"],
     table_prefixes: &[],
     bytes_per_row: 300,
+    background_bytes_per_row: 0,
     launched: true,
     event_types,
     states: &[state::RUNNING],
     views: &[
-        "views/kernels.cfg",
-        "views/cuda_activities.cfg",
-        "basics/kernel_grid_x.cfg",
-        "basics/kernel_grid_y.cfg",
-        "basics/kernel_grid_z.cfg",
-        "basics/kernel_block_x.cfg",
-        "basics/kernel_block_y.cfg",
-        "basics/kernel_block_z.cfg",
-        "basics/kernel_static_shared_memory.cfg",
-        "basics/kernel_dynamic_shared_memory.cfg",
-        "basics/kernel_local_memory.cfg",
-        "basics/kernel_registers.cfg",
-        "analysis/kernels_profile.cfg",
-        "analysis/kernel_durations.cfg",
-        "analysis/kernels_in_flight.cfg",
-        "analysis/concurrent_kernels.cfg",
-        "analysis/gpu_active.cfg",
-        "analysis/gpu_useful.cfg",
-        "efficiency/load_balance.cfg",
-        "efficiency/parallel_efficiency.cfg",
-        "efficiency/orchestration_efficiency.cfg",
-        "efficiency/communication_efficiency.cfg",
+        View::new("views/kernels.cfg", "Which kernel runs on each GPU stream, and when?"),
+        View::new(
+            "views/cuda_activities.cfg",
+            "What do the CPU threads and GPU streams do, and which call launched each kernel or copy?",
+        ),
+        View::new("basics/kernel_grid_x.cfg", "What grid size X does each kernel launch use?"),
+        View::new("basics/kernel_grid_y.cfg", "What grid size Y does each kernel launch use?"),
+        View::new("basics/kernel_grid_z.cfg", "What grid size Z does each kernel launch use?"),
+        View::new("basics/kernel_block_x.cfg", "What block size X does each kernel launch use?"),
+        View::new("basics/kernel_block_y.cfg", "What block size Y does each kernel launch use?"),
+        View::new("basics/kernel_block_z.cfg", "What block size Z does each kernel launch use?"),
+        View::new(
+            "basics/kernel_static_shared_memory.cfg",
+            "How much static shared memory does each kernel launch use?",
+        ),
+        View::new(
+            "basics/kernel_dynamic_shared_memory.cfg",
+            "How much dynamic shared memory does each kernel launch use?",
+        ),
+        View::new(
+            "basics/kernel_local_memory.cfg",
+            "How much local memory does each kernel launch use?",
+        ),
+        View::new(
+            "basics/kernel_registers.cfg",
+            "How many registers per thread does each kernel launch use?",
+        ),
+        View::new(
+            "analysis/kernels_profile.cfg",
+            "How much GPU time does each kernel take, per stream?",
+        ),
+        View::new(
+            "analysis/kernel_durations.cfg",
+            "How long does one call of each kernel last on average, per stream?",
+        ),
+        View::new(
+            "analysis/kernel_duration_histogram.cfg",
+            "How are the durations of each kernel spread (calls per duration decade, per stream)?",
+        ),
+        View::new(
+            "analysis/kernel_launch_grid.cfg",
+            "How many blocks does the grid of each kernel have (X x Y x Z), per stream?",
+        ),
+        View::new(
+            "analysis/kernel_launch_block.cfg",
+            "How many threads does a block of each kernel have (X x Y x Z), per stream?",
+        ),
+        View::new(
+            "analysis/kernel_launch_registers.cfg",
+            "How many registers per thread does each kernel use, per stream?",
+        ),
+        View::new(
+            "analysis/kernel_launch_shared_memory.cfg",
+            "How much shared memory (static + dynamic) does a block of each kernel use, per stream?",
+        ),
+        View::new(
+            "analysis/kernels_in_flight.cfg",
+            "How many launched kernels wait to start, per CPU thread?",
+        )
+        .needs(&[API]),
+        View::new(
+            "analysis/comm_compute_overlap.cfg",
+            "How much NCCL kernel time overlaps how many compute kernels, per task?",
+        )
+        .needs(&[NCCL]),
+        View::new(
+            "analysis/concurrent_kernels.cfg",
+            "How many compute kernels run at once in each task?",
+        ),
+        View::new(
+            "analysis/gpu_active.cfg",
+            "How long is the GPU of each task busy with kernels or copies?",
+        ),
+        View::new(
+            "analysis/gpu_useful.cfg",
+            "How long does the GPU of each task run compute kernels?",
+        ),
+        View::new(
+            "analysis/gpu_idle_gaps.cfg",
+            "How long are the idle gaps between the operations of each GPU stream?",
+        ),
+        View::new(
+            "efficiency/load_balance.cfg",
+            "How evenly is GPU compute time spread over the tasks (load balance)?",
+        ),
+        View::new(
+            "efficiency/parallel_efficiency.cfg",
+            "What share of the run does the GPU of each task compute (parallel efficiency)?",
+        ),
+        View::new(
+            "efficiency/orchestration_efficiency.cfg",
+            "What share of the run is the GPU of each task busy (orchestration efficiency)?",
+        ),
+        View::new(
+            "efficiency/communication_efficiency.cfg",
+            "How does the GPU time of each task split into idle, communication and useful (communication efficiency)?",
+        ),
     ],
     names_ranges: None,
     pass: Some(Pass {

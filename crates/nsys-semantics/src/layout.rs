@@ -138,12 +138,13 @@ fn canonical_order(reports: &[ReportTranslation]) -> Vec<usize> {
     order
 }
 
-/// Largest CPU count any report of the host declares (1 when none does).
+/// CPUs of a host: the most any of its reports declares or ran threads on (1
+/// when none says).
 fn cpus_of(reports: &[ReportTranslation], host: &str) -> u32 {
     reports
         .iter()
         .filter(|r| host_of(r) == host)
-        .filter_map(|r| r.meta.cpu_cores)
+        .map(|r| r.meta.cpu_cores.unwrap_or(1).max(r.cpus_seen))
         .max()
         .unwrap_or(1)
         .max(1)

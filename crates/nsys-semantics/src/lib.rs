@@ -32,17 +32,21 @@ mod osrt;
 pub mod ranks;
 pub mod registry;
 mod report;
+mod sampling;
+pub mod saved;
 mod sched;
 mod soc_metrics;
 pub mod survey;
 mod types;
+pub mod view;
 
 pub use category::CategoryInfo;
 pub use context::{ThreadKey, ThreadKind};
 pub use layout::{plan_layout, TracePlan};
 pub use options::{Category, KernelNames, Options};
-pub use registry::{Registry, UnknownCategory};
+pub use registry::{DeclaredView, Registry, UnknownCategory};
 pub use report::{translate_report, translate_with, ReportTranslation};
+pub use view::{TypeFamily, View};
 
 /// Event type numbers other crates need (the report reads traces by them).
 pub mod event_types {

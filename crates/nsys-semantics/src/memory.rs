@@ -12,6 +12,7 @@ use crate::context::ReportContext;
 use crate::cuda_api::CORRELATION_ID;
 use crate::handoff::{GpuLinks, TAG_MEMORY};
 use crate::types::{interval, state};
+use crate::view::View;
 
 pub const CUDA_MEMORY_OP: u32 = 63_000_001;
 pub const CUDA_MEMORY_SIZE: u32 = 63_000_002;
@@ -26,13 +27,23 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
     table_prefixes: &[],
     bytes_per_row: 170,
+    background_bytes_per_row: 0,
     launched: true,
     event_types,
     states: &[state::MEMORY_TRANSFER],
     views: &[
-        "views/memory_operations.cfg",
-        "basics/memcpy_size.cfg",
-        "analysis/memcpy_bandwidth.cfg",
+        View::new(
+            "views/memory_operations.cfg",
+            "Which copies and memsets run on each GPU stream, and when?",
+        ),
+        View::new(
+            "basics/memcpy_size.cfg",
+            "How many bytes does each copy or memset move?",
+        ),
+        View::new(
+            "analysis/memcpy_bandwidth.cfg",
+            "What bandwidth does each kind of copy reach, per stream?",
+        ),
     ],
     names_ranges: None,
     pass: Some(Pass {

@@ -17,6 +17,7 @@ use crate::context::ReportContext;
 use crate::handoff::{CommKey, P2pEndpoint};
 use crate::mpi_values::{self, MpiClass};
 use crate::types::interval;
+use crate::view::View;
 
 pub const MPI: Category = Category::named("mpi");
 
@@ -34,13 +35,23 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 130,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: mpi_values::STATES,
     views: &[
-        "views/mpi_calls.cfg",
-        "views/mpi_messages.cfg",
-        "analysis/mpi_profile.cfg",
+        View::new(
+            "views/mpi_calls.cfg",
+            "Which MPI calls does each thread make, and which messages do they exchange?",
+        ),
+        View::new(
+            "views/mpi_messages.cfg",
+            "How many bytes of MPI messages does each sender have in transit?",
+        ),
+        View::new(
+            "analysis/mpi_profile.cfg",
+            "How much time does each thread spend in each MPI call?",
+        ),
     ],
     names_ranges: None,
     pass: Some(Pass {

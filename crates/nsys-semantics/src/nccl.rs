@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 use crate::category::{Category, CategoryInfo};
 use crate::context::ReportContext;
 use crate::types::interval;
+use crate::view::View;
 
 /// Ranges of the NVTX `NCCL` domain.
 pub const NCCL_REGIONS: u32 = 9500;
@@ -44,18 +45,39 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["NVTX_EVENTS"],
     table_prefixes: &[],
     bytes_per_row: 150,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],
     views: &[
-        "views/nccl_regions.cfg",
-        "views/nccl_collective.cfg",
-        "views/nccl_message_size.cfg",
-        "views/nccl_reduction_op.cfg",
-        "views/nccl_kernels.cfg",
-        "analysis/nccl_calls.cfg",
-        "analysis/nccl_kernels_profile.cfg",
-        "analysis/comm_compute_overlap.cfg",
+        View::new(
+            "views/nccl_regions.cfg",
+            "Which NCCL calls (NVTX NCCL domain) does each thread make, and when?",
+        ),
+        View::new(
+            "views/nccl_collective.cfg",
+            "Which collective does each NCCL kernel run?",
+        ),
+        View::new(
+            "views/nccl_message_size.cfg",
+            "How many bytes does each NCCL call move?",
+        ),
+        View::new(
+            "views/nccl_reduction_op.cfg",
+            "Which reduction does each NCCL call apply?",
+        ),
+        View::new(
+            "views/nccl_kernels.cfg",
+            "Which NCCL kernel runs on each GPU stream, and when?",
+        ),
+        View::new(
+            "analysis/nccl_calls.cfg",
+            "How much time does each thread spend in each NCCL call?",
+        ),
+        View::new(
+            "analysis/nccl_kernels_profile.cfg",
+            "How much GPU time does each NCCL kernel take, per stream?",
+        ),
     ],
     names_ranges: Some(|ty| ty == NCCL_REGIONS),
     pass: None,

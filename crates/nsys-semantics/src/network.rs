@@ -39,6 +39,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
 use crate::types::{level, point, HashedTypes};
+use crate::view::{metric_name, TypeFamily, View};
 
 pub const NIC_COUNTERS_FIRST: u32 = 66_700_000;
 pub const IB_CONGESTION_EVENT: u32 = 66_701_001;
@@ -60,6 +61,20 @@ const FIELD_LABELS: [&str; 8] = [
 
 pub const NETWORK: Category = Category::named("network");
 
+/// The counter of a NIC counter type, from its label (`NIC Bytes sent [bytes]`).
+fn nic_counter_name(ty: u32, label: &str) -> Option<String> {
+    (NIC_COUNTERS_FIRST + 1..=NIC_COUNTERS_FIRST + SLOTS)
+        .contains(&ty)
+        .then(|| metric_name(label, "NIC "))?
+}
+
+/// The counter of an IB switch counter type, from its label.
+fn ib_switch_counter_name(ty: u32, label: &str) -> Option<String> {
+    (IB_SWITCH_COUNTERS_FIRST + 1..=IB_SWITCH_COUNTERS_FIRST + SLOTS)
+        .contains(&ty)
+        .then(|| metric_name(label, "IB switch "))?
+}
+
 pub static CATEGORY: CategoryInfo = CategoryInfo {
     category: NETWORK,
     aliases: &["nic-metrics", "nic", "ib-switch"],
@@ -72,10 +87,34 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 50,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[],
-    views: &["views/ib_congestion.cfg"],
+    views: &[
+        View::new(
+            "views/ib_congestion.cfg",
+            "When do the InfiniBand switches report congestion, and of which kind?",
+        ),
+        View::per_type(
+            "templates/nic_counter.cfg",
+            "How does the NIC counter {name} change over time?",
+            TypeFamily {
+                dir: "views/nic_counters",
+                name_of: nic_counter_name,
+                numbered: true,
+            },
+        ),
+        View::per_type(
+            "templates/ib_switch_counter.cfg",
+            "How does the InfiniBand switch counter {name} change over time?",
+            TypeFamily {
+                dir: "views/ib_switch_counters",
+                name_of: ib_switch_counter_name,
+                numbered: true,
+            },
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::DeviceRows,

@@ -24,6 +24,7 @@ use crate::handoff::{NcclRange, NcclRanges};
 use crate::mpi::MPI;
 use crate::nccl::{self, NCCL, NCCL_REGIONS};
 use crate::types::{interval, point, state};
+use crate::view::{between, TypeFamily, View};
 
 pub const DEFAULT_DOMAIN: u32 = 9600;
 const DOMAIN_STRIDE: u32 = 100;
@@ -53,14 +54,68 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["NVTX_EVENTS"],
     table_prefixes: &[],
     bytes_per_row: 72,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: COMMUNICATION_STATES,
     views: &[
-        "views/nvtx_ranges.cfg",
-        "views/nvtx_start_end.cfg",
-        "views/nvtx_marks.cfg",
-        "analysis/nvtx_profile.cfg",
+        View::new(
+            "views/nvtx_ranges.cfg",
+            "Which NVTX ranges of the default domain is each thread in (nested)?",
+        ),
+        View::new(
+            "views/nvtx_start_end.cfg",
+            "Which NVTX start/end ranges are open on each thread?",
+        ),
+        View::new("views/nvtx_marks.cfg", "Where and when are the NVTX marks?"),
+        View::new(
+            "views/nvtx_payloads.cfg",
+            "Which integer payload does each NVTX range of the default domain carry?",
+        ),
+        View::new(
+            "views/nvtx_payloads_float.cfg",
+            "Which floating-point payload does each NVTX range of the default domain carry?",
+        ),
+        View::new(
+            "analysis/nvtx_profile.cfg",
+            "How much time does each thread spend in each NVTX range of the default domain?",
+        ),
+        View::per_type(
+            "templates/nvtx_domain_ranges.cfg",
+            "Which ranges of the NVTX domain {name} is each thread in (nested)?",
+            TypeFamily {
+                dir: "views/nvtx_domains",
+                name_of: domain_of_ranges,
+                numbered: false,
+            },
+        ),
+        View::per_type(
+            "templates/nvtx_domain_profile.cfg",
+            "How much time does each thread spend in each range of the NVTX domain {name}?",
+            TypeFamily {
+                dir: "analysis/nvtx_domains",
+                name_of: domain_of_ranges,
+                numbered: false,
+            },
+        ),
+        View::per_type(
+            "templates/nvtx_domain_payloads.cfg",
+            "Which integer payload does each range of the NVTX domain {name} carry?",
+            TypeFamily {
+                dir: "views/nvtx_domain_payloads",
+                name_of: domain_of_payloads,
+                numbered: false,
+            },
+        ),
+        View::per_type(
+            "templates/nvtx_domain_payloads_float.cfg",
+            "Which floating-point payload does each range of the NVTX domain {name} carry?",
+            TypeFamily {
+                dir: "views/nvtx_domain_payloads_float",
+                name_of: domain_of_float_payloads,
+                numbered: false,
+            },
+        ),
     ],
     names_ranges: Some(is_range_type),
     pass: Some(Pass {
@@ -69,6 +124,26 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         also_for: &[NCCL, MPI],
     }),
 };
+
+/// The domain of a named domain's push/pop range type, from its label.
+fn domain_of_ranges(ty: u32, label: &str) -> Option<String> {
+    domain_of(ty, 0, label, "NVTX push/pop ranges (domain ", ")")
+}
+
+fn domain_of_payloads(ty: u32, label: &str) -> Option<String> {
+    domain_of(ty, PAYLOAD_INT, label, "NVTX payload (domain ", ")")
+}
+
+fn domain_of_float_payloads(ty: u32, label: &str) -> Option<String> {
+    let prefix = "NVTX payload x1000 (floating point, domain ";
+    domain_of(ty, PAYLOAD_FLOAT, label, prefix, ")")
+}
+
+/// The domain named in `label` when `ty` is type `offset` of a named domain's block.
+fn domain_of(ty: u32, offset: u32, label: &str, prefix: &str, suffix: &str) -> Option<String> {
+    let named = DEFAULT_DOMAIN + DOMAIN_STRIDE..DOMAIN_TYPES_END;
+    (named.contains(&ty) && ty % DOMAIN_STRIDE == offset).then(|| between(label, prefix, suffix))?
+}
 
 /// Whether `ty` holds NVTX ranges: push/pop ranges of any domain, start/end lanes.
 pub fn is_range_type(ty: u32) -> bool {

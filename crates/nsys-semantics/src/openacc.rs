@@ -28,6 +28,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext};
 use crate::types::{interval, state};
+use crate::view::View;
 
 const BASE: u32 = 66_000_000;
 /// nsys2prv's attributes, in the 100000s digit.
@@ -74,6 +75,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     ],
     table_prefixes: &[],
     bytes_per_row: 150,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[
@@ -82,7 +84,10 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         state::CONFIGURING,
         state::OTHERS,
     ],
-    views: &["views/openacc.cfg"],
+    views: &[View::new(
+        "views/openacc.cfg",
+        "Which OpenACC constructs does each thread run, and when?",
+    )],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

@@ -51,6 +51,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::{interval, state};
+use crate::view::View;
 
 pub const OMP_PARALLEL: u32 = 60_002;
 pub const OMP_WORKSHARING: u32 = 60_003;
@@ -141,10 +142,14 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &[],
     table_prefixes: &["OPENMP_EVENT_KIND_"],
     bytes_per_row: 82,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::RUNNING, state::SYNCHRONIZATION, state::FORK_JOIN],
-    views: &["views/openmp.cfg"],
+    views: &[View::new(
+        "views/openmp.cfg",
+        "Which OpenMP regions, work-sharing, synchronization and tasks is each thread in?",
+    )],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

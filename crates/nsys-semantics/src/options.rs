@@ -48,7 +48,15 @@ pub struct Options {
     /// Keep the threads Nsight Systems adds to the traced processes (hidden by
     /// default: see [`is_nsys_thread`]).
     pub keep_nsys_threads: bool,
+    /// Callers of a sampled function written with each CPU sample (levels
+    /// 1..=depth; 0: the sampled function only).
+    pub sampling_depth: u32,
 }
+
+/// Callers written with each CPU sample unless told otherwise (Extrae's default).
+pub const DEFAULT_SAMPLING_DEPTH: u32 = 5;
+/// Deepest caller level: 30000000 + 99 stays below Extrae's sampled lines (30000100).
+pub const MAX_SAMPLING_DEPTH: u32 = 99;
 
 /// Threads of the traced process that belong to Nsight Systems itself: its
 /// injection and communication threads and CUPTI's worker.

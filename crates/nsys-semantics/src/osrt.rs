@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::{interval, state};
+use crate::view::View;
 
 /// OS runtime call, valued by function name (BSC nsys2prv 0.6).
 pub const OSRT_CALL: u32 = 66_400_000;
@@ -51,10 +52,20 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["OSRT_API"],
     table_prefixes: &[],
     bytes_per_row: 126,
+    background_bytes_per_row: 0,
     launched: false,
     event_types,
     states: &[state::SYNCHRONIZATION, BLOCKED, IO, state::OTHERS],
-    views: &["views/os_runtime.cfg", "views/pthreads.cfg"],
+    views: &[
+        View::new(
+            "views/os_runtime.cfg",
+            "Which OS runtime calls (I/O, sleeps, locks, ...) does each thread make, and when?",
+        ),
+        View::new(
+            "views/pthreads.cfg",
+            "Which pthread calls does each thread make, and when?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,

@@ -9,10 +9,12 @@
 use std::collections::BTreeSet;
 
 use crate::category::{normalize, Category, CategoryInfo, Pass};
+use crate::kernels::KERNELS;
 use crate::options::{KernelNames, Options};
+use crate::view::View;
 use crate::{
     cuda_api, cuda_events, cuda_graphs, cuda_sync, gpu_memory, gpu_metrics, host_functions,
-    kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sched,
+    kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sampling, sched,
 };
 
 #[cfg(doc)]
@@ -36,15 +38,54 @@ pub static STANDARD: &[&CategoryInfo] = &[
     &osrt::CATEGORY,
     &openmp::CATEGORY,
     &openacc::CATEGORY,
+    // Before sched, which keeps the scheduling of processes other categories traced.
+    &sampling::CATEGORY,
     &sched::CATEGORY,
 ];
 
-/// Views that show every trace (states), not one category's events.
-pub const GENERAL_VIEWS: &[&str] = &[
-    "views/states.cfg",
-    "analysis/states_profile.cfg",
-    "analysis/gpu_idle_gaps.cfg",
+/// Views of no one category: the thread states every trace has, and the starter
+/// set of `views/start-here/` (each view says what it needs).
+pub const GENERAL_VIEWS: &[View] = &[
+    View::new(
+        "views/start-here/where_gpu_time_goes.cfg",
+        "Where does the GPU time go: which share of each GPU stream's time does each kernel take?",
+    )
+    .needs(&[KERNELS]),
+    View::new(
+        "views/start-here/where_ranks_wait.cfg",
+        "Where do the ranks wait: which share of each thread's time goes to each state (running, MPI, CUDA synchronization, I/O, ...)?",
+    ),
+    View::new(
+        "views/start-here/compute_communication_overlap.cfg",
+        "How well do compute and communication overlap: per task, the time with compute kernels only, communication (copies, NCCL, MPI) only, both, or neither?",
+    )
+    .needs(&[KERNELS]),
+    View::new(
+        "views/states.cfg",
+        "What is each thread doing: running, in a CUDA or MPI call, waiting, idle?",
+    ),
+    View::new(
+        "analysis/states_profile.cfg",
+        "How much time does each thread spend in each state?",
+    ),
 ];
+
+/// A view as the registry lists it: with the category that declares it (`None`
+/// for the general views).
+#[derive(Clone, Copy, Debug)]
+pub struct DeclaredView {
+    pub category: Option<Category>,
+    pub view: &'static View,
+}
+
+impl DeclaredView {
+    /// Every category the view needs: its own and those it names.
+    pub fn needs(&self) -> impl Iterator<Item = Category> + '_ {
+        self.category
+            .into_iter()
+            .chain(self.view.needs.iter().copied())
+    }
+}
 
 /// The word that selects every category.
 const ALL: &str = "all";
@@ -111,6 +152,7 @@ impl Registry {
             spill: None,
             decode_ahead: false,
             keep_nsys_threads: false,
+            sampling_depth: crate::options::DEFAULT_SAMPLING_DEPTH,
         }
     }
 
@@ -187,20 +229,21 @@ impl Registry {
         items.join(", ")
     }
 
-    /// The passes the selected categories need, in the order they run.
-    pub(crate) fn passes(&self, options: &Options) -> Vec<&'static Pass> {
-        let mut passes: Vec<(usize, &'static Pass)> = self
+    /// The passes the selected categories need, in the order they run, each
+    /// with the category that declares it.
+    pub(crate) fn passes(&self, options: &Options) -> Vec<(Category, &'static Pass)> {
+        let mut passes: Vec<(usize, Category, &'static Pass)> = self
             .iter()
             .enumerate()
             .filter_map(|(i, c)| {
                 let pass = c.pass.as_ref()?;
                 let wanted = options.wants(c.category)
                     || pass.also_for.iter().any(|&other| options.wants(other));
-                wanted.then_some((i, pass))
+                wanted.then_some((i, c.category, pass))
             })
             .collect();
-        passes.sort_by_key(|&(i, pass)| (pass.stage, i));
-        passes.into_iter().map(|(_, pass)| pass).collect()
+        passes.sort_by_key(|&(i, _, pass)| (pass.stage, i));
+        passes.into_iter().map(|(_, c, pass)| (c, pass)).collect()
     }
 
     /// Whether `ty` holds ranges a `--nvtx-range` cut can name.
@@ -208,12 +251,19 @@ impl Registry {
         self.iter().any(|c| c.names_ranges.is_some_and(|f| f(ty)))
     }
 
-    /// Every view the categories declare, and the general ones: paths under
-    /// `cfgs/`; a path ending in `/` stands for the views in that directory.
-    pub fn views(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.iter()
-            .flat_map(|c| c.views.iter().copied())
-            .chain(GENERAL_VIEWS.iter().copied())
+    /// Every view the categories declare, then the general ones.
+    pub fn views(&self) -> impl Iterator<Item = DeclaredView> + '_ {
+        let declared = self.iter().flat_map(|c| {
+            c.views.iter().map(move |view| DeclaredView {
+                category: Some(c.category),
+                view,
+            })
+        });
+        let general = GENERAL_VIEWS.iter().map(|view| DeclaredView {
+            category: None,
+            view,
+        });
+        declared.chain(general)
     }
 }
 
@@ -248,6 +298,7 @@ mod tests {
         tables: &[DUMMY_TABLE],
         table_prefixes: &[],
         bytes_per_row: 1,
+        background_bytes_per_row: 0,
         launched: false,
         event_types: || vec![point(DUMMY_EVENT, "Dummy event", ValueLabels::Numeric)],
         states: &[],
@@ -339,7 +390,7 @@ mod tests {
         let dummy_pass = DUMMY_CATEGORY.pass.as_ref().unwrap();
         let passes = registry.passes(&options);
         assert_eq!(passes.len(), 1);
-        assert!(!std::ptr::eq(passes[0], dummy_pass));
+        assert!(!std::ptr::eq(passes[0].1, dummy_pass));
     }
 
     #[test]
@@ -408,7 +459,7 @@ mod tests {
             Registry::standard().help(),
             "cuda-api, kernels, memory, sync (cuda: these four), graphs, host-functions, \
              cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, \
-             openacc, sched, or all."
+             openacc, sampling, sched, or all."
         );
     }
 
@@ -431,7 +482,7 @@ mod tests {
         let order: Vec<usize> = registry
             .passes(&registry.options())
             .into_iter()
-            .map(|p| {
+            .map(|(_, p)| {
                 STANDARD
                     .iter()
                     .position(|c| c.pass.as_ref().is_some_and(|q| std::ptr::eq(q, p)))
@@ -455,6 +506,7 @@ mod tests {
                 "osrt",
                 "openmp",
                 "openacc",
+                "sampling",
                 "sched",
                 "gpu-metrics",
                 "network",

@@ -8,7 +8,7 @@ use paraver_writer::{EventTypeInfo, Run};
 
 use crate::context::{ReportContext, ThreadKey};
 use crate::handoff::{P2pEndpoint, SyncPoints};
-use crate::options::Options;
+use crate::options::{Category, Options};
 use crate::ranks;
 use crate::registry::Registry;
 use crate::types::state;
@@ -30,12 +30,16 @@ pub struct ReportTranslation {
     pub warnings: Vec<String>,
     /// Labels of event types numbered from the data (NVTX domains).
     pub extra_types: Vec<EventTypeInfo>,
+    /// The category whose pass numbered each of them.
+    pub extra_type_categories: Vec<(u32, Category)>,
     /// pid → MPI world rank, where known.
     pub ranks: HashMap<u32, u32>,
     /// Point-to-point message endpoints, paired across reports later.
     pub p2p: Vec<P2pEndpoint>,
     /// Times every rank shares (end of MPI_Init, barriers, first NCCL kernel).
     pub sync_points: SyncPoints,
+    /// One more than the highest logical CPU its threads ran on (0: none seen).
+    pub cpus_seen: u32,
 }
 
 /// Translates the export at `path` with the standard categories; `name` is the
@@ -60,10 +64,16 @@ pub fn translate_with(
     let mut export = Export::open(path)?;
     export.set_decode_ahead(options.decode_ahead);
     let mut ctx = ReportContext::new(&export, options);
-    for pass in registry.passes(options) {
+    let mut extra_type_categories = Vec::new();
+    for (category, pass) in registry.passes(options) {
+        let known = ctx.extra_types.len();
         (pass.run)(&mut ctx)?;
+        let made = &ctx.extra_types[known..];
+        extra_type_categories.extend(made.iter().map(|t| (t.ty, category)));
     }
-    finish(ctx, name)
+    let mut report = finish(ctx, name)?;
+    report.extra_type_categories = extra_type_categories;
+    Ok(report)
 }
 
 fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, TranslateError> {
@@ -80,6 +90,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         sync_points,
         mut p2p,
         row_labels,
+        cpus_seen,
         ..
     } = ctx;
     // CPU threads run user code between calls; GPU streams idle between operations.
@@ -132,9 +143,11 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         counts,
         warnings,
         extra_types,
+        extra_type_categories: Vec::new(),
         ranks,
         p2p,
         sync_points,
+        cpus_seen,
     })
 }
 

@@ -9,11 +9,18 @@
 //! reason are still shown); a run still open at the end lasts until the last
 //! scheduling event of the report.
 //!
-//! SCHED_EVENTS lists every process of the machine, so only processes that already
-//! have events in this report are kept (this category runs last). Rows are not
-//! guaranteed to be in time order, so the kept rows are held in memory and sorted
-//! per thread: memory grows with the report's own scheduling rows (about 48 bytes
-//! each), not with the whole table.
+//! The runs also give each thread its background state: Running while on a CPU,
+//! Idle while switched out between two runs; the call a thread is in (OS runtime,
+//! CUDA, MPI, ...) shows over it.
+//!
+//! SCHED_EVENTS may list other processes than the traced ones (a system-wide
+//! capture, the launcher's side of `mpirun`), so only processes that already have
+//! events in this report are kept (this category runs last). A report with
+//! nothing else keeps every process of a process-tree capture (nsys's default:
+//! the launched program and its children) and the launched processes of a
+//! system-wide one. Rows are not guaranteed to be in time order, so the kept rows
+//! are held in memory and sorted per thread: memory grows with the report's own
+//! scheduling rows (about 48 bytes each), not with the whole table.
 
 use std::collections::BTreeMap;
 
@@ -28,7 +35,8 @@ use rustc_hash::FxHashMap;
 
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
-use crate::types::interval;
+use crate::types::{interval, state};
+use crate::view::View;
 
 /// CPU the thread runs on, plus one (0: not running).
 pub const SCHED_CPU: u32 = 66_600_000;
@@ -50,10 +58,20 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     tables: &["SCHED_EVENTS"],
     table_prefixes: &[],
     bytes_per_row: 30,
+    background_bytes_per_row: 32,
     launched: false,
     event_types,
     states: &[],
-    views: &["views/cpu_scheduling.cfg"],
+    views: &[
+        View::new(
+            "views/cpu_scheduling.cfg",
+            "On which CPU does each thread run, and when is it switched out?",
+        ),
+        View::new(
+            "analysis/cpu_occupancy.cfg",
+            "How long did each thread run on each CPU?",
+        ),
+    ],
     names_ranges: None,
     pass: Some(Pass {
         stage: Stage::Activity,
@@ -144,10 +162,10 @@ fn record_counts(ctx: &mut ReportContext, sched: &SchedRows, tally: &Tally, skip
     ctx.note_skipped(SCHED_EVENTS, skipped);
 }
 
-/// Keeps the rows of processes that have events and sorts them per thread; the
-/// sort is stable, so rows at one time keep their table order.
+/// Keeps the rows of the processes [`KeptProcesses`] keeps and sorts them per
+/// thread; the sort is stable, so rows at one time keep their table order.
 fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
-    let mut profiled: FxHashMap<u32, bool> = FxHashMap::default();
+    let mut kept = KeptProcesses::new(ctx)?;
     let mut sched = SchedRows {
         rows: Vec::new(),
         last_time: i64::MIN,
@@ -156,8 +174,7 @@ fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
     };
     let scan = ctx.export.sched_events(|ev| {
         sched.last_time = sched.last_time.max(ev.start);
-        let pid = pid_of(ev.global_tid);
-        if !*profiled.entry(pid).or_insert_with(|| ctx.has_process(pid)) {
+        if !kept.keeps(ctx, pid_of(ev.global_tid)) {
             sched.other_processes += 1;
         } else if !(0..i64::from(i32::MAX)).contains(&ev.cpu) {
             sched.invalid_cpu += 1;
@@ -168,6 +185,38 @@ fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
     })?;
     sched.rows.sort_by_key(|e| (e.global_tid, e.start));
     Ok((sched, scan.skipped))
+}
+
+/// Which processes' scheduling is kept (see the module documentation).
+enum KeptProcesses {
+    /// Those with events of other categories (decided once per pid).
+    Traced(FxHashMap<u32, bool>),
+    /// Every process of the table.
+    All,
+    /// The processes nsys launched.
+    Launched(std::collections::BTreeSet<u32>),
+}
+
+impl KeptProcesses {
+    fn new(ctx: &ReportContext) -> Result<Self, ReadError> {
+        Ok(if !ctx.thread_keys.is_empty() {
+            KeptProcesses::Traced(FxHashMap::default())
+        } else if ctx.export.meta().system_wide_cpu_data {
+            KeptProcesses::Launched(ctx.export.launched_processes()?)
+        } else {
+            KeptProcesses::All
+        })
+    }
+
+    fn keeps(&mut self, ctx: &ReportContext, pid: u32) -> bool {
+        match self {
+            KeptProcesses::Traced(decided) => {
+                *decided.entry(pid).or_insert_with(|| ctx.has_process(pid))
+            }
+            KeptProcesses::All => true,
+            KeptProcesses::Launched(pids) => pids.contains(&pid),
+        }
+    }
 }
 
 fn translate_thread(
@@ -182,11 +231,13 @@ fn translate_thread(
         return;
     }
     let thread = ctx.cpu_thread(events[0].global_tid);
+    add_background(ctx, thread, &spans);
     for span in spans {
         match span {
             Span::Run { since, until, cpu } => {
                 let pairs = [EventPair::raw(SCHED_CPU, cpu + 1)];
                 ctx.run.interval(thread, since, until, &pairs);
+                ctx.saw_cpu(cpu);
             }
             Span::Off {
                 since,
@@ -200,6 +251,21 @@ fn translate_thread(
                     None => ctx.run.events(thread, since, &pairs[..len]),
                 }
             }
+        }
+    }
+}
+
+/// Running during each run, Idle between two runs (spans in time order).
+fn add_background(ctx: &mut ReportContext, thread: paraver_writer::LocalThread, spans: &[Span]) {
+    let mut previous_end: Option<i64> = None;
+    for span in spans {
+        if let Span::Run { since, until, .. } = *span {
+            if let Some(end) = previous_end {
+                ctx.states.add_background(thread, end, since, state::IDLE);
+            }
+            ctx.states
+                .add_background(thread, since, until, state::RUNNING);
+            previous_end = Some(until);
         }
     }
 }

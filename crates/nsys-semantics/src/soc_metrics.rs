@@ -26,6 +26,13 @@ use crate::types::{level, HashedTypes};
 pub const SOC_METRICS_FIRST: u32 = 66_800_000;
 const SOC_SLOTS: u32 = 997;
 
+/// The metric of a SoC metric type, from its label.
+pub(crate) fn metric_name(ty: u32, label: &str) -> Option<String> {
+    (SOC_METRICS_FIRST + 1..=SOC_METRICS_FIRST + SOC_SLOTS)
+        .contains(&ty)
+        .then(|| crate::view::metric_name(label, "SoC metric "))?
+}
+
 /// The type of each recorded metric name, per report.
 struct SocTypes {
     hashed: HashedTypes,

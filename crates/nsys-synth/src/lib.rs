@@ -14,11 +14,15 @@
 //! With [`SynthSpec::training`], each process runs a data-parallel training loop (NVTX ranges,
 //! NCCL all-reduces with payloads, copies and syncs) instead of randomly interleaved operations.
 //!
+//! [`add_cpu_activity`] adds CPU IP samples with call stacks and context switches, or NVTX
+//! ranges, to a written export (CPU-only reports, with no CUDA rows).
+//!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
 //! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
 
 mod activity;
 mod catalog;
+mod cpu;
 mod ddl;
 mod device;
 mod export;
@@ -46,6 +50,7 @@ mod training_tests;
 
 use std::path::Path;
 
+pub use cpu::{add_cpu_activity, CpuCounts, SynthCpu};
 pub use mpi::{MpiPattern, SynthMpi};
 pub use version::SchemaVersion;
 

@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Parser;
 use nsys_synth::{
-    write_export, MpiPattern, SchemaVersion, SynthCounts, SynthDeviceSide, SynthGraphMode,
-    SynthMpi, SynthProcess, SynthSpec, SynthTraining,
+    add_cpu_activity, write_export, MpiPattern, SchemaVersion, SynthCounts, SynthCpu,
+    SynthDeviceSide, SynthGraphMode, SynthMpi, SynthProcess, SynthSpec, SynthTraining,
 };
 
 /// Writes synthetic Nsight Systems SQLite exports (CUDA API calls, kernels, copies, memsets and
@@ -103,6 +103,13 @@ struct Cli {
     /// NVTX ranges without kernels (view operators) after each operator.
     #[arg(long, default_value_t = 0, requires = "training")]
     cpu_ops: u32,
+    /// CPU IP samples per CPU thread, with call stacks (one in four) and context switches;
+    /// with --rows 0, a CPU-only report.
+    #[arg(long, default_value_t = 0)]
+    cpu_samples: u64,
+    /// NVTX push/pop ranges per CPU thread, nested three deep.
+    #[arg(long, default_value_t = 0)]
+    nvtx_ranges: u64,
 }
 
 /// Session start of rank 0 and launch of the MPI job: 2025-03-01T09:00:00Z.
@@ -332,11 +339,30 @@ fn main() -> Result<()> {
     let jobs = jobs(&cli)?;
     let started = Instant::now();
     let counts = write_all(&jobs)?;
+    let cpu = SynthCpu {
+        samples_per_thread: cli.cpu_samples,
+        nvtx_ranges_per_thread: cli.nvtx_ranges,
+    };
+    let mut cpu_rows = 0;
+    if cpu != SynthCpu::default() {
+        for (path, spec) in &jobs {
+            let added = add_cpu_activity(path, spec, &cpu)?;
+            println!(
+                "{}: cpu_samples={} sampling_callchains={} sched_events={} nvtx_ranges={}",
+                path.display(),
+                added.samples,
+                added.frames,
+                added.sched_events,
+                added.nvtx_ranges
+            );
+            cpu_rows += added.total();
+        }
+    }
     let seconds = started.elapsed().as_secs_f64();
     for ((path, _), c) in jobs.iter().zip(&counts) {
         print_counts(path, c);
     }
-    let rows: u64 = counts.iter().map(SynthCounts::total).sum();
+    let rows: u64 = counts.iter().map(SynthCounts::total).sum::<u64>() + cpu_rows;
     println!(
         "{} file(s), {rows} rows in {seconds:.2} s ({:.0} rows/s)",
         jobs.len(),

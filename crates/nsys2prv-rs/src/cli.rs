@@ -46,6 +46,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
     pub kernel_names: KernelNameArg,
 
+    /// Callers written with each CPU sample: the sampled function and its callers
+    /// at levels 1..N (types 30000000 + level, as Extrae; 0: the function only)
+    #[arg(long, value_name = "N", default_value_t = nsys_semantics::options::DEFAULT_SAMPLING_DEPTH,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(nsys_semantics::options::MAX_SAMPLING_DEPTH)))]
+    pub sampling_depth: u32,
+
     /// How to align the reports' clocks: session start times only, or also make an
     /// event every rank shares coincide
     #[arg(long, value_enum, default_value_t = SyncArg::Session)]
@@ -54,6 +60,11 @@ pub struct Args {
     /// Where to put the bundled Paraver views (default: NAME.cfgs/ next to the trace)
     #[arg(long, value_name = "DIR")]
     pub cfgs_dir: Option<PathBuf>,
+
+    /// Write every bundled view, also those the trace has no data for (by
+    /// default only the views it can fill); NAME.cfgs/INDEX.md lists them
+    #[arg(long)]
+    pub all_views: bool,
 
     /// Memory for records before they spill to temporary files (e.g. 512M, 4G);
     /// the tool's peak stays near this whatever the input size
@@ -110,9 +121,32 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Reports translated at once (default: all cores)
+    /// Reports translated at once (default: all cores; under `--shard slurm`,
+    /// the task's CPUs)
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+
+    /// Leave out reports that cannot be read (corrupt, truncated, failed export)
+    /// instead of stopping: the rest is converted, the skipped reports are listed
+    /// at the end and in NAME.skipped.txt, and the exit status is 3
+    #[arg(long)]
+    pub skip_bad: bool,
+
+    /// Sharded conversion (see SHARDED CONVERSION): translate shard I of N into
+    /// NAME.parts/ (I/N, planning first if no plan is there), or, with `slurm`,
+    /// do everything inside a Slurm job step (`srun nsys2prv-rs --shard slurm
+    /// ...`): task 0 plans, every task translates its shard, task 0 merges
+    #[arg(long, value_name = "I/N|slurm", value_parser = parse_shard, conflicts_with_all = ["dry_run", "plan_shards"])]
+    pub shard: Option<ShardSpec>,
+
+    /// Only plan a sharded conversion into N shards: check the inputs and write
+    /// NAME.parts/plan (the shards plan by themselves when it is missing)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "dry_run")]
+    pub plan_shards: Option<u32>,
+
+    /// Keep NAME.parts/ after the merge of a sharded conversion (removed by default)
+    #[arg(long)]
+    pub keep_parts: bool,
 
     /// Accepted for compatibility with BSC nsys2prv: several inputs are always merged
     #[arg(short = 'm', long = "multi-report")]
@@ -137,6 +171,12 @@ pub enum Command {
     /// with what the CPU was doing, and per-rank iteration times with the
     /// stragglers. Printed; written as an HTML page, JSON or CSV only where asked.
     Report(ReportArgs),
+    /// Merge the parts of a sharded conversion (NAME.parts/) into the trace
+    ///
+    /// Run after every `--shard I/N` has finished (e.g. a Slurm job with
+    /// --dependency=afterok on the array). The options are the plan's; a missing
+    /// or failed shard makes the merge refuse, naming the shards to run again.
+    Merge(MergeArgs),
     /// Print a shell completion script (e.g. `nsys2prv-rs completions bash > /etc/bash_completion.d/nsys2prv-rs`)
     Completions {
         #[arg(value_enum)]
@@ -144,6 +184,63 @@ pub enum Command {
     },
     /// Print the manual page in roff (e.g. `nsys2prv-rs man > ~/.local/share/man/man1/nsys2prv-rs.1`)
     Man,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// The trace the plan was made for: NAME.prv, NAME.prv.gz or NAME (its parts
+    /// are in NAME.parts/)
+    #[arg(value_name = "OUTPUT")]
+    pub output: PathBuf,
+
+    /// Keep NAME.parts/ after the merge (removed by default)
+    #[arg(long)]
+    pub keep_parts: bool,
+
+    /// Memory for the merge's read buffers (e.g. 512M, 4G)
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub memory_limit: u64,
+
+    /// Worker threads formatting the trace (default: all cores)
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Only errors
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// More detail (per-report counts)
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// `--shard`: one shard of N, or every shard of a Slurm job step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardSpec {
+    Slurm,
+    /// Shard `index` (from 0) of `count`.
+    One {
+        index: u32,
+        count: u32,
+    },
+}
+
+/// `I/N` (0 <= I < N) or `slurm`.
+pub fn parse_shard(text: &str) -> Result<ShardSpec, String> {
+    if text == "slurm" {
+        return Ok(ShardSpec::Slurm);
+    }
+    let bad = || format!("'{text}' is not I/N (shard I of N, from 0: 3/8) or slurm");
+    let (index, count) = text.split_once('/').ok_or_else(bad)?;
+    let index: u32 = index.trim().parse().map_err(|_| bad())?;
+    let count: u32 = count.trim().parse().map_err(|_| bad())?;
+    if count == 0 || index >= count {
+        return Err(format!(
+            "'{text}': shards are numbered from 0 to N-1 (as SLURM_ARRAY_TASK_ID with --array=0-{})",
+            count.saturating_sub(1)
+        ));
+    }
+    Ok(ShardSpec::One { index, count })
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -195,6 +292,8 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
 }
 
 const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
+       nsys2prv-rs --shard <I/N|slurm> [OPTIONS] <INPUT>... <OUTPUT>
+       nsys2prv-rs merge [OPTIONS] <OUTPUT>
        nsys2prv-rs report [OPTIONS] <TRACE>
        nsys2prv-rs completions <SHELL>
        nsys2prv-rs man";
@@ -226,8 +325,9 @@ fn short_guide() -> String {
 /// The long help's sections, also the man page's (title, text).
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
     ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
-    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR). They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
-    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans and merges). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
+    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
     ("BSC NSYS2PRV", "Its command lines run unchanged: its -t names are accepted; -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; an output name without extension gets .prv. Its options without an equivalent are refused with what to use instead."),
@@ -468,7 +568,7 @@ const NOT_TRACE_NAMES: &[&str] = &[
     ".gz",
 ];
 
-fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, UsageError> {
+pub fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, UsageError> {
     let name = output
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -1,11 +1,12 @@
 //! The conversion: scan and translate reports in parallel, plan, merge, write.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use nsys_semantics::catalog::catalog_for_reports;
+use nsys_semantics::catalog::{catalog_for_reports, TypeOwners};
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
@@ -17,10 +18,10 @@ use nsys_semantics::{
     TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
-use paraver_writer::merge::time_span;
+use paraver_writer::merge::{time_span, TraceSummary};
 use paraver_writer::{
-    write_trace_cut, Cut, MemoryBudget, MergeInput, OutputPaths, SpillPolicy, TimeWindow,
-    WriteError,
+    write_trace_within, Cut, MemoryBudget, MergeInput, OutputPaths, PcfCatalog, SpillPolicy,
+    TimeWindow, WriteError,
 };
 use rayon::prelude::*;
 
@@ -32,40 +33,104 @@ use crate::progress::Progress;
 use crate::report;
 use crate::views;
 
-/// Converts on a pool of `-j` worker threads (reports translated at once, and the
-/// formatting of the merged records).
-pub fn run(args: &Args) -> Result<()> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
-        .build()
-        .context("cannot start worker threads")?;
-    pool.install(|| convert(args))
+/// How a conversion ended well: every report converted, or some skipped
+/// (`--skip-bad`; exit status [`EXIT_SKIPPED`]).
+#[derive(Debug, Default)]
+pub struct Finished {
+    pub skipped: usize,
 }
 
-fn convert(args: &Args) -> Result<()> {
+/// Exit status of a conversion that wrote the trace but skipped bad reports.
+pub const EXIT_SKIPPED: u8 = 3;
+
+/// A report left out by `--skip-bad`, and why (one line naming the file).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Skipped {
+    pub report: String,
+    pub reason: String,
+}
+
+/// What translating one report gave.
+pub enum Outcome {
+    Translated(Box<ReportTranslation>),
+    /// No records in the selected categories, and why.
+    Empty(String),
+    /// The report (or its export) cannot be read: the error, one line.
+    Failed(anyhow::Error),
+}
+
+/// Converts on a pool of `-j` worker threads (reports translated at once, and the
+/// formatting of the merged records).
+pub fn run(args: &Args) -> Result<Finished> {
+    // A task of a Slurm step gets the CPUs Slurm gave it.
+    let jobs = args.jobs.or_else(|| {
+        let cpus = std::env::var("SLURM_CPUS_PER_TASK").ok()?;
+        args.shard.and(cpus.trim().parse().ok())
+    });
+    let pool = worker_pool(jobs)?;
+    pool.install(|| match &args.shard {
+        Some(spec) => crate::sharded::run(args, spec),
+        None if args.plan_shards.is_some() => crate::sharded::plan_only(args),
+        None => convert(args),
+    })
+}
+
+pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")
+}
+
+fn convert(args: &Args) -> Result<Finished> {
     let started = Instant::now();
     let paths = OutputPaths::for_trace(&args.output_trace()?)?;
     let settings = export_settings(args, &paths);
     if args.dry_run {
         let found = inputs::find(args.inputs(), &settings)?;
         let options = options(args, found.len())?;
-        return dry_run(&found, &options);
+        dry_run(&found, &options)?;
+        return Ok(Finished::default());
     }
-    let inputs = inputs::expand(args.inputs(), &settings)?;
+    let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
     checkpoint("inputs found");
-    let options = options(args, inputs.len())?;
+    let options = options(args, prepared.len())?;
+    let inputs: Vec<Input> = prepared
+        .iter()
+        .filter_map(|p| p.export.as_ref().ok())
+        .cloned()
+        .collect();
     check_output_is_not_an_input(&paths, &inputs)?;
     if let Some(Some(dir)) = &args.report {
         report::check_out_dir(dir)?;
     }
-    let cfgs_dir = args
-        .cfgs_dir
-        .clone()
-        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())));
-    let output_set = OutputSet::prepare(&paths, &cfgs_dir)?;
+    let output_set = OutputSet::prepare(&paths, &cfgs_dir(args, &paths))?;
 
-    let reports = translate_all(&inputs, &options, args)?;
+    let outcomes = translate_prepared(prepared, &options, args.quiet);
+    let (reports, skipped) = gather(outcomes, &options, args.skip_bad)?;
     checkpoint("reports translated");
+    write_output_set(args, &paths, output_set, reports, &skipped, started)
+}
+
+/// The views' directory: `--cfgs-dir`, else `NAME.cfgs/` beside the trace.
+pub fn cfgs_dir(args: &Args, paths: &OutputPaths) -> std::path::PathBuf {
+    args.cfgs_dir
+        .clone()
+        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())))
+}
+
+/// Writes the output set of translated `reports`: the layout, clock alignment,
+/// MPI messages, the cut, the merge, the views, the list of `skipped` reports,
+/// installed as one unit. The single run and the merge of a sharded conversion
+/// both end here, so both write the same bytes.
+pub fn write_output_set(
+    args: &Args,
+    paths: &OutputPaths,
+    output_set: OutputSet,
+    reports: Vec<ReportTranslation>,
+    skipped: &[Skipped],
+    started: Instant,
+) -> Result<Finished> {
     let report_count = reports.len();
     let mut plan = plan_layout(&reports, &paths.stem());
     warn_about_limits(&plan.layout);
@@ -87,6 +152,7 @@ fn convert(args: &Args) -> Result<()> {
 
     let range = nvtx_range(args, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
+    let type_owners = TypeOwners::of(&Registry::standard(), &reports);
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -105,15 +171,16 @@ fn convert(args: &Args) -> Result<()> {
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
     let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
-    views::write(&output_set.staged_views(), &marker_text(&paths))
-        .with_context(|| format!("{}: cannot write the views", paths.prv.display()))?;
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
-    let summary = write_trace_cut(
+    // The runs are finished: half the limit buffers the readers of spilled records.
+    let read_budget = usize::try_from(args.memory_limit / 2).unwrap_or(usize::MAX);
+    let summary = write_trace_within(
         &output_set.staged_trace(),
         &plan.layout,
         &merge_inputs,
         &catalog,
         cut.as_ref(),
+        read_budget,
         &mut |n| {
             progress.set(n);
             checkpoint("merging");
@@ -122,8 +189,19 @@ fn convert(args: &Args) -> Result<()> {
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     drop(merge_inputs);
-    views::fit_to(&output_set.staged_views(), &summary.event_types)?;
+    if !skipped.is_empty() {
+        write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
+    }
     checkpoint("trace written");
+    write_views(
+        args,
+        paths,
+        &cfgs_dir(args, paths),
+        &output_set,
+        &catalog,
+        &type_owners,
+        &summary,
+    )?;
     output_set.commit()?;
 
     if !args.quiet {
@@ -140,6 +218,7 @@ fn convert(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
+    report_skipped(paths, skipped);
     if let Some(dir) = &args.report {
         report::run(
             &paths.prv,
@@ -151,7 +230,81 @@ fn convert(args: &Args) -> Result<()> {
             },
         )?;
     }
-    Ok(())
+    Ok(Finished {
+        skipped: skipped.len(),
+    })
+}
+
+/// `NAME.skipped.txt`: one line per report left out, with the reason.
+fn write_skipped_list(path: &Path, paths: &OutputPaths, skipped: &[Skipped]) -> Result<()> {
+    let trace = paths.prv.file_name().unwrap_or_default().to_string_lossy();
+    let mut text = format!("{}{trace}\n", crate::output_set::SKIPPED_HEADER);
+    for s in skipped {
+        text += &format!("{}\t{}\n", s.report, s.reason.replace(['\n', '\t'], " "));
+    }
+    std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// The skipped reports, at the end where they are seen.
+fn report_skipped(paths: &OutputPaths, skipped: &[Skipped]) {
+    if skipped.is_empty() {
+        return;
+    }
+    eprintln!(
+        "skipped {} bad report{} (--skip-bad; listed in {}):",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" },
+        crate::output_set::skipped_list_path(paths).display()
+    );
+    for s in skipped {
+        eprintln!("  {}", s.reason);
+    }
+}
+
+/// Writes the views the trace has data for (every one with `--all-views`) into
+/// the staged views directory, with their index.
+fn write_views(
+    args: &Args,
+    paths: &OutputPaths,
+    cfgs_dir: &Path,
+    output_set: &OutputSet,
+    catalog: &PcfCatalog,
+    type_owners: &TypeOwners,
+    summary: &TraceSummary,
+) -> Result<()> {
+    let labels: BTreeMap<u32, &str> = catalog
+        .types
+        .iter()
+        .map(|t| (t.ty, t.label.as_str()))
+        .collect();
+    let contents = views::TraceContents {
+        types: summary
+            .event_types
+            .iter()
+            .map(|&ty| (ty, labels.get(&ty).copied().unwrap_or_default()))
+            .collect(),
+        comm_tags: &summary.comm_tags,
+        categories: type_owners.categories_in(&summary.event_types),
+    };
+    let file_name = |p: &Path| {
+        p.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    // The index names the views directory as found from the trace's directory.
+    let views_name = match cfgs_dir.parent() == paths.prv.parent() {
+        true => file_name(cfgs_dir),
+        false => cfgs_dir.display().to_string(),
+    };
+    let target = views::Target {
+        dir: &output_set.staged_views(),
+        marker: &marker_text(paths),
+        trace_name: &file_name(&paths.prv),
+        views_name: &views_name,
+    };
+    views::write(&target, &Registry::standard(), &contents, args.all_views)
+        .with_context(|| format!("{}: cannot write the views", paths.prv.display()))
 }
 
 /// The window of `--nvtx-range` on the common clock (found before the merge,
@@ -411,7 +564,7 @@ fn report_messages(stats: &MessageStats) {
     }
 }
 
-fn options(args: &Args, reports: usize) -> Result<Options> {
+pub fn options(args: &Args, reports: usize) -> Result<Options> {
     let mut options = Options::default();
     if !args.trace.is_empty() {
         options.categories = parse_categories(&args.trace)?;
@@ -427,6 +580,7 @@ fn options(args: &Args, reports: usize) -> Result<Options> {
     options.spill = Some(spill_policy(args, reports)?);
     options.decode_ahead = reports < jobs();
     options.keep_nsys_threads = args.keep_nsys_threads;
+    options.sampling_depth = args.sampling_depth;
     options.kernel_names = match args.kernel_names {
         KernelNameArg::Short => KernelNames::Short,
         KernelNameArg::Demangled => KernelNames::Demangled,
@@ -475,7 +629,7 @@ fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Categ
         .map_err(|e| UsageError(e.to_string()).into())
 }
 
-fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result<()> {
+pub fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result<()> {
     let out = [&paths.prv, &paths.pcf, &paths.row];
     for input in inputs.iter().flat_map(|i| [&i.export, &i.name]) {
         let input = std::fs::canonicalize(input).unwrap_or_else(|_| input.clone());
@@ -489,54 +643,85 @@ fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result
     Ok(())
 }
 
-/// Translates every report on the rayon pool (`-j` threads). Empty reports are left
-/// out with a warning unless all are empty.
-fn translate_all(
-    inputs: &[Input],
+/// Translates every prepared report on the rayon pool (`-j` threads), in input
+/// order; a report whose export failed is a failed outcome.
+pub fn translate_prepared(
+    prepared: Vec<inputs::Prepared>,
     options: &Options,
-    args: &Args,
-) -> Result<Vec<ReportTranslation>> {
+    quiet: bool,
+) -> Vec<(std::path::PathBuf, Outcome)> {
     let progress = Mutex::new(Progress::new(
-        args.quiet,
+        quiet,
         "reading",
-        Some(inputs.len() as u64),
+        Some(prepared.len() as u64),
         "reports",
     ));
-    let results: Vec<Result<ReportTranslation, TranslateError>> = inputs
-        .par_iter()
-        .map(|input| {
-            let result = translate_report(&input.export, &input.name, options);
+    let outcomes = prepared
+        .into_par_iter()
+        .map(|p| {
+            let outcome = match p.export {
+                Ok(input) => translate_one(&input, options),
+                Err(e) => Outcome::Failed(e),
+            };
             progress.lock().expect("progress lock").inc();
-            result
+            (p.name, outcome)
         })
         .collect();
     progress.into_inner().expect("progress lock").finish();
+    outcomes
+}
 
-    let mut reports = Vec::with_capacity(results.len());
+/// Translates one report; an empty one says why.
+pub fn translate_one(input: &Input, options: &Options) -> Outcome {
+    match translate_report(&input.export, &input.name, options) {
+        Ok(report) => Outcome::Translated(Box::new(report)),
+        Err(TranslateError::Empty(_)) => Outcome::Empty(why_empty(input, options)),
+        Err(e) => Outcome::Failed(blame_the_right_place(e)),
+    }
+}
+
+/// The translated reports in input order, for the merge. Empty reports are left
+/// out with a warning unless all are empty; a failed report stops the conversion,
+/// or with `skip_bad` is left out and listed.
+pub fn gather(
+    outcomes: Vec<(std::path::PathBuf, Outcome)>,
+    options: &Options,
+    skip_bad: bool,
+) -> Result<(Vec<ReportTranslation>, Vec<Skipped>)> {
+    let mut reports = Vec::with_capacity(outcomes.len());
     let mut empty = Vec::new();
-    for (result, input) in results.into_iter().zip(inputs) {
-        match result {
-            Ok(report) => reports.push(report),
-            Err(TranslateError::Empty(_)) => empty.push(input),
-            Err(e) => return Err(blame_the_right_place(e)),
+    let mut skipped = Vec::new();
+    for (name, outcome) in outcomes {
+        match outcome {
+            Outcome::Translated(report) => reports.push(*report),
+            Outcome::Empty(why) => empty.push((name, why)),
+            Outcome::Failed(e) if skip_bad => skipped.push(Skipped {
+                report: name.display().to_string(),
+                reason: crate::one_line(&e),
+            }),
+            Outcome::Failed(e) => return Err(e),
         }
     }
     if reports.is_empty() {
-        match empty.as_slice() {
-            [one] => bail!("{}: {}", one.name.display(), why_empty(one, options)),
+        match (empty.as_slice(), skipped.as_slice()) {
+            ([], [_, ..]) => bail!(
+                "none of the {} reports could be read (the first: {})",
+                skipped.len(),
+                skipped[0].reason
+            ),
+            ([(one, why)], []) => bail!("{}: {why}", one.display()),
             _ => bail!(
                 "none of the {} reports has events in the selected categories ({})",
-                empty.len(),
+                empty.len() + skipped.len(),
                 selected(options)
             ),
         }
     }
-    for input in &empty {
-        let why = why_empty(input, options);
+    for (name, why) in &empty {
         if why.starts_with("nothing selected") {
-            tracing::info!("{}: {why}; left out", input.name.display());
+            tracing::info!("{}: {why}; left out", name.display());
         } else {
-            tracing::warn!("{}: {why}; left out", input.name.display());
+            tracing::warn!("{}: {why}; left out", name.display());
         }
     }
     let reports = drop_duplicate_reports(reports);
@@ -549,27 +734,15 @@ fn translate_all(
     if reports.len() > 1 {
         log_counts(Path::new("all reports"), &total_counts(&reports));
     }
-    Ok(reports)
+    Ok((reports, skipped))
 }
 
-/// Why a report gave no records: nothing at all, or only categories that
-/// `-t`/`--exclude` leave out (then it is not a problem of the report).
+/// Why a report gave no records, from what it holds (see
+/// [`nsys_semantics::survey::Contents::why_empty`]).
 fn why_empty(input: &Input, options: &Options) -> String {
-    let everything = Options::default();
-    let present: Vec<String> = survey_report(&input.export, &input.name, &everything, false)
-        .map(|s| s.rows)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| !options.wants(r.category))
-        .map(|r| format!("{} ({} rows)", r.category.name(), r.rows))
-        .collect();
-    if present.is_empty() {
-        "the report has no events to translate (no traced process has activity)".into()
-    } else {
-        format!(
-            "nothing selected to translate: the report has {}, which -t/--exclude leave out",
-            present.join(", ")
-        )
+    match nsys_semantics::survey::contents(&input.export) {
+        Ok(contents) => contents.why_empty(|c| options.wants(c)),
+        Err(_) => "the report has no events to translate".into(),
     }
 }
 
@@ -651,7 +824,7 @@ fn warn_about_limits(layout: &paraver_writer::TraceLayout) {
 }
 
 /// `.nsys-rep` inputs are exported into `NAME.cache/` beside the output.
-fn export_settings(args: &Args, paths: &OutputPaths) -> crate::nsys_export::ExportSettings {
+pub fn export_settings(args: &Args, paths: &OutputPaths) -> crate::nsys_export::ExportSettings {
     crate::nsys_export::ExportSettings {
         cache_dir: paths.prv.with_file_name(format!("{}.cache", paths.stem())),
         jobs: args.jobs.unwrap_or(0),

@@ -31,10 +31,7 @@ pub enum Found {
 /// Expands directories into the reports inside and finds each report's export
 /// without creating anything (for `--dry-run` too).
 pub fn find(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Found>> {
-    let mut files = Vec::new();
-    for input in inputs {
-        files.extend(expand_one(input)?);
-    }
+    let files = report_files(inputs)?;
     let mut found = Vec::with_capacity(files.len());
     for file in files {
         if !has_ext(&file, REPORT_EXTS) {
@@ -51,10 +48,56 @@ pub fn find(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Found>>
     Ok(found)
 }
 
+/// The report files the inputs name: files as given, directories expanded.
+pub fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        files.extend(expand_one(input)?);
+    }
+    Ok(files)
+}
+
+/// A report ready to translate, or the reason it cannot be (its export failed).
+pub struct Prepared {
+    pub name: PathBuf,
+    pub export: Result<Input>,
+}
+
 /// [`find`], then exports the reports that need it (in parallel); drops repeated
-/// inputs (with a warning) so nothing is translated twice.
-pub fn expand(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Input>> {
-    let found = find(inputs, settings)?;
+/// inputs (with a warning) so nothing is translated twice. A failed export stops
+/// here unless `keep_failures` (`--skip-bad`), which keeps it as a failed report.
+pub fn expand(
+    inputs: &[PathBuf],
+    settings: &ExportSettings,
+    keep_failures: bool,
+) -> Result<Vec<Prepared>> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for prepared in prepare(find(inputs, settings)?, settings, keep_failures)? {
+        let key = match &prepared.export {
+            Ok(input) => input.export.clone(),
+            Err(_) => prepared.name.clone(),
+        };
+        let key = std::fs::canonicalize(&key).unwrap_or(key);
+        if seen.insert(key) {
+            out.push(prepared);
+        } else {
+            tracing::warn!(
+                "{}: given more than once; translated once",
+                prepared.name.display()
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Exports the `found` reports that need it (in parallel). A failed export stops
+/// here unless `keep_failures`, which keeps it as a failed report.
+pub fn prepare(
+    found: Vec<Found>,
+    settings: &ExportSettings,
+    keep_failures: bool,
+) -> Result<Vec<Prepared>> {
     let to_export: Vec<PathBuf> = found
         .iter()
         .filter_map(|f| match f {
@@ -63,24 +106,22 @@ pub fn expand(inputs: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Input
         })
         .collect();
     let mut exported = export_all(&to_export, settings)?.into_iter();
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(found.len());
     for f in found {
-        let input = match f {
-            Found::Ready(input) => input,
-            Found::NeedsExport(name) => Input {
-                export: exported.next().expect("one export per report"),
-                name,
-            },
+        let (name, export) = match f {
+            Found::Ready(input) => (input.name.clone(), Ok(input)),
+            Found::NeedsExport(name) => {
+                let export = exported.next().expect("one export per report");
+                let input = export.map(|export| Input {
+                    export,
+                    name: name.clone(),
+                });
+                (name, input)
+            }
         };
-        let key = std::fs::canonicalize(&input.export).unwrap_or_else(|_| input.export.clone());
-        if seen.insert(key) {
-            out.push(input);
-        } else {
-            tracing::warn!(
-                "{}: given more than once; translated once",
-                input.name.display()
-            );
+        match export {
+            Err(e) if !keep_failures => return Err(e),
+            export => out.push(Prepared { name, export }),
         }
     }
     Ok(out)

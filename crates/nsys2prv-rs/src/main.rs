@@ -13,6 +13,7 @@ mod nsys_export;
 mod output_set;
 mod progress;
 mod report;
+mod sharded;
 mod views;
 
 use std::process::ExitCode;
@@ -33,18 +34,24 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let args = cli::Args::parse();
-    progress::init_logging(args.quiet, args.verbose);
+    match &args.command {
+        Some(cli::Command::Merge(m)) => progress::init_logging(m.quiet, m.verbose),
+        _ => progress::init_logging(args.quiet, args.verbose),
+    }
     interrupt::install();
+    let done = |result: anyhow::Result<()>| result.map(|()| convert::Finished::default());
     let result = match &args.command {
-        Some(cli::Command::Report(report_args)) => report::run_command(report_args),
-        Some(cli::Command::Completions { shell }) => cli::print_completions(*shell),
-        Some(cli::Command::Man) => cli::print_man_page(),
+        Some(cli::Command::Report(report_args)) => done(report::run_command(report_args)),
+        Some(cli::Command::Merge(merge_args)) => sharded::merge_command(merge_args),
+        Some(cli::Command::Completions { shell }) => done(cli::print_completions(*shell)),
+        Some(cli::Command::Man) => done(cli::print_man_page()),
         None => convert::run(&args),
     };
     // A signal the handler thread has not acted on yet still decides the status.
     interrupt::exit_if_interrupted();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(finished) if finished.skipped > 0 => ExitCode::from(convert::EXIT_SKIPPED),
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(if cli::is_usage_error(&e) { 2 } else { 1 })
@@ -54,7 +61,7 @@ fn main() -> ExitCode {
 
 /// The cause chain on one line, never a backtrace; a cause already quoted by the
 /// message before it is not repeated.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain().map(|c| c.to_string()) {
         if !line.contains(&cause) {

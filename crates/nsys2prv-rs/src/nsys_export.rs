@@ -47,10 +47,10 @@ fn cached_export(report: &Path, settings: &ExportSettings) -> Result<PathBuf> {
         .join(format!("{}.{}.sqlite", stem(report), cache_key(report)?)))
 }
 
-/// Exports every report (in parallel, up to `jobs` at once) into the cache.
-/// A cache directory this run created and left empty (every export failed) is
-/// removed again.
-pub fn export_all(reports: &[PathBuf], settings: &ExportSettings) -> Result<Vec<PathBuf>> {
+/// Exports every report (in parallel, up to `jobs` at once) into the cache; one
+/// result per report. A cache directory this run created and left empty (every
+/// export failed) is removed again.
+pub fn export_all(reports: &[PathBuf], settings: &ExportSettings) -> Result<Vec<Result<PathBuf>>> {
     if reports.is_empty() {
         return Ok(Vec::new());
     }
@@ -59,16 +59,16 @@ pub fn export_all(reports: &[PathBuf], settings: &ExportSettings) -> Result<Vec<
         .num_threads(settings.jobs)
         .build()
         .context("cannot start worker threads")?;
-    let result: Result<Vec<PathBuf>> = pool.install(|| {
+    let results: Vec<Result<PathBuf>> = pool.install(|| {
         reports
             .par_iter()
             .map(|r| export_into_cache(r, settings))
             .collect()
     });
-    if result.is_err() && created {
+    if results.iter().any(Result::is_err) && created {
         remove_if_empty(&settings.cache_dir);
     }
-    result
+    Ok(results)
 }
 
 /// Creates the cache directory with its marker, or checks that an existing one

@@ -25,6 +25,15 @@ const JOURNAL: &str = ".committing";
 /// Where a replaced views directory goes inside a staging directory.
 const REPLACED: &str = ".replaced";
 const TAG: &str = "nsys2prv-rs";
+/// The first line of `NAME.skipped.txt`, by which a later run knows it is ours.
+pub const SKIPPED_HEADER: &str = "# reports nsys2prv-rs --skip-bad left out of ";
+
+/// `NAME.skipped.txt` beside the trace.
+pub fn skipped_list_path(trace: &OutputPaths) -> PathBuf {
+    trace
+        .prv
+        .with_file_name(format!("{}.skipped.txt", trace.stem()))
+}
 
 /// The output set of a run, staged until [`OutputSet::commit`].
 pub struct OutputSet {
@@ -79,6 +88,11 @@ impl OutputSet {
         self.trace.in_dir(&self.trace_stage.dir)
     }
 
+    /// Where the list of skipped reports is written, when there are some.
+    pub fn staged_skipped(&self) -> PathBuf {
+        skipped_list_path(&self.trace.in_dir(&self.trace_stage.dir))
+    }
+
     /// Where the views are written (not created yet).
     pub fn staged_views(&self) -> PathBuf {
         let stage = self.views_stage.as_ref().unwrap_or(&self.trace_stage);
@@ -88,13 +102,20 @@ impl OutputSet {
     /// Installs the set (see the module doc), then removes the staging
     /// directories with what the new set replaced.
     pub fn commit(self) -> Result<()> {
-        let stale = stale_sibling(&self.trace, &self.views);
+        let mut stale: Vec<PathBuf> = stale_sibling(&self.trace, &self.views)
+            .into_iter()
+            .collect();
+        // A list of skipped reports of an earlier run would describe this trace.
+        let skipped = skipped_list_path(&self.trace);
+        if !self.staged_skipped().exists() && is_our_skipped_list(&skipped) {
+            stale.push(skipped);
+        }
         let stages: Vec<&Stage> = self.views_stage.iter().chain([&self.trace_stage]).collect();
         interrupt::critical(|| {
             for stage in &stages {
                 install(&stage.dir, &stage.target_dir)?;
             }
-            if let Some(old) = &stale {
+            for old in &stale {
                 let replaced = self.trace_stage.dir.join(REPLACED);
                 create_dir_if_missing(&replaced)?;
                 fs::rename(old, replaced.join(file_name(old)))?;
@@ -165,12 +186,13 @@ fn install(stage: &Path, target_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Views directories first, then labels, then the trace body.
+/// Views directories first, then labels (and the list of skipped reports), then
+/// the trace body.
 fn install_order(path: &Path) -> u8 {
     let name = path.file_name().and_then(OsStr::to_str).unwrap_or("");
     if path.is_dir() {
         0
-    } else if name.ends_with(".pcf") || name.ends_with(".row") {
+    } else if name.ends_with(".pcf") || name.ends_with(".row") || name.ends_with(".skipped.txt") {
         1
     } else {
         2
@@ -212,6 +234,15 @@ fn stale_sibling(trace: &OutputPaths, views: &Path) -> Option<PathBuf> {
     None
 }
 
+/// A `NAME.skipped.txt` that a run of the tool wrote.
+fn is_our_skipped_list(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; SKIPPED_HEADER.len()];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == SKIPPED_HEADER.as_bytes())
+}
+
 /// The marker's text for the views of `trace`.
 pub fn marker_text(trace: &OutputPaths) -> String {
     format!(
@@ -247,8 +278,8 @@ fn may_replace(dir: &Path) -> bool {
     empty || is_ours(dir)
 }
 
-/// A directory with the marker, or one holding only views the tool bundles (as
-/// written by versions before the marker).
+/// A directory with the marker, or one holding only views the tool bundles or
+/// bundled before (as written by versions before the marker).
 fn is_ours(dir: &Path) -> bool {
     if !dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
         return false;
@@ -265,7 +296,32 @@ fn is_ours(dir: &Path) -> bool {
             crate::views::VIEWS
                 .iter()
                 .any(|(rel, _)| Path::new(rel) == f.as_path())
+                || was_bundled(f)
         })
+}
+
+/// The GPU metric views bundled before they were made per trace from a template:
+/// `views/gpu_metrics/9400_….cfg` to `9447_….cfg`.
+fn was_bundled(rel: &Path) -> bool {
+    let Some(name) = rel
+        .strip_prefix("views/gpu_metrics")
+        .ok()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.strip_suffix(".cfg"))
+    else {
+        return false;
+    };
+    let Some((number, metric)) = name.split_once('_') else {
+        return false;
+    };
+    let words = metric
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    number
+        .parse::<u32>()
+        .is_ok_and(|n| (9400..=9447).contains(&n))
+        && words
+        && !name.contains('/')
 }
 
 /// Relative paths of the regular files under `dir`; false on anything else
@@ -415,6 +471,29 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn views_of_versions_before_the_marker_are_recognised() {
+        let was = |p: &str| was_bundled(Path::new(p));
+        assert!(was("views/gpu_metrics/9406_sms_active_throughput.cfg"));
+        assert!(was("views/gpu_metrics/9447_draw_started_count.cfg"));
+        assert!(!was("views/gpu_metrics/9448_x.cfg"));
+        assert!(!was("views/gpu_metrics/9406_My.cfg"));
+        assert!(!was("views/gpu_metrics/notes.txt"));
+        assert!(!was("views/9406_sms_active_throughput.cfg"));
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("t.cfgs");
+        fs::create_dir_all(old.join("views/gpu_metrics")).unwrap();
+        fs::write(old.join("views/kernels.cfg"), "old").unwrap();
+        fs::write(
+            old.join("views/gpu_metrics/9400_gpc_clock_frequency_mhz.cfg"),
+            "old",
+        )
+        .unwrap();
+        assert!(is_ours(&old));
+        fs::write(old.join("views/gpu_metrics/mine.cfg"), "mine").unwrap();
+        assert!(!is_ours(&old));
+    }
 
     #[test]
     fn owners_parse_with_dotted_hosts() {

@@ -61,12 +61,14 @@ impl TraceLayout {
     }
 
     /// The `.row` file: CPU, NODE, APPL, TASK and THREAD blocks in global order.
+    /// A node's CPU rows are named by the operating system's CPU numbers (row
+    /// 1 is `node CPU 0`), as the scheduling events number them.
     pub fn write_row(&self, out: &mut impl Write) -> io::Result<()> {
         let total_cpus: u32 = self.nodes.iter().map(|n| n.cpus).sum();
         writeln!(out, "LEVEL CPU SIZE {total_cpus}")?;
         for node in &self.nodes {
-            for cpu in 1..=node.cpus {
-                writeln!(out, "{}.cpu{cpu}", node.name)?;
+            for cpu in 0..node.cpus {
+                writeln!(out, "{} CPU {cpu}", node.name)?;
             }
         }
         writeln!(out, "\nLEVEL NODE SIZE {}", self.nodes.len())?;

@@ -9,11 +9,14 @@ pub mod output;
 pub mod pcf;
 pub mod record;
 pub mod run;
+pub mod saved;
 pub mod spill;
 pub mod states;
 
 pub use layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
-pub use merge::{write_trace, write_trace_cut, Cut, MergeInput, TimeWindow, TraceSummary};
+pub use merge::{
+    write_trace, write_trace_cut, write_trace_within, Cut, MergeInput, TimeWindow, TraceSummary,
+};
 pub use names::NameTables;
 pub use output::OutputPaths;
 pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};

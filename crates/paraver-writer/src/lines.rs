@@ -27,6 +27,8 @@ pub(crate) struct LineFormatter {
     states: FxHashSet<u32>,
     types: FxHashSet<u32>,
     recent_types: [(u32, u16); RECENT_TYPES],
+    /// The tag of the last communication, already in `summary.comm_tags`.
+    last_tag: Option<i64>,
     fixed: Vec<(u32, FxHashSet<i64>)>,
 }
 
@@ -39,6 +41,7 @@ impl LineFormatter {
             states: FxHashSet::default(),
             types: FxHashSet::default(),
             recent_types: [(u32::MAX, NOT_FIXED); RECENT_TYPES],
+            last_tag: None,
             fixed: catalog
                 .fixed_types()
                 .map(|t| (t, FxHashSet::default()))
@@ -84,6 +87,11 @@ impl LineFormatter {
                     push_int(&mut self.buf, v);
                 }
                 self.summary.comms += 1;
+                // A trace has a handful of tags: most lines find theirs at once.
+                if self.last_tag != Some(comm.tag) {
+                    self.summary.comm_tags.insert(comm.tag);
+                    self.last_tag = Some(comm.tag);
+                }
                 self.end_line();
             }
         }
@@ -155,6 +163,7 @@ impl LineFormatter {
         self.summary.states += other.summary.states;
         self.summary.events += other.summary.events;
         self.summary.comms += other.summary.comms;
+        self.summary.comm_tags.extend(other.summary.comm_tags);
         self.states.extend(other.states);
         self.types.extend(other.types);
         for ((ty, mine), (other_ty, theirs)) in self.fixed.iter_mut().zip(other.fixed) {

@@ -19,7 +19,7 @@ use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
 use crate::pcf::{PcfCatalog, Timing, UsedLabels};
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 use crate::run::Run;
-use crate::spill::{ChunkReader, DecodedBody};
+use crate::spill::{ChunkReader, DecodedBody, MIN_READ_BUFFER, READ_BUFFER};
 use crate::WriteError;
 
 /// One sorted run and how it maps into the trace.
@@ -44,6 +44,8 @@ pub struct TraceSummary {
     /// Every event type in the body (with any value, 0 included): the types a
     /// view's filter can find in this trace.
     pub event_types: BTreeSet<u32>,
+    /// Every communication tag in the body: the lines a view's tag filter can find.
+    pub comm_tags: BTreeSet<i64>,
 }
 
 /// Paraver keeps times as doubles: beyond 2^53 ns (104 days) they lose precision.
@@ -75,17 +77,55 @@ pub fn write_trace_cut(
     cut: Option<&Cut>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceSummary, WriteError> {
-    write_trace_batched(paths, layout, inputs, catalog, cut, BATCH_RECORDS, progress)
+    write_trace_within(
+        paths,
+        layout,
+        inputs,
+        catalog,
+        cut,
+        DEFAULT_READ_BUDGET,
+        progress,
+    )
 }
 
-/// [`write_trace_cut`] with `batch_records` records per batch of the parallel merge.
+/// [`write_trace_cut`] whose readers of spilled chunks share `read_budget` bytes
+/// of buffers (however many chunks there are; each has at least 4 KiB).
+pub fn write_trace_within(
+    paths: &OutputPaths,
+    layout: &TraceLayout,
+    inputs: &[MergeInput],
+    catalog: &PcfCatalog,
+    cut: Option<&Cut>,
+    read_budget: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<TraceSummary, WriteError> {
+    let batching = Batching {
+        records: BATCH_RECORDS,
+        read_budget,
+    };
+    write_trace_batched(paths, layout, inputs, catalog, cut, batching, progress)
+}
+
+/// How the merge reads and batches.
+#[derive(Clone, Copy)]
+struct Batching {
+    /// Records per batch of the parallel merge.
+    records: usize,
+    /// Bytes of read buffers all chunk readers share.
+    read_budget: usize,
+}
+
+/// Read buffers of the merge when the caller sets no budget.
+const DEFAULT_READ_BUDGET: usize = 256 << 20;
+
+/// [`write_trace_cut`] with `batching`'s batch size and read buffers.
 fn write_trace_batched(
     paths: &OutputPaths,
     layout: &TraceLayout,
     inputs: &[MergeInput],
     catalog: &PcfCatalog,
     cut: Option<&Cut>,
-    batch_records: usize,
+    batching: Batching,
     progress: &mut dyn FnMut(u64),
 ) -> Result<TraceSummary, WriteError> {
     let (mut origin, mut end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
@@ -108,13 +148,19 @@ fn write_trace_batched(
         (origin, end) = (start, stop);
     }
     let reserved = |ty: u32| catalog.fixed_values_of(ty);
-    let (global_names, handle_values) =
+    let (global_names, mut handle_values) =
         assign_values(inputs.iter().map(|i| &i.run.names), &reserved);
+    for values in &mut handle_values {
+        for (ty, table) in catalog.shared_value_tables() {
+            values.share(ty, table);
+        }
+    }
 
     let prv_file = OutputFile::create(&paths.prv)?;
     let mut body = BodyWriter::new(TraceSink::new(prv_file.file(), paths.gzip), catalog);
     body.cut = window;
-    body.batch_records = batch_records;
+    body.batch_records = batching.records;
+    body.read_budget = batching.read_budget;
     let end_time = (end - origin) as u64;
     body.out
         .write_all(layout.header(end_time).as_bytes())
@@ -341,6 +387,20 @@ pub type EventVisitor<'v> = dyn FnMut(i64, LocalThread, bool, &[EventPair]) + 'v
 /// records in memory merged; ties by rank, then thread), with the run's thread
 /// numbers and the pairs' raw values (name handles unresolved).
 pub fn for_each_event(run: &Run, visit: &mut EventVisitor) -> std::io::Result<()> {
+    for_each_record(run, &mut |time, thread, body| {
+        if let View::Events { closing, pairs } = body {
+            visit(time, thread, *closing, pairs);
+        }
+    })
+}
+
+/// Visits every record of one run in the run's order (spilled chunks and the
+/// records in memory merged; ties by rank, then thread, then push order): time,
+/// run thread, body.
+pub(crate) fn for_each_record(
+    run: &Run,
+    visit: &mut dyn FnMut(i64, LocalThread, &View),
+) -> std::io::Result<()> {
     let threads = run.old_of_new.len().max(run.new_of_old.len()) as u64;
     let cursors = [RunCursor {
         run,
@@ -349,19 +409,21 @@ pub fn for_each_event(run: &Run, visit: &mut EventVisitor) -> std::io::Result<()
         order: (0..threads.max(1)).collect(),
         values: RunValues::default(),
     }];
-    let mut merger = Merger::new(&cursors)?;
-    let mut visit_events = |m: Merged| {
-        if let View::Events { closing, pairs } = m.record.body {
-            visit(m.record.time, m.record.thread, closing, pairs);
-        }
-    };
-    while merger.next(&cursors, &mut visit_events)?.is_some() {}
+    let mut merger = Merger::new(&cursors, DEFAULT_READ_BUDGET)?;
+    let mut visit_record = |m: Merged| visit(m.record.time, m.record.thread, &m.record.body);
+    while merger.next(&cursors, &mut visit_record)?.is_some() {}
     Ok(())
 }
 
-/// The k-way merge of the streams of every run: their records in trace order.
+/// The k-way merge of every run: their records in trace order. Two levels: the
+/// streams of one run (its spilled chunks, then its records in memory) are merged
+/// by the run's own order, (time, rank, run thread) with ties to the earlier
+/// stream, which is the order a stable sort of everything the run pushed gives,
+/// however it spilled; the runs are merged by (time on the common clock, rank,
+/// global thread), ties to the earlier run. So the output does not depend on how
+/// a run was cut into streams (spilled or not, or saved into a part file as one).
 struct Merger<'a> {
-    streams: Vec<Stream<'a>>,
+    runs: Vec<RunStreams<'a>>,
     heap: BinaryHeap<MergeKey>,
 }
 
@@ -376,14 +438,23 @@ struct Merged<'s> {
 }
 
 impl<'a> Merger<'a> {
-    fn new(cursors: &[RunCursor<'a>]) -> std::io::Result<Self> {
-        let streams = Stream::all(cursors)?;
-        let heap = streams
+    /// A merge of `cursors` whose chunk readers share `read_budget` bytes of
+    /// buffers (each between [`MIN_READ_BUFFER`] and [`READ_BUFFER`]).
+    fn new(cursors: &[RunCursor<'a>], read_budget: usize) -> std::io::Result<Self> {
+        let chunks: usize = cursors.iter().map(|c| c.run.chunks.len()).sum();
+        let buffer = (read_budget / chunks.max(1)).clamp(MIN_READ_BUFFER, READ_BUFFER);
+        let mut runs = Vec::new();
+        for (run, cursor) in cursors.iter().enumerate() {
+            if let Some(streams) = RunStreams::open(run, cursor, buffer)? {
+                runs.push(streams);
+            }
+        }
+        let heap = runs
             .iter()
             .enumerate()
-            .map(|(i, s)| s.key(cursors, i))
+            .map(|(slot, r)| r.key(cursors, slot))
             .collect();
-        Ok(Merger { streams, heap })
+        Ok(Merger { runs, heap })
     }
 
     fn is_done(&self) -> bool {
@@ -391,7 +462,7 @@ impl<'a> Merger<'a> {
     }
 
     /// Hands the next record to `visit` and moves past it; `None` once every
-    /// stream is done.
+    /// run is done.
     fn next<R>(
         &mut self,
         cursors: &[RunCursor],
@@ -401,21 +472,94 @@ impl<'a> Merger<'a> {
         let Some(mut top) = self.heap.peek_mut() else {
             return Ok(None);
         };
-        let Reverse((time, rank, thread, index)) = *top;
-        let stream = &self.streams[index];
+        let Reverse((time, rank, thread, slot)) = *top;
+        let run = &mut self.runs[slot];
         let result = visit(Merged {
-            run: stream.run,
+            run: run.run,
             time,
             rank,
             thread,
-            record: stream.current(&cursors[stream.run]),
+            record: run.head().current(&cursors[run.run]),
         });
-        if self.streams[index].advance()? {
-            *top = self.streams[index].key(cursors, index);
+        if run.advance(&cursors[run.run])? {
+            *top = run.key(cursors, slot);
         } else {
             PeekMut::pop(top);
         }
         Ok(Some(result))
+    }
+}
+
+/// The streams of one run, merged by the run's order.
+struct RunStreams<'a> {
+    run: usize,
+    streams: Vec<Stream<'a>>,
+    /// (time, rank, run thread, stream) of each stream's current record; used
+    /// only when the run has more than one stream.
+    heap: BinaryHeap<Reverse<(i64, u8, LocalThread, usize)>>,
+}
+
+impl<'a> RunStreams<'a> {
+    /// The run's spilled chunks in spill order, then its in-memory records;
+    /// `None` for a run without records.
+    fn open(run: usize, c: &RunCursor<'a>, buffer: usize) -> std::io::Result<Option<Self>> {
+        let mut streams = Vec::new();
+        for chunk in &c.run.chunks {
+            let mut reader = ChunkReader::open(chunk, buffer)?;
+            if reader.advance()? {
+                streams.push(Stream {
+                    source: Source::Disk(reader),
+                });
+            }
+        }
+        if !c.run.records.is_empty() {
+            let source = Source::Memory {
+                records: &c.run.records,
+                pos: 0,
+            };
+            streams.push(Stream { source });
+        }
+        if streams.is_empty() {
+            return Ok(None);
+        }
+        let heap = match streams.len() {
+            1 => BinaryHeap::new(),
+            _ => streams
+                .iter()
+                .enumerate()
+                .map(|(i, s)| s.local_key(c, i))
+                .collect(),
+        };
+        Ok(Some(RunStreams { run, streams, heap }))
+    }
+
+    /// The stream whose record comes next in the run's order.
+    fn head(&self) -> &Stream<'a> {
+        match self.heap.peek() {
+            Some(Reverse((.., index))) => &self.streams[*index],
+            None => &self.streams[0],
+        }
+    }
+
+    /// Moves past the head record; `false` once the run is done.
+    fn advance(&mut self, c: &RunCursor) -> std::io::Result<bool> {
+        let Some(mut top) = self.heap.peek_mut() else {
+            return self.streams[0].advance();
+        };
+        let Reverse((.., index)) = *top;
+        if self.streams[index].advance()? {
+            *top = self.streams[index].local_key(c, index);
+            return Ok(true);
+        }
+        PeekMut::pop(top);
+        Ok(!self.heap.is_empty())
+    }
+
+    /// The run's place in the merge of all runs (`slot`: its place among them).
+    fn key(&self, cursors: &[RunCursor], slot: usize) -> MergeKey {
+        let c = &cursors[self.run];
+        let (time, rank, thread) = self.head().position(c);
+        Reverse((time + c.shift, rank, c.order[thread as usize], slot))
     }
 }
 
@@ -470,7 +614,6 @@ enum Source<'a> {
 
 /// One sorted stream of one run.
 struct Stream<'a> {
-    run: usize,
     source: Source<'a>,
 }
 
@@ -495,31 +638,6 @@ pub(crate) enum View<'s> {
 }
 
 impl<'a> Stream<'a> {
-    /// The streams of every run: its spilled chunks in spill order, then its
-    /// in-memory records, so ties within a thread keep push order.
-    fn all(cursors: &[RunCursor<'a>]) -> std::io::Result<Vec<Stream<'a>>> {
-        let mut streams = Vec::new();
-        for (run, c) in cursors.iter().enumerate() {
-            for chunk in &c.run.chunks {
-                let mut reader = ChunkReader::open(chunk)?;
-                if reader.advance()? {
-                    streams.push(Stream {
-                        run,
-                        source: Source::Disk(reader),
-                    });
-                }
-            }
-            if !c.run.records.is_empty() {
-                let source = Source::Memory {
-                    records: &c.run.records,
-                    pos: 0,
-                };
-                streams.push(Stream { run, source });
-            }
-        }
-        Ok(streams)
-    }
-
     fn current<'s>(&'s self, c: &'s RunCursor) -> Current<'s> {
         match &self.source {
             Source::Memory { records, pos } => {
@@ -592,15 +710,15 @@ impl<'a> Stream<'a> {
         }
     }
 
-    fn key(&self, cursors: &[RunCursor], index: usize) -> MergeKey {
-        let c = &cursors[self.run];
+    /// The stream's place in its run's merge: time, rank, run thread, stream.
+    fn local_key(&self, c: &RunCursor, index: usize) -> Reverse<(i64, u8, LocalThread, usize)> {
         let (time, rank, thread) = self.position(c);
-        Reverse((time + c.shift, rank, c.order[thread as usize], index))
+        Reverse((time, rank, thread, index))
     }
 }
 
-/// Merge key: time, rank, global thread, then the stream (runs in canonical
-/// order, a run's chunks in push order).
+/// Merge key of a run: time on the common clock, rank, global thread, then the
+/// run's place (runs in canonical order).
 type MergeKey = Reverse<(i64, u8, u64, usize)>;
 
 /// Bytes of formatted lines collected before they are written out.
@@ -623,6 +741,7 @@ struct BodyWriter<'a> {
     catalog: &'a PcfCatalog,
     cut: Option<CutState>,
     batch_records: usize,
+    read_budget: usize,
 }
 
 impl<'a> BodyWriter<'a> {
@@ -633,6 +752,7 @@ impl<'a> BodyWriter<'a> {
             catalog,
             cut: None,
             batch_records: BATCH_RECORDS,
+            read_budget: DEFAULT_READ_BUDGET,
         }
     }
 
@@ -656,7 +776,8 @@ impl<'a> BodyWriter<'a> {
         progress: &mut dyn FnMut(u64),
     ) -> std::io::Result<()> {
         let width = rayon::current_num_threads().max(1);
-        let mut gatherer = Gatherer::new(Merger::new(cursors)?, self.batch_records);
+        let mut gatherer =
+            Gatherer::new(Merger::new(cursors, self.read_budget)?, self.batch_records);
         let mut formatters: Vec<LineFormatter> = (0..width)
             .map(|_| LineFormatter::new(self.catalog, 0))
             .collect();
@@ -716,7 +837,7 @@ impl<'a> BodyWriter<'a> {
         cursors: &[RunCursor],
         progress: &mut dyn FnMut(u64),
     ) -> std::io::Result<()> {
-        let mut merger = Merger::new(cursors)?;
+        let mut merger = Merger::new(cursors, self.read_budget)?;
         let mut written: u64 = 0;
         while let Some(inside) = merger.next(cursors, |m| self.cut_record(cursors, &m))? {
             if !inside {
@@ -1212,7 +1333,10 @@ mod tests {
                     &inputs,
                     &catalog(),
                     None,
-                    batch,
+                    Batching {
+                        records: batch,
+                        read_budget: DEFAULT_READ_BUDGET,
+                    },
                     &mut |_| {},
                 )
             })

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 /// Values of a type with few names fall in `1..=SMALL_SPACE` (9000 · 1.05 < 10,000,
 /// Paraver's limit for one histogram column per value).
@@ -19,16 +20,45 @@ pub const SMALL_SPACE: u64 = 9000;
 pub const SMALL_SPACE_MAX_NAMES: usize = 3000;
 const LARGE_SPACE: u64 = i32::MAX as u64;
 
-/// The names one run uses, per event type, in first-use order.
-#[derive(Default, Debug)]
+/// The names one run uses, per event type, in first-use order. Saved (see
+/// [`crate::saved`]) as the names of each type; the lookup is rebuilt.
+#[derive(Default, Debug, Clone, Serialize, Deserialize)]
+#[serde(from = "Vec<(u32, Vec<Box<str>>)>", into = "Vec<(u32, Vec<Box<str>>)>")]
 pub struct NameTables {
     tables: Vec<(u32, Interner)>,
 }
 
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 struct Interner {
     ids: FxHashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
+}
+
+impl From<NameTables> for Vec<(u32, Vec<Box<str>>)> {
+    fn from(tables: NameTables) -> Self {
+        tables
+            .tables
+            .into_iter()
+            .map(|(ty, interner)| (ty, interner.names))
+            .collect()
+    }
+}
+
+impl From<Vec<(u32, Vec<Box<str>>)>> for NameTables {
+    fn from(saved: Vec<(u32, Vec<Box<str>>)>) -> Self {
+        let tables = saved
+            .into_iter()
+            .map(|(ty, names)| {
+                let ids = names
+                    .iter()
+                    .enumerate()
+                    .map(|(id, name)| (name.clone(), id as u32))
+                    .collect();
+                (ty, Interner { ids, names })
+            })
+            .collect();
+        NameTables { tables }
+    }
 }
 
 impl NameTables {
@@ -86,6 +116,20 @@ impl HandleValues {
             .find(|(t, _)| *t == ty)
             .expect("name handle of a type the run never interned");
         values[id as usize]
+    }
+
+    /// Makes the name handles of `ty` resolve as those of `table` (a type that
+    /// shares another's value table: producers intern its names under `table`).
+    pub fn share(&mut self, ty: u32, table: u32) {
+        let shared = self
+            .tables
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map(|(_, values)| values.clone());
+        if let Some(values) = shared {
+            self.tables.retain(|(t, _)| *t != ty);
+            self.tables.push((ty, values));
+        }
     }
 }
 
@@ -212,6 +256,15 @@ mod tests {
         let (_, maps) = assign_values([&t], &|ty| (ty == 5).then_some(table.as_slice()));
         assert_eq!(maps[0].value(5, send), 1);
         assert_ne!(maps[0].value(5, odd), 1);
+    }
+
+    #[test]
+    fn a_type_sharing_a_table_resolves_its_handles() {
+        let mut t = NameTables::default();
+        let main = t.intern(30, "main");
+        let (_, mut maps) = assign_values([&t], &|_| None);
+        maps[0].share(31, 30);
+        assert_eq!(maps[0].value(31, main), maps[0].value(30, main));
     }
 
     #[test]

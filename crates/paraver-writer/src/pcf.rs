@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::names::GlobalNames;
 
 /// How the values of an event type are labelled.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ValueLabels {
     /// Plain numbers (ids, counts): no VALUES table.
     Numeric,
@@ -27,7 +27,7 @@ impl ValueLabels {
 
 /// How the events of a type lie in time, which says how they cross a cut's edges
 /// ([`crate::Cut`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Timing {
     /// A begin with a value and an end with 0, written as one interval
     /// ([`crate::RunBuilder::interval`]); intervals nest. One open at a cut's start
@@ -40,7 +40,7 @@ pub enum Timing {
     Level,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EventTypeInfo {
     pub ty: u32,
     pub label: String,
@@ -50,6 +50,11 @@ pub struct EventTypeInfo {
     pub precision: Option<u32>,
     /// Legacy colour group; Extrae writes 7 for counters.
     pub gradient: u32,
+    /// The type whose value table this one shares (`None`: its own). Types that
+    /// share one are written in one `.pcf` block with one VALUES table, as Extrae
+    /// writes the levels of a sampled call stack; their name values are those of
+    /// the table's type, which producers intern names under.
+    pub shares_values_with: Option<u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -99,6 +104,15 @@ impl EventTypeInfo {
             timing,
             precision: None,
             gradient: 0,
+            shares_values_with: None,
+        }
+    }
+
+    /// This type, sharing the value table (and `.pcf` block) of `table`.
+    pub fn sharing_values_with(self, table: u32) -> Self {
+        EventTypeInfo {
+            shares_values_with: (table != self.ty).then_some(table),
+            ..self
         }
     }
 }
@@ -106,6 +120,20 @@ impl EventTypeInfo {
 impl PcfCatalog {
     pub fn type_info(&self, ty: u32) -> Option<&EventTypeInfo> {
         self.types.iter().find(|t| t.ty == ty)
+    }
+
+    /// The type whose value table `ty` uses: itself unless it shares another's.
+    pub fn value_table_of(&self, ty: u32) -> u32 {
+        self.type_info(ty)
+            .and_then(|t| t.shares_values_with)
+            .unwrap_or(ty)
+    }
+
+    /// Types that share another type's value table, with that type.
+    pub fn shared_value_tables(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.types
+            .iter()
+            .filter_map(|t| Some((t.ty, t.shares_values_with?)))
     }
 
     /// The fixed value table of a type, if it has one.
@@ -132,8 +160,18 @@ impl PcfCatalog {
     ) -> io::Result<()> {
         out.write_all(HEADER.as_bytes())?;
         self.write_states(out, used)?;
+        let mut written = BTreeSet::new();
         for &ty in &used.types {
-            self.write_type(out, ty, used, names)?;
+            let table = self.value_table_of(ty);
+            if written.insert(table) {
+                let group: Vec<u32> = used
+                    .types
+                    .iter()
+                    .copied()
+                    .filter(|&t| self.value_table_of(t) == table)
+                    .collect();
+                self.write_block(out, table, &group, used, names)?;
+            }
         }
         Ok(())
     }
@@ -164,27 +202,37 @@ impl PcfCatalog {
         Ok(())
     }
 
-    fn write_type(
+    /// One EVENT_TYPE block: the used types of one value table (usually just one
+    /// type), then that table's VALUES.
+    fn write_block(
         &self,
         out: &mut impl Write,
-        ty: u32,
+        table: u32,
+        group: &[u32],
         used: &UsedLabels,
         names: &GlobalNames,
     ) -> io::Result<()> {
-        let fallback = EventTypeInfo::new(
-            ty,
-            &format!("Event type {ty}"),
-            ValueLabels::Numeric,
-            Timing::Level,
-        );
-        let info = self.type_info(ty).unwrap_or(&fallback);
-        writeln!(
-            out,
-            "\n\nEVENT_TYPE\n{:<4} {:<10} {}",
-            info.gradient,
-            ty,
-            one_line(&info.label)
-        )?;
+        let fallback = |ty: u32| {
+            EventTypeInfo::new(
+                ty,
+                &format!("Event type {ty}"),
+                ValueLabels::Numeric,
+                Timing::Level,
+            )
+        };
+        let info_of = |ty: u32| self.type_info(ty).cloned().unwrap_or_else(|| fallback(ty));
+        writeln!(out, "\n\nEVENT_TYPE")?;
+        for &ty in group {
+            let info = info_of(ty);
+            writeln!(
+                out,
+                "{:<4} {:<10} {}",
+                info.gradient,
+                ty,
+                one_line(&info.label)
+            )?;
+        }
+        let info = info_of(table);
         if let Some(p) = info.precision {
             writeln!(out, "PRECISION {p}")?;
         }
@@ -192,21 +240,25 @@ impl PcfCatalog {
             ValueLabels::Numeric | ValueLabels::Bytes => {}
             ValueLabels::Names => {
                 writeln!(out, "VALUES\n0      End")?;
-                for (value, name) in names.by_type.get(&ty).into_iter().flatten() {
+                for (value, name) in names.by_type.get(&table).into_iter().flatten() {
                     writeln!(out, "{value:<6} {}", one_line(name))?;
                 }
             }
-            ValueLabels::Fixed(table) => {
-                // Raw values seen, names given values, and the table's value 0.
+            ValueLabels::Fixed(fixed) => {
+                // Raw values seen (of any type of the group), names given values,
+                // and the table's value 0.
                 let mut rows: BTreeMap<i64, String> = BTreeMap::new();
-                let label_of = |v: i64| table.iter().find(|(t, _)| *t == v).map(|(_, l)| l.clone());
-                for &v in used.fixed_values.get(&ty).into_iter().flatten() {
+                let label_of = |v: i64| fixed.iter().find(|(t, _)| *t == v).map(|(_, l)| l.clone());
+                let seen = group
+                    .iter()
+                    .flat_map(|ty| used.fixed_values.get(ty).into_iter().flatten());
+                for &v in seen {
                     rows.insert(v, label_of(v).unwrap_or_else(|| format!("Unknown ({v})")));
                 }
                 rows.extend(
                     names
                         .by_type
-                        .get(&ty)
+                        .get(&table)
                         .into_iter()
                         .flatten()
                         .map(|(v, n)| (*v, n.clone())),
@@ -248,7 +300,46 @@ fn one_line(label: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::*;
+
+    /// Types sharing a value table are written as Extrae writes sampled call-stack
+    /// levels: one block listing the used types, then one VALUES table.
+    #[test]
+    fn types_sharing_a_table_share_one_block() {
+        let table = ValueLabels::fixed(&[(0, "End"), (1, "Unresolved"), (2, "_NOT_Found")]);
+        let level = |ty: u32, label: &str| {
+            EventTypeInfo::new(ty, label, table.clone(), Timing::Point).sharing_values_with(100)
+        };
+        let catalog = PcfCatalog {
+            states: vec![],
+            types: vec![
+                level(100, "Sampled functions"),
+                level(101, "Sampled functions (depth 1)"),
+                level(102, "Sampled functions (depth 2)"),
+                EventTypeInfo::new(200, "Other", ValueLabels::Numeric, Timing::Point),
+            ],
+        };
+        assert_eq!(catalog.value_table_of(102), 100);
+        assert_eq!(catalog.value_table_of(100), 100);
+        let used = UsedLabels {
+            types: BTreeSet::from([100, 102, 200]),
+            fixed_values: BTreeMap::from([(102, BTreeSet::from([1]))]),
+            ..UsedLabels::default()
+        };
+        let names = GlobalNames {
+            by_type: BTreeMap::from([(100, BTreeMap::from([(7, "main".to_string())]))]),
+        };
+        let mut out = Vec::new();
+        catalog.write(&mut out, &used, &names).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let body = &text[text.find("EVENT_TYPE").unwrap()..];
+        assert_eq!(
+            body,
+            "EVENT_TYPE\n0    100        Sampled functions\n0    102        Sampled functions (depth 2)\n\
+             VALUES\n0      End\n1      Unresolved\n7      main\n\n\n\
+             EVENT_TYPE\n0    200        Other\n"
+        );
+    }
 
     #[test]
     fn labels_become_one_ascii_line() {

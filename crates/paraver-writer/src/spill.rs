@@ -1,13 +1,18 @@
 //! Spilling sorted chunks of a run to temporary files when its memory share is
 //! used, and reading them back for the merge. Files are anonymous (unlinked at
-//! creation), so nothing is left behind whatever happens to the process.
+//! creation), so nothing is left behind whatever happens to the process. A chunk
+//! may also be a section of a named file (a part of a sharded conversion, see
+//! [`crate::run::SavedRun`]); such a section carries a checksum that the merge
+//! checks as it reads.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::merge::View;
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 
 /// Memory shared by every run of one conversion.
@@ -57,11 +62,58 @@ impl SpillPolicy {
     }
 }
 
-/// A sorted chunk on disk.
+/// A sorted chunk on disk: a whole anonymous spill file, or a section of a part
+/// file. Readers share the file (positional reads), so a chunk costs no file
+/// descriptor of its own.
 #[derive(Debug)]
 pub struct SpilledChunk {
-    file: File,
+    file: Arc<File>,
+    offset: u64,
+    bytes: u64,
     pub records: u64,
+    /// CRC-32 of the chunk's bytes, checked as they are read back.
+    checksum: Option<u32>,
+    /// The file named in errors (a part file); `None` for anonymous spill files.
+    origin: Option<PathBuf>,
+}
+
+impl SpilledChunk {
+    /// `bytes` bytes at `offset` of `file` holding `records` records, whose CRC-32
+    /// is `checksum`; `origin` names the file in errors.
+    pub fn section(
+        file: Arc<File>,
+        offset: u64,
+        bytes: u64,
+        records: u64,
+        checksum: u32,
+        origin: PathBuf,
+    ) -> Self {
+        SpilledChunk {
+            file,
+            offset,
+            bytes,
+            records,
+            checksum: Some(checksum),
+            origin: Some(origin),
+        }
+    }
+
+    /// Size on disk.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Copies the chunk's bytes to `out`; returns their CRC-32.
+    pub fn copy_to(&self, out: &mut impl Write) -> io::Result<u32> {
+        let mut reader = SectionReader::new(self, WRITE_BUFFER);
+        let mut crc = crc32fast::Hasher::new();
+        while reader.fill()? {
+            let bytes = reader.take_buffered();
+            crc.update(bytes);
+            out.write_all(bytes)?;
+        }
+        Ok(crc.finalize())
+    }
 }
 
 const TAG_STATE: u8 = 0;
@@ -72,7 +124,9 @@ const VALUE_RAW: u8 = 0;
 const VALUE_NAME: u8 = 1;
 const WRITE_BUFFER: usize = 1 << 20;
 /// Small: the merge may read hundreds of chunks at once.
-const READ_BUFFER: usize = 64 << 10;
+pub(crate) const READ_BUFFER: usize = 64 << 10;
+/// The least a chunk reader buffers, however many chunks are merged at once.
+pub(crate) const MIN_READ_BUFFER: usize = 4 << 10;
 
 /// A buffered reader of a whole spill file, whatever was read or written before.
 pub(crate) fn read_from_start(file: &File) -> io::Result<BufReader<File>> {
@@ -100,31 +154,186 @@ pub(crate) fn write_chunk(
         encode(&mut out, r, pairs, comms)?;
     }
     out.flush()?;
+    let bytes = out.get_mut().stream_position()?;
     drop(out);
     Ok(SpilledChunk {
-        file,
+        file: Arc::new(file),
+        offset: 0,
+        bytes,
         records: records.len() as u64,
+        checksum: None,
+        origin: None,
     })
 }
 
+/// A writer that counts and checksums what goes through it.
+pub(crate) struct Checksummed<W> {
+    inner: W,
+    pub bytes: u64,
+    pub crc: crc32fast::Hasher,
+}
+
+impl<W: Write> Checksummed<W> {
+    pub fn new(inner: W) -> Self {
+        Checksummed {
+            inner,
+            bytes: 0,
+            crc: crc32fast::Hasher::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for Checksummed<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Reads a chunk's bytes with positional reads into a buffer of its own,
+/// checking the checksum once the last byte is in.
+struct SectionReader {
+    file: Arc<File>,
+    next: u64,
+    end: u64,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    crc: Option<(crc32fast::Hasher, u32)>,
+    origin: Option<PathBuf>,
+}
+
+impl SectionReader {
+    fn new(chunk: &SpilledChunk, buffer: usize) -> Self {
+        SectionReader {
+            file: Arc::clone(&chunk.file),
+            next: chunk.offset,
+            end: chunk.offset + chunk.bytes,
+            buf: vec![0; buffer.max(1)],
+            pos: 0,
+            len: 0,
+            crc: chunk.checksum.map(|c| (crc32fast::Hasher::new(), c)),
+            origin: chunk.origin.clone(),
+        }
+    }
+
+    /// Refills the buffer when it is used up; `false` at the end of the chunk.
+    fn fill(&mut self) -> io::Result<bool> {
+        if self.pos < self.len {
+            return Ok(true);
+        }
+        if self.next == self.end {
+            return Ok(false);
+        }
+        let want = (self.end - self.next).min(self.buf.len() as u64) as usize;
+        self.file
+            .read_exact_at(&mut self.buf[..want], self.next)
+            .map_err(|e| self.damaged(e))?;
+        self.next += want as u64;
+        (self.pos, self.len) = (0, want);
+        if let Some((crc, expected)) = &mut self.crc {
+            crc.update(&self.buf[..want]);
+            if self.next == self.end && crc.clone().finalize() != *expected {
+                return Err(self.damaged(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "checksum mismatch",
+                )));
+            }
+        }
+        Ok(true)
+    }
+
+    /// The buffered bytes not consumed yet, consumed.
+    fn take_buffered(&mut self) -> &[u8] {
+        let bytes = &self.buf[self.pos..self.len];
+        self.pos = self.len;
+        bytes
+    }
+
+    /// An error that names the part file the chunk belongs to (once).
+    fn damaged(&self, e: io::Error) -> io::Error {
+        let named = e.get_ref().is_some_and(|inner| inner.is::<DamagedPart>());
+        match &self.origin {
+            Some(path) if !named => io::Error::new(
+                e.kind(),
+                DamagedPart(format!("{}: damaged part file ({e})", path.display())),
+            ),
+            _ => e,
+        }
+    }
+}
+
+/// A read error in a part file, with the file's name.
+#[derive(Debug)]
+struct DamagedPart(String);
+
+impl std::fmt::Display for DamagedPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DamagedPart {}
+
+impl Read for SectionReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if !self.fill()? {
+            return Ok(0);
+        }
+        let n = out.len().min(self.len - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
 fn encode(out: &mut impl Write, r: &Record, pairs: &[EventPair], comms: &[Comm]) -> io::Result<()> {
-    let tag = match r.body {
-        Body::State { .. } => TAG_STATE,
-        Body::Events { closing: false, .. } => TAG_EVENTS,
-        Body::Events { closing: true, .. } => TAG_CLOSING,
-        Body::Comm { .. } => TAG_COMM,
+    let body = match r.body {
+        Body::State { end, state } => View::State { end, state },
+        Body::Events {
+            first,
+            count,
+            closing,
+        } => View::Events {
+            closing,
+            pairs: &pairs[first as usize..(first + count) as usize],
+        },
+        Body::Comm { index } => View::Comm(comms[index as usize]),
+    };
+    encode_view(out, r.time, r.thread, &body)
+}
+
+/// Writes one record: its tag, time and thread, then its body with the payload
+/// inline.
+pub(crate) fn encode_view(
+    out: &mut impl Write,
+    time: i64,
+    thread: LocalThread,
+    body: &View,
+) -> io::Result<()> {
+    let tag = match body {
+        View::State { .. } => TAG_STATE,
+        View::Events { closing: false, .. } => TAG_EVENTS,
+        View::Events { closing: true, .. } => TAG_CLOSING,
+        View::Comm(_) => TAG_COMM,
     };
     out.write_all(&[tag])?;
-    out.write_all(&r.time.to_le_bytes())?;
-    out.write_all(&r.thread.to_le_bytes())?;
-    match r.body {
-        Body::State { end, state } => {
+    out.write_all(&time.to_le_bytes())?;
+    out.write_all(&thread.to_le_bytes())?;
+    match body {
+        View::State { end, state } => {
             out.write_all(&end.to_le_bytes())?;
             out.write_all(&state.to_le_bytes())
         }
-        Body::Events { first, count, .. } => {
-            out.write_all(&count.to_le_bytes())?;
-            for p in &pairs[first as usize..(first + count) as usize] {
+        View::Events { pairs, .. } => {
+            out.write_all(&(pairs.len() as u32).to_le_bytes())?;
+            for p in pairs.iter() {
                 let (kind, value) = match p.value() {
                     Value::Raw(v) => (VALUE_RAW, v),
                     Value::Name(h) => (VALUE_NAME, i64::from(h)),
@@ -135,8 +344,7 @@ fn encode(out: &mut impl Write, r: &Record, pairs: &[EventPair], comms: &[Comm])
             }
             Ok(())
         }
-        Body::Comm { index } => {
-            let c = &comms[index as usize];
+        View::Comm(c) => {
             for v in [
                 c.send_physical,
                 c.recv_logical,
@@ -161,7 +369,7 @@ pub(crate) enum DecodedBody {
 
 /// Reads a chunk back one record at a time, reusing its buffers.
 pub(crate) struct ChunkReader {
-    input: BufReader<File>,
+    input: SectionReader,
     left: u64,
     pub time: i64,
     pub thread: LocalThread,
@@ -171,9 +379,10 @@ pub(crate) struct ChunkReader {
 }
 
 impl ChunkReader {
-    pub fn open(chunk: &SpilledChunk) -> io::Result<Self> {
+    /// A reader of `chunk` with a buffer of `buffer` bytes.
+    pub fn open(chunk: &SpilledChunk, buffer: usize) -> io::Result<Self> {
         Ok(ChunkReader {
-            input: read_from_start(&chunk.file)?,
+            input: SectionReader::new(chunk, buffer),
             left: chunk.records,
             time: 0,
             thread: 0,
@@ -232,10 +441,10 @@ impl ChunkReader {
                 DecodedBody::Comm
             }
             _ => {
-                return Err(io::Error::new(
+                return Err(self.input.damaged(io::Error::new(
                     io::ErrorKind::InvalidData,
                     "corrupt spill file",
-                ))
+                )))
             }
         };
         Ok(true)
@@ -252,7 +461,9 @@ impl ChunkReader {
 
     fn bytes<const N: usize>(&mut self) -> io::Result<[u8; N]> {
         let mut b = [0u8; N];
-        self.input.read_exact(&mut b)?;
+        self.input
+            .read_exact(&mut b)
+            .map_err(|e| self.input.damaged(e))?;
         Ok(b)
     }
 

@@ -1,5 +1,9 @@
 //! Turns possibly nested or overlapping state intervals into the non-overlapping,
 //! begin-ordered state records Paraver needs (paraver-format.md §2.6).
+//!
+//! Intervals come in two layers: calls (the foreground) and a background that
+//! says what a thread does between calls (on or off a CPU). Any open call decides
+//! the state over the background.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -25,6 +29,10 @@ struct Interval {
 /// Order of the sweep: by thread and begin; outer intervals first when two begin
 /// together, so the inner one ends on top.
 type SweepKey = (LocalThread, i64, Reverse<i64>);
+
+/// Marks a background interval's state (Extrae's states are small numbers), so
+/// that intervals stay 24 bytes in memory and on disk.
+const BACKGROUND: u32 = 1 << 31;
 
 impl Interval {
     fn key(&self) -> SweepKey {
@@ -59,7 +67,19 @@ impl StateTiler {
         }
     }
 
+    /// A call (or anything else the thread is in) with its state.
     pub fn add(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
+        self.push(thread, begin, end, state & !BACKGROUND);
+    }
+
+    /// What the thread does when no interval of [`StateTiler::add`] covers it
+    /// (running on a CPU, switched out): shown where no call is open, instead of
+    /// the tiling's `fill`. Background intervals of a thread should not overlap.
+    pub fn add_background(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
+        self.push(thread, begin, end, state | BACKGROUND);
+    }
+
+    fn push(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
         if end <= begin || thread == crate::record::DISCARDED {
             return;
         }
@@ -96,7 +116,8 @@ impl StateTiler {
     }
 
     /// Writes the tiles into `run`. Between the first begin and the last end of a
-    /// thread, time covered by no interval gets `fill(thread)` when that is `Some`.
+    /// thread, time covered by no interval (of either layer) gets `fill(thread)`
+    /// when that is `Some`.
     pub fn tile_into(
         mut self,
         run: &mut RunBuilder,
@@ -179,7 +200,7 @@ impl ThreadSweep {
                 self.out.tile(self.cursor, iv.begin, state, run);
             }
         }
-        if let Some(&(_, state)) = self.open.last() {
+        if let Some(state) = shown(&self.open) {
             self.out.tile(self.cursor, iv.begin, state, run);
         }
         self.cursor = self.cursor.max(iv.begin);
@@ -210,11 +231,23 @@ fn close_until(
         if first_end > limit {
             break;
         }
-        let (_, state) = *open.last().expect("non-empty");
+        let state = shown(open).expect("non-empty");
         out.tile(*cursor, first_end, state, run);
         *cursor = (*cursor).max(first_end);
         open.retain(|&(end, _)| end != first_end);
     }
+}
+
+/// The state of the open intervals: the latest begun call, else the latest begun
+/// background interval.
+fn shown(open: &[(i64, u32)]) -> Option<u32> {
+    let latest = |background: bool| {
+        open.iter()
+            .rev()
+            .find(|&&(_, state)| (state & BACKGROUND != 0) == background)
+    };
+    let &(_, state) = latest(false).or_else(|| latest(true))?;
+    Some(state & !BACKGROUND)
 }
 
 /// Joins adjacent tiles of equal state before they become records.
@@ -461,6 +494,45 @@ mod tests {
         );
         assert!(in_memory.len() > 1_000);
         assert_eq!(spilled, in_memory);
+    }
+
+    /// Calls win over the background; the background shows between calls and
+    /// where there is no call, and the fill only where neither layer is.
+    #[test]
+    fn background_shows_where_no_call_is_open() {
+        let mut tiler = StateTiler::new();
+        // On a CPU 0..30, off 30..60, on 60..100; a call 20..70 (Synchronization)
+        // and one 80..90 (I/O); a gap with nothing 100..110 before a last call.
+        tiler.add_background(0, 0, 30, 1);
+        tiler.add_background(0, 30, 60, 0);
+        tiler.add_background(0, 60, 100, 1);
+        tiler.add(0, 20, 70, 5);
+        tiler.add(0, 80, 90, 12);
+        tiler.add(0, 110, 120, 12);
+        let mut run = RunBuilder::new();
+        tiler.tile_into(&mut run, |_| Some(9)).unwrap();
+        let tiles: Vec<(i64, i64, u32)> = run
+            .finish()
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| match r.body {
+                Body::State { end, state } => (r.time, end, state),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            tiles,
+            vec![
+                (0, 20, 1),
+                (20, 70, 5),
+                (70, 80, 1),
+                (80, 90, 12),
+                (90, 100, 1),
+                (100, 110, 9),
+                (110, 120, 12)
+            ]
+        );
     }
 
     #[test]

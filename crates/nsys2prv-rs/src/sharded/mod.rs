@@ -1,0 +1,554 @@
+//! Sharded conversion: plan, translate shard I of N, merge — each a plain
+//! command any scheduler can run — and all three inside a Slurm job step.
+//!
+//! * plan (`--plan-shards N`, or the first shard that finds no plan): the
+//!   inputs, their fingerprints, the options and the shard of each input, in
+//!   `NAME.parts/plan` ([`plan`]).
+//! * translate (`--shard I/N`): the shard's reports, exported on the node's
+//!   temporary directory when they are `.nsys-rep`, translated as a single run
+//!   translates them, into `NAME.parts/shard-I.part` ([`parts`]).
+//! * merge (`merge NAME.prv`): every part's reports, restored in input order,
+//!   go through the single run's own code from the layout on
+//!   ([`crate::convert::gather`] and [`crate::convert::write_output_set`]),
+//!   their records read from the parts: the same trace, byte for byte.
+//! * `--shard slurm`: task 0 plans and the others wait for its word, every task
+//!   translates shard `SLURM_PROCID` of `SLURM_NTASKS`, task 0 waits for every
+//!   part and merges.
+
+mod parts;
+mod plan;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use paraver_writer::OutputPaths;
+
+use crate::cli::{Args, MergeArgs, ShardSpec, UsageError};
+use crate::convert::{self, Finished, Outcome};
+use crate::inputs;
+use crate::interrupt::checkpoint;
+use crate::output_set::OutputSet;
+use parts::{PartsDir, ShardState};
+use plan::Plan;
+
+/// How often a waiting task looks at the parts directory.
+const POLL: Duration = Duration::from_millis(250);
+
+/// `--plan-shards N`: writes the plan (or checks the one there) and stops.
+pub fn plan_only(args: &Args) -> Result<Finished> {
+    let shards = args.plan_shards.expect("plan_only is for --plan-shards");
+    let (parts, plan) = settle_plan(args, shards)?;
+    if !args.quiet {
+        eprintln!(
+            "planned {} reports in {} shards: {}",
+            plan.inputs.len(),
+            plan.shards,
+            parts.plan_path().display()
+        );
+    }
+    Ok(Finished::default())
+}
+
+/// `--shard I/N` or `--shard slurm`.
+pub fn run(args: &Args, spec: &ShardSpec) -> Result<Finished> {
+    match *spec {
+        ShardSpec::One { index, count } => {
+            let (parts, plan) = settle_plan(args, count)?;
+            translate_shard(args, &parts, &plan, index, "-")?;
+            Ok(Finished::default())
+        }
+        ShardSpec::Slurm => run_slurm_task(args),
+    }
+}
+
+/// The trace's paths and the parts directory of `args`' output.
+fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
+    let trace = args.output_trace()?;
+    OutputPaths::for_trace(&trace)?;
+    let parts = PartsDir::of(&trace);
+    Ok((trace, parts))
+}
+
+/// The plan `args` asks for, installed in the parts directory unless one is
+/// there; the one there must fit (same inputs, options, shards) and the inputs
+/// it names must be unchanged.
+fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
+    let (trace, parts) = trace_and_parts(args)?;
+    convert::options(args, 1)?;
+    let names = inputs::report_files(args.inputs())?;
+    let names = distinct(names);
+    parts.create()?;
+    let plan_path = parts.plan_path();
+    let plan = if plan_path.exists() {
+        let plan = Plan::read(&plan_path)?;
+        let wanted = Plan {
+            inputs: names
+                .iter()
+                .map(|n| plan::PlannedInput {
+                    name: n.to_string_lossy().into_owned(),
+                    fingerprint: plan::Fingerprint {
+                        size: 0,
+                        modified_ns: 0,
+                        hash: String::new(),
+                    },
+                    shard: 0,
+                })
+                .collect(),
+            ..Plan::new(args, &trace, &[], shards)?
+        };
+        plan.check_fits(&wanted, &plan_path)?;
+        plan
+    } else {
+        let wanted = Plan::new(args, &trace, &names, shards)?;
+        let installed = parts.install_plan(&wanted)?;
+        if installed != wanted {
+            installed.check_fits(&wanted, &plan_path)?;
+        }
+        installed
+    };
+    Ok((parts, plan))
+}
+
+/// Inputs named twice (the same file) are planned once, as a single run reads
+/// them once.
+fn distinct(names: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut seen = std::collections::BTreeSet::new();
+    names
+        .into_iter()
+        .filter(|n| {
+            let key = std::fs::canonicalize(n).unwrap_or_else(|_| n.clone());
+            let first = seen.insert(key);
+            if !first {
+                tracing::warn!("{}: given more than once; translated once", n.display());
+            }
+            first
+        })
+        .collect()
+}
+
+/// Translates the reports of `shard` into its part (nothing to do when a whole
+/// part of this plan is there). A failure is noted for the merge (with the Slurm
+/// `step` it ran in) and returned.
+fn translate_shard(
+    args: &Args,
+    parts: &PartsDir,
+    plan: &Plan,
+    shard: u32,
+    step: &str,
+) -> Result<()> {
+    let plan_id = plan.id();
+    if parts.has_part(plan, &plan_id, shard) {
+        if !args.quiet {
+            eprintln!(
+                "shard {shard} of {}: already translated ({})",
+                plan.shards,
+                parts.part_path(shard).display()
+            );
+        }
+        return Ok(());
+    }
+    let result = translate_into_part(args, parts, plan, &plan_id, shard);
+    if let Err(e) = &result {
+        parts.write_failure(shard, step, &crate::one_line(e));
+    }
+    result
+}
+
+fn translate_into_part(
+    args: &Args,
+    parts: &PartsDir,
+    plan: &Plan,
+    plan_id: &str,
+    shard: u32,
+) -> Result<()> {
+    let started = Instant::now();
+    plan.check_unchanged(shard, &parts.plan_path())?;
+    let numbers = plan.inputs_of(shard);
+    let names: Vec<PathBuf> = numbers
+        .iter()
+        .map(|&i| PathBuf::from(&plan.inputs[i as usize].name))
+        .collect();
+    // .nsys-rep reports are exported on this node, not into the shared NAME.cache/.
+    let exports = node_local_exports()?;
+    let _tracked = crate::interrupt::track(exports.path());
+    let settings = crate::nsys_export::ExportSettings {
+        cache_dir: exports.path().join("exports"),
+        jobs: args.jobs.unwrap_or(0),
+        force: args.force_sqlite,
+    };
+    let found = inputs::find(&names, &settings)?;
+    let prepared = inputs::prepare(found, &settings, true)?;
+    let options = convert::options(args, prepared.len())?;
+    let outcomes = convert::translate_prepared(prepared, &options, args.quiet);
+    drop(exports);
+    let mut numbered = Vec::with_capacity(outcomes.len());
+    let mut skipped = 0;
+    for (&number, (name, outcome)) in numbers.iter().zip(outcomes) {
+        if let Outcome::Failed(e) = &outcome {
+            if !args.skip_bad {
+                return Err(anyhow!("{}", crate::one_line(e)));
+            }
+            tracing::warn!("{}: skipped: {}", name.display(), crate::one_line(e));
+            skipped += 1;
+        }
+        numbered.push((number, outcome));
+    }
+    checkpoint("shard translated");
+    parts.write_part(plan_id, shard, numbered)?;
+    if !args.quiet {
+        eprintln!(
+            "shard {shard} of {}: {} reports{} into {} in {:.2} s",
+            plan.shards,
+            numbers.len(),
+            if skipped > 0 {
+                format!(" ({skipped} skipped)")
+            } else {
+                String::new()
+            },
+            parts.part_path(shard).display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// A new directory for exports on this node: `$SLURM_TMPDIR`, `$TMPDIR` or /tmp.
+fn node_local_exports() -> Result<tempfile::TempDir> {
+    let base = ["SLURM_TMPDIR", "TMPDIR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .find(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    tempfile::Builder::new()
+        .prefix("nsys2prv-rs-exports.")
+        .tempdir_in(&base)
+        .with_context(|| format!("{}: cannot create a directory for exports", base.display()))
+}
+
+/// `nsys2prv-rs merge OUTPUT`: the plan's conversion, from its parts.
+pub fn merge_command(m: &MergeArgs) -> Result<Finished> {
+    let trace = crate::cli::trace_name(&m.output, false)?;
+    let parts = PartsDir::of(&trace);
+    let plan_path = parts.plan_path();
+    if !plan_path.is_file() {
+        bail!(
+            "{}: no plan of a sharded conversion there: run the shards (--shard I/N) first",
+            plan_path.display()
+        );
+    }
+    let plan = Plan::read(&plan_path)?;
+    let args = merge_args(&plan, m)?;
+    let pool = convert::worker_pool(m.jobs)?;
+    pool.install(|| merge(&args, &parts, &plan, None))
+}
+
+/// The command line of the plan's conversion, with the merge's own settings.
+fn merge_args(plan: &Plan, m: &MergeArgs) -> Result<Args> {
+    let mut argv: Vec<String> = vec!["nsys2prv-rs".into()];
+    argv.extend(plan.options.iter().cloned());
+    argv.push(format!("--memory-limit={}", m.memory_limit));
+    if let Some(jobs) = m.jobs {
+        argv.push(format!("--jobs={jobs}"));
+    }
+    if m.quiet {
+        argv.push("--quiet".into());
+    }
+    if m.verbose {
+        argv.push("--verbose".into());
+    }
+    if m.keep_parts {
+        argv.push("--keep-parts".into());
+    }
+    argv.push("--".into());
+    argv.extend(plan.inputs.iter().map(|i| i.name.clone()));
+    argv.push(plan.trace.clone());
+    Args::try_parse_from(&argv).map_err(|e| anyhow!("the plan's options do not parse: {e}"))
+}
+
+/// Merges every part into the trace (once every shard is done; else the error
+/// lists the shards to run again), then removes the parts unless
+/// `--keep-parts`. `step`: the Slurm step whose failures count (all when None).
+fn merge(args: &Args, parts: &PartsDir, plan: &Plan, step: Option<&str>) -> Result<Finished> {
+    let started = Instant::now();
+    let plan_id = plan.id();
+    check_every_shard_done(parts, plan, &plan_id, step)?;
+    raise_open_file_limit(u64::from(plan.shards));
+    let paths = OutputPaths::for_trace(Path::new(&plan.trace))?;
+    let output_set = OutputSet::prepare(&paths, &convert::cfgs_dir(args, &paths))?;
+    let outcomes = parts.load_all(plan, &plan_id)?;
+    let options = convert::options(args, 1)?;
+    let (reports, skipped) = convert::gather(outcomes, &options, args.skip_bad)?;
+    checkpoint("parts read");
+    let finished = convert::write_output_set(args, &paths, output_set, reports, &skipped, started)?;
+    if !args.keep_parts {
+        parts.remove();
+    }
+    Ok(finished)
+}
+
+fn check_every_shard_done(
+    parts: &PartsDir,
+    plan: &Plan,
+    plan_id: &str,
+    step: Option<&str>,
+) -> Result<()> {
+    let states = parts.states(plan, plan_id);
+    let mut problems = Vec::new();
+    let mut rerun = Vec::new();
+    for (shard, state) in states.iter().enumerate() {
+        match state {
+            ShardState::Done => continue,
+            ShardState::Failed { reason, step: when } if step.is_none_or(|s| s == when) => {
+                problems.push(format!("shard {shard} failed ({reason})"))
+            }
+            ShardState::Failed { .. } | ShardState::Missing => {
+                problems.push(format!("shard {shard} has no part"))
+            }
+            ShardState::Unusable(why) => problems.push(format!(
+                "{}: {why}",
+                parts.part_path(shard as u32).display()
+            )),
+        }
+        rerun.push(format!("--shard {shard}/{}", plan.shards));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "cannot merge {}: {}; run {} again, then nsys2prv-rs merge {}",
+        plan.trace,
+        problems.join(", "),
+        rerun.join(", "),
+        plan.trace
+    )
+}
+
+/// The merge keeps every part open: lift the soft limit on open files to the
+/// hard one when the parts need it.
+fn raise_open_file_limit(parts: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit write and read the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let wanted = parts + 256;
+        if limit.rlim_cur >= wanted {
+            return;
+        }
+        limit.rlim_cur = wanted.min(limit.rlim_max);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+    if limit.rlim_cur < parts + 16 {
+        tracing::warn!(
+            "{parts} parts to read but at most {} open files (ulimit -n): use fewer shards",
+            limit.rlim_cur
+        );
+    }
+}
+
+/// One task of `srun nsys2prv-rs --shard slurm ...`.
+fn run_slurm_task(args: &Args) -> Result<Finished> {
+    let (task, tasks) = slurm_task()?;
+    let step = slurm_step();
+    let (_, parts) = trace_and_parts(args)?;
+    if task != 0 {
+        let translated = wait_for_plan(&parts, &step)
+            .and_then(|()| Plan::read(&parts.plan_path()))
+            .and_then(|plan| {
+                check_task_count(&parts, &plan, tasks)?;
+                translate_shard(args, &parts, &plan, task, &step)
+            });
+        // Task 0 waits for this shard: whatever went wrong, it must hear of it.
+        if let Err(e) = &translated {
+            parts.write_failure(task, &step, &crate::one_line(e));
+        }
+        return translated.map(|()| Finished::default());
+    }
+    let planned = settle_plan(args, tasks).and_then(|(_, plan)| {
+        check_task_count(&parts, &plan, tasks)?;
+        Ok(plan)
+    });
+    let word = match &planned {
+        Ok(_) => "ok\n".to_string(),
+        Err(e) => format!("failed: {}\n", crate::one_line(e)),
+    };
+    if parts.dir.is_dir() {
+        parts::write_atomically(&parts.step_path(&step), word.as_bytes())?;
+    }
+    let plan = planned?;
+    translate_shard(args, &parts, &plan, task, &step)?;
+    wait_for_shards(args, &parts, &plan, &step)?;
+    merge(args, &parts, &plan, Some(&step))
+}
+
+fn check_task_count(parts: &PartsDir, plan: &Plan, tasks: u32) -> Result<()> {
+    if plan.shards != tasks {
+        bail!(
+            "{}: made for {} shards, but the step has {tasks} tasks; remove {} to plan again",
+            parts.plan_path().display(),
+            plan.shards,
+            parts.dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// `SLURM_PROCID` and `SLURM_NTASKS` of this task.
+fn slurm_task() -> Result<(u32, u32)> {
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    match (var("SLURM_PROCID"), var("SLURM_NTASKS").or_else(|| var("SLURM_NPROCS"))) {
+        (Some(task), Some(tasks)) if task < tasks => Ok((task, tasks)),
+        _ => Err(UsageError(
+            "--shard slurm runs inside a Slurm job step (srun nsys2prv-rs --shard slurm ...): SLURM_PROCID and SLURM_NTASKS are not set; outside Slurm give --shard I/N".into(),
+        )
+        .into()),
+    }
+}
+
+/// `JOBID.STEPID` of this step, which tells its notes from earlier runs' ones.
+fn slurm_step() -> String {
+    let var = |name: &str| std::env::var(name).unwrap_or_else(|_| "x".into());
+    format!("{}.{}", var("SLURM_JOB_ID"), var("SLURM_STEP_ID"))
+}
+
+/// Waits for task 0's word on the plan of this step.
+fn wait_for_plan(parts: &PartsDir, step: &str) -> Result<()> {
+    let path = parts.step_path(step);
+    loop {
+        if let Ok(word) = std::fs::read_to_string(&path) {
+            return match word.strip_prefix("failed: ") {
+                Some(why) => Err(anyhow!("task 0 could not plan: {}", why.trim())),
+                None => Ok(()),
+            };
+        }
+        checkpoint("waiting for the plan");
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Task 0 waits until every shard has its part, or one fails in this step.
+fn wait_for_shards(args: &Args, parts: &PartsDir, plan: &Plan, step: &str) -> Result<()> {
+    let mut said = false;
+    loop {
+        let listing = parts.listing();
+        let has = |name: String| listing.contains(&name);
+        let waiting: Vec<u32> = (0..plan.shards)
+            .filter(|s| !has(format!("shard-{s}.part")))
+            .collect();
+        let failed_now = waiting.iter().any(|s| {
+            has(format!("shard-{s}.failed"))
+                && parts
+                    .states(plan, &plan.id())
+                    .get(*s as usize)
+                    .is_some_and(|st| matches!(st, ShardState::Failed { step: w, .. } if w == step))
+        });
+        if waiting.is_empty() || failed_now {
+            return Ok(());
+        }
+        if !said && !args.quiet {
+            eprintln!(
+                "task 0: waiting for {} of {} shards to finish",
+                waiting.len(),
+                plan.shards
+            );
+            said = true;
+        }
+        checkpoint("waiting for the shards");
+        std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The merge's command line, rebuilt from the plan, has the plan's options.
+    #[test]
+    fn the_merge_parses_the_options_the_plan_recorded() {
+        for line in [
+            &["a.sqlite", "out.prv"][..],
+            &[
+                "-t",
+                "cuda,nvtx",
+                "--exclude",
+                "sched",
+                "--sync",
+                "barrier",
+                "--kernel-names",
+                "demangled",
+                "--cfgs-dir",
+                "views dir",
+                "--time-window",
+                "1.5ms:",
+                "--keep-nsys-threads",
+                "--all-views",
+                "--sampling-depth",
+                "3",
+                "--report=report dir",
+                "--skip-bad",
+                "--force-sqlite",
+                "-z",
+                "a.sqlite",
+                "--",
+                "-b.sqlite",
+                "out",
+            ][..],
+            &["-f", "step#3", "--report", "a.sqlite", "out.prv.gz"][..],
+        ] {
+            let args = Args::try_parse_from(["nsys2prv-rs"].iter().chain(line)).unwrap();
+            let options = plan::canonical_options(&args).unwrap();
+            let plan = Plan {
+                format: plan::FORMAT,
+                tool: env!("CARGO_PKG_VERSION").into(),
+                trace: args.output_trace().unwrap().display().to_string(),
+                shards: 2,
+                options: options.clone(),
+                inputs: args
+                    .inputs()
+                    .iter()
+                    .map(|n| plan::PlannedInput {
+                        name: n.display().to_string(),
+                        fingerprint: plan::Fingerprint {
+                            size: 1,
+                            modified_ns: 2,
+                            hash: "3".into(),
+                        },
+                        shard: 0,
+                    })
+                    .collect(),
+            };
+            let merge = MergeArgs {
+                output: "out".into(),
+                keep_parts: true,
+                memory_limit: 1 << 20,
+                jobs: Some(3),
+                quiet: true,
+                verbose: false,
+            };
+            let rebuilt = merge_args(&plan, &merge).unwrap();
+            assert_eq!(
+                plan::canonical_options(&rebuilt).unwrap(),
+                options,
+                "{line:?}"
+            );
+            assert_eq!(rebuilt.inputs(), args.inputs());
+            assert_eq!(
+                rebuilt.output_trace().unwrap(),
+                args.output_trace().unwrap()
+            );
+            assert!(rebuilt.keep_parts && rebuilt.quiet);
+            assert_eq!((rebuilt.jobs, rebuilt.memory_limit), (Some(3), 1 << 20));
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! `NAME.parts/`: the directory of a sharded conversion, and the part files in
+//! it. The directory carries the tool's marker; the tool removes only what it
+//! wrote there (its marker, plan, parts, failure notes, Slurm step notes and
+//! temporaries), and only after a successful merge.
+//!
+//! A part (`shard-I.part`) holds the reports of one shard: for each translated
+//! report, its records as one checksummed section and its description
+//! ([`SavedReport`], postcard); then an index of every report of the shard (input
+//! number, and translated, empty or skipped), then a trailer that locates and
+//! checksums the index. It is written under a temporary name and renamed when
+//! complete, so a part is whole or absent.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use nsys_semantics::saved::SavedReport;
+use nsys_semantics::ReportTranslation;
+use serde::{Deserialize, Serialize};
+
+use super::plan::Plan;
+use crate::convert::Outcome;
+use crate::output_set::{host_name, MARKER};
+
+const MAGIC: &[u8; 16] = b"nsys2prv-rs part";
+const TRAILER_MAGIC: &[u8; 8] = b"PARTEND1";
+/// Index offset, index length, index CRC-32, magic.
+const TRAILER: u64 = 8 + 8 + 4 + 8;
+const PLAN: &str = "plan";
+
+/// What a part says of one report of its shard.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    /// The report's number in the plan.
+    input: u32,
+    outcome: SavedOutcome,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum SavedOutcome {
+    /// Its description at `offset` (`len` bytes, CRC-32 `crc`).
+    Translated {
+        offset: u64,
+        len: u64,
+        crc: u32,
+    },
+    Empty {
+        why: String,
+    },
+    /// Left out by `--skip-bad`.
+    Failed {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Index {
+    plan: String,
+    shard: u32,
+    entries: Vec<Entry>,
+}
+
+/// A shard as the parts directory shows it.
+#[derive(Debug)]
+pub enum ShardState {
+    Done,
+    /// Failed, with the error it gave (and the Slurm step it ran in).
+    Failed {
+        reason: String,
+        step: String,
+    },
+    Missing,
+    /// A part that is damaged or of another plan: why.
+    Unusable(String),
+}
+
+/// `NAME.parts/` beside the trace.
+pub struct PartsDir {
+    pub dir: PathBuf,
+}
+
+impl PartsDir {
+    pub fn of(trace: &Path) -> PartsDir {
+        let stem = paraver_writer::OutputPaths::for_trace(trace)
+            .map(|p| p.stem())
+            .unwrap_or_else(|_| "trace".into());
+        PartsDir {
+            dir: trace.with_file_name(format!("{stem}.parts")),
+        }
+    }
+
+    pub fn plan_path(&self) -> PathBuf {
+        self.dir.join(PLAN)
+    }
+
+    pub fn part_path(&self, shard: u32) -> PathBuf {
+        self.dir.join(format!("shard-{shard}.part"))
+    }
+
+    fn failed_path(&self, shard: u32) -> PathBuf {
+        self.dir.join(format!("shard-{shard}.failed"))
+    }
+
+    pub fn step_path(&self, step: &str) -> PathBuf {
+        self.dir.join(format!("slurm-step-{step}"))
+    }
+
+    /// Creates the directory with its marker, or checks that it is ours.
+    pub fn create(&self) -> Result<()> {
+        match fs::create_dir(&self.dir) {
+            Ok(()) => write_atomically(
+                &self.dir.join(MARKER),
+                b"Parts of a sharded conversion by nsys2prv-rs; removed after a successful merge.\n",
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.check_ours(),
+            Err(e) => Err(e).with_context(|| format!("{}: cannot create", self.dir.display())),
+        }
+    }
+
+    /// An existing directory must carry the marker (a concurrent shard may be
+    /// writing it: then it appears soon).
+    fn check_ours(&self) -> Result<()> {
+        if !self.dir.is_dir() {
+            bail!("{}: exists and is not a directory", self.dir.display());
+        }
+        for _ in 0..50 {
+            if self.dir.join(MARKER).is_file() {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Err(crate::cli::UsageError(format!(
+            "{}: exists and was not made by nsys2prv-rs (no {MARKER} file in it): give another output name",
+            self.dir.display()
+        ))
+        .into())
+    }
+
+    /// Installs `plan` unless a plan is already there; returns the plan in force.
+    pub fn install_plan(&self, plan: &Plan) -> Result<Plan> {
+        let path = self.plan_path();
+        let text = serde_json::to_string_pretty(plan).expect("a plan serialises") + "\n";
+        let temporary = temporary_beside(&path);
+        let _guard = crate::interrupt::track(&temporary);
+        fs::write(&temporary, text).with_context(|| format!("{}: cannot write", path.display()))?;
+        // A hard link never replaces: the first plan installed wins.
+        let linked = fs::hard_link(&temporary, &path);
+        let _ = fs::remove_file(&temporary);
+        match linked {
+            Ok(()) => Ok(plan.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Plan::read(&path),
+            Err(e) => Err(e).with_context(|| format!("{}: cannot write", path.display())),
+        }
+    }
+
+    /// Writes the part of `shard`: `outcomes` are its reports with their plan
+    /// numbers. Replaces a failure note of the shard.
+    pub fn write_part(
+        &self,
+        plan_id: &str,
+        shard: u32,
+        outcomes: Vec<(u32, Outcome)>,
+    ) -> Result<()> {
+        let path = self.part_path(shard);
+        let temporary = temporary_beside(&path);
+        let _guard = crate::interrupt::track(&temporary);
+        let written = write_part_file(&temporary, plan_id, shard, outcomes);
+        if let Err(e) = written {
+            let _ = fs::remove_file(&temporary);
+            return Err(e.context(format!("{}: cannot write the part", path.display())));
+        }
+        fs::rename(&temporary, &path)
+            .with_context(|| format!("{}: cannot write the part", path.display()))?;
+        let _ = fs::remove_file(self.failed_path(shard));
+        Ok(())
+    }
+
+    /// Notes that `shard` failed (in Slurm step `step`), for the merge to say.
+    pub fn write_failure(&self, shard: u32, step: &str, reason: &str) {
+        let text = format!("step {step}\n{reason}\n");
+        if let Err(e) = write_atomically(&self.failed_path(shard), text.as_bytes()) {
+            tracing::warn!("{e:#}");
+        }
+    }
+
+    /// Whether `shard` has a whole part of the plan `plan_id`.
+    pub fn has_part(&self, plan: &Plan, plan_id: &str, shard: u32) -> bool {
+        read_index(&self.part_path(shard))
+            .is_ok_and(|(_, index)| check_index(&index, plan, plan_id, shard).is_ok())
+    }
+
+    /// The state of every shard: parts read and checked, failure notes read.
+    pub fn states(&self, plan: &Plan, plan_id: &str) -> Vec<ShardState> {
+        (0..plan.shards)
+            .map(|shard| self.state(plan, plan_id, shard))
+            .collect()
+    }
+
+    fn state(&self, plan: &Plan, plan_id: &str, shard: u32) -> ShardState {
+        let part = self.part_path(shard);
+        if part.exists() {
+            return match read_index(&part)
+                .and_then(|(_, index)| check_index(&index, plan, plan_id, shard))
+            {
+                Ok(()) => ShardState::Done,
+                Err(e) => ShardState::Unusable(format!("{e:#}")),
+            };
+        }
+        match fs::read_to_string(self.failed_path(shard)) {
+            Ok(text) => {
+                let (step, reason) = text.split_once('\n').unwrap_or(("", &text));
+                ShardState::Failed {
+                    reason: reason.trim().to_string(),
+                    step: step.trim_start_matches("step ").to_string(),
+                }
+            }
+            Err(_) => ShardState::Missing,
+        }
+    }
+
+    /// Names of the files in the directory (a cheap look while waiting).
+    pub fn listing(&self) -> Vec<String> {
+        fs::read_dir(&self.dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every report of the plan, in input order, as its shard left it.
+    pub fn load_all(&self, plan: &Plan, plan_id: &str) -> Result<Vec<(PathBuf, Outcome)>> {
+        let mut slots: Vec<Option<Outcome>> = (0..plan.inputs.len()).map(|_| None).collect();
+        for shard in 0..plan.shards {
+            let path = self.part_path(shard);
+            let (file, index) = read_index(&path)?;
+            check_index(&index, plan, plan_id, shard)?;
+            let file = Arc::new(file);
+            for entry in index.entries {
+                let outcome = match entry.outcome {
+                    SavedOutcome::Translated { offset, len, crc } => {
+                        let saved: SavedReport = read_blob(&file, &path, offset, len, crc)?;
+                        Outcome::Translated(Box::new(ReportTranslation::restore(
+                            saved,
+                            Arc::clone(&file),
+                            &path,
+                        )))
+                    }
+                    SavedOutcome::Empty { why } => Outcome::Empty(why),
+                    SavedOutcome::Failed { reason } => Outcome::Failed(anyhow!(reason)),
+                };
+                slots[entry.input as usize] = Some(outcome);
+            }
+        }
+        Ok(plan
+            .inputs
+            .iter()
+            .zip(slots)
+            .map(|(input, slot)| {
+                (
+                    PathBuf::from(&input.name),
+                    slot.expect("check_index saw every input of each shard"),
+                )
+            })
+            .collect())
+    }
+
+    /// Removes what the tool wrote here, then the directory if nothing else is
+    /// left in it.
+    pub fn remove(&self) {
+        for name in self.listing() {
+            if is_ours(&name) && name != MARKER {
+                crate::interrupt::remove_all(&self.dir.join(&name));
+            }
+        }
+        let others: Vec<String> = self.listing().into_iter().filter(|n| n != MARKER).collect();
+        if others.is_empty() {
+            let _ = fs::remove_file(self.dir.join(MARKER));
+            let _ = fs::remove_dir(&self.dir);
+        } else {
+            tracing::warn!(
+                "{}: left in place, it holds files nsys2prv-rs did not write ({})",
+                self.dir.display(),
+                others.join(", ")
+            );
+        }
+    }
+}
+
+/// Names the tool writes in a parts directory.
+fn is_ours(name: &str) -> bool {
+    let shard_file = |ext: &str| {
+        name.strip_prefix("shard-")
+            .and_then(|n| n.strip_suffix(ext))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    name == MARKER
+        || name == PLAN
+        || shard_file(".part")
+        || shard_file(".failed")
+        || name.starts_with("slurm-step-")
+        || (name.starts_with('.') && name.ends_with(".tmp"))
+}
+
+/// `.NAME.HOST.PID.tmp` beside `path`.
+fn temporary_beside(path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(
+        ".{name}.{}.{}.tmp",
+        host_name(),
+        std::process::id()
+    ))
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let temporary = temporary_beside(path);
+    let _guard = crate::interrupt::track(&temporary);
+    let written = fs::write(&temporary, bytes).and_then(|()| fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// A writer that knows how far it is into its file.
+struct Positioned<W> {
+    inner: W,
+    position: u64,
+}
+
+impl<W: Write> Write for Positioned<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.position += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn write_part_file(
+    path: &Path,
+    plan_id: &str,
+    shard: u32,
+    outcomes: Vec<(u32, Outcome)>,
+) -> Result<()> {
+    let file = File::create(path)?;
+    let mut out = Positioned {
+        inner: BufWriter::with_capacity(1 << 20, file),
+        position: 0,
+    };
+    out.write_all(MAGIC)?;
+    let mut entries = Vec::with_capacity(outcomes.len());
+    for (input, outcome) in outcomes {
+        let outcome = match outcome {
+            Outcome::Translated(report) => {
+                let offset = out.position;
+                let saved = report.save(&mut out, offset)?;
+                drop(report);
+                let blob = postcard::to_stdvec(&saved)?;
+                let offset = out.position;
+                out.write_all(&blob)?;
+                SavedOutcome::Translated {
+                    offset,
+                    len: blob.len() as u64,
+                    crc: crc32fast::hash(&blob),
+                }
+            }
+            Outcome::Empty(why) => SavedOutcome::Empty { why },
+            Outcome::Failed(e) => SavedOutcome::Failed {
+                reason: crate::one_line(&e),
+            },
+        };
+        entries.push(Entry { input, outcome });
+    }
+    let index = postcard::to_stdvec(&Index {
+        plan: plan_id.to_string(),
+        shard,
+        entries,
+    })?;
+    let index_offset = out.position;
+    out.write_all(&index)?;
+    out.write_all(&index_offset.to_le_bytes())?;
+    out.write_all(&(index.len() as u64).to_le_bytes())?;
+    out.write_all(&crc32fast::hash(&index).to_le_bytes())?;
+    out.write_all(TRAILER_MAGIC)?;
+    let file = out.inner.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Opens a part and reads its index (checksummed).
+fn read_index(path: &Path) -> Result<(File, Index)> {
+    let damaged = |why: &str| anyhow!("{}: not a whole part ({why})", path.display());
+    let mut file = File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let size = file.metadata()?.len();
+    let mut magic = [0u8; MAGIC.len()];
+    if size < MAGIC.len() as u64 + TRAILER
+        || file.read_exact(&mut magic).is_err()
+        || &magic != MAGIC
+    {
+        return Err(damaged("too short or not a part file"));
+    }
+    let mut trailer = [0u8; TRAILER as usize];
+    file.seek(SeekFrom::Start(size - TRAILER))?;
+    file.read_exact(&mut trailer)?;
+    if &trailer[20..] != TRAILER_MAGIC {
+        return Err(damaged("no trailer"));
+    }
+    let offset = u64::from_le_bytes(trailer[0..8].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(trailer[8..16].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(trailer[16..20].try_into().expect("4 bytes"));
+    if offset.checked_add(len) != Some(size - TRAILER) {
+        return Err(damaged("index out of place"));
+    }
+    let index: Index = read_blob(&file, path, offset, len, crc)?;
+    Ok((file, index))
+}
+
+/// Reads and decodes `len` bytes at `offset` whose CRC-32 must be `crc`.
+fn read_blob<T: serde::de::DeserializeOwned>(
+    file: &File,
+    path: &Path,
+    offset: u64,
+    len: u64,
+    crc: u32,
+) -> Result<T> {
+    use std::os::unix::fs::FileExt;
+    let damaged = |why: String| anyhow!("{}: damaged part ({why})", path.display());
+    let len = usize::try_from(len).map_err(|_| damaged("index too large".into()))?;
+    let mut bytes = vec![0u8; len];
+    file.read_exact_at(&mut bytes, offset)
+        .map_err(|e| damaged(e.to_string()))?;
+    if crc32fast::hash(&bytes) != crc {
+        return Err(damaged("checksum mismatch".into()));
+    }
+    postcard::from_bytes(&bytes).map_err(|e| damaged(e.to_string()))
+}
+
+/// The part of `shard` must be of this plan and hold exactly the shard's reports.
+fn check_index(index: &Index, plan: &Plan, plan_id: &str, shard: u32) -> Result<()> {
+    if index.plan != plan_id {
+        bail!("made for another plan (other inputs or options)");
+    }
+    let mut inputs: Vec<u32> = index.entries.iter().map(|e| e.input).collect();
+    inputs.sort_unstable();
+    if index.shard != shard || inputs != plan.inputs_of(shard) {
+        bail!("holds other reports than the plan gives shard {shard}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_names_are_removed() {
+        for ours in [
+            ".nsys2prv-rs",
+            "plan",
+            "shard-0.part",
+            "shard-12.failed",
+            "slurm-step-5.0",
+            ".shard-1.part.node1.42.tmp",
+        ] {
+            assert!(is_ours(ours), "{ours}");
+        }
+        for theirs in [
+            "notes.txt",
+            "shard-.part",
+            "shard-1a.part",
+            "plan.bak",
+            "x.tmp",
+        ] {
+            assert!(!is_ours(theirs), "{theirs}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! A finished run saved into a file and restored from it: how the tasks of a
+//! sharded conversion hand their runs to the one that merges. A saved run is one
+//! section of records in the run's order (its spilled chunks and its records in
+//! memory merged, as the merge would read them), with a CRC-32 that the merge
+//! checks as it reads, and a small description (thread numbering, name tables,
+//! time span) to store beside it.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::merge::{for_each_record, View};
+use crate::names::NameTables;
+use crate::record::{Comm, LocalThread};
+use crate::run::Run;
+use crate::spill::{encode_view, Checksummed, SpilledChunk};
+
+/// Where a saved run's records lie, and what else the merge needs of the run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SavedRun {
+    /// The section of records: its offset in the file, its size, its record count
+    /// and the CRC-32 of its bytes.
+    pub offset: u64,
+    pub bytes: u64,
+    pub records: u64,
+    pub checksum: u32,
+    old_of_new: Vec<LocalThread>,
+    new_of_old: Vec<LocalThread>,
+    names: NameTables,
+    min_time: i64,
+    max_time: i64,
+}
+
+/// Writes every record of `run` into `out`, which is at `offset` of its file.
+pub fn save_run(run: &Run, out: &mut impl Write, offset: u64) -> io::Result<SavedRun> {
+    let mut out = Checksummed::new(out);
+    let mut records = 0;
+    let mut result = Ok(());
+    // Records keep the producer's thread numbers, as in spilled chunks.
+    let producer = |thread: LocalThread| run.old_of_new[thread as usize];
+    for_each_record(run, &mut |time, thread, body| {
+        if result.is_err() {
+            return;
+        }
+        result = match body {
+            View::Comm(comm) => {
+                let comm = Comm {
+                    receiver: producer(comm.receiver),
+                    ..*comm
+                };
+                encode_view(&mut out, time, producer(thread), &View::Comm(comm))
+            }
+            _ => encode_view(&mut out, time, producer(thread), body),
+        };
+        records += 1;
+    })?;
+    result?;
+    Ok(SavedRun {
+        offset,
+        bytes: out.bytes,
+        records,
+        checksum: out.crc.finalize(),
+        old_of_new: run.old_of_new.clone(),
+        new_of_old: run.new_of_old.clone(),
+        names: run.names.clone(),
+        min_time: run.min_time,
+        max_time: run.max_time,
+    })
+}
+
+/// The run `saved` describes, reading its records from `file` (named `origin` in
+/// errors) when merged.
+pub fn restore_run(saved: SavedRun, file: Arc<File>, origin: &Path) -> Run {
+    let section = SpilledChunk::section(
+        file,
+        saved.offset,
+        saved.bytes,
+        saved.records,
+        saved.checksum,
+        origin.to_path_buf(),
+    );
+    Run {
+        old_of_new: saved.old_of_new,
+        new_of_old: saved.new_of_old,
+        records: Vec::new(),
+        pairs: Vec::new(),
+        comms: Vec::new(),
+        chunks: if saved.records > 0 {
+            vec![section]
+        } else {
+            Vec::new()
+        },
+        names: saved.names,
+        min_time: saved.min_time,
+        max_time: saved.max_time,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
+    use crate::merge::{write_trace, MergeInput};
+    use crate::output::OutputPaths;
+    use crate::pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};
+    use crate::record::{EventPair, Value};
+    use crate::run::RunBuilder;
+    use crate::spill::{MemoryBudget, SpillPolicy};
+
+    const RANGE: u32 = 100;
+    const KERNEL: u32 = 200;
+
+    fn layout() -> TraceLayout {
+        TraceLayout {
+            application: "app".into(),
+            date: "01/01/2026 at 00:00".into(),
+            nodes: vec![NodeInfo {
+                name: "n".into(),
+                cpus: 1,
+            }],
+            tasks: (0..2)
+                .map(|t| TaskInfo {
+                    name: format!("t{t}"),
+                    node: 0,
+                    threads: vec!["a".into(), "b".into()],
+                })
+                .collect(),
+        }
+    }
+
+    fn catalog() -> PcfCatalog {
+        PcfCatalog {
+            states: (0..2)
+                .map(|id| StateInfo {
+                    id,
+                    label: format!("S{id}"),
+                    color: (1, 2, 3),
+                })
+                .collect(),
+            types: vec![
+                EventTypeInfo::new(RANGE, "range", ValueLabels::Numeric, Timing::Interval),
+                EventTypeInfo::new(KERNEL, "kernel", ValueLabels::Names, Timing::Interval),
+            ],
+        }
+    }
+
+    /// Four threads of two processes whose records tie in time across threads;
+    /// spilled in tiny chunks into `spill` when given (then the run is several
+    /// streams).
+    fn run(spill: Option<&Path>) -> Run {
+        let mut b = match spill {
+            Some(dir) => RunBuilder::with_spill(SpillPolicy {
+                dir: dir.to_path_buf(),
+                chunk_bytes: 200,
+                budget: MemoryBudget::new(0),
+            }),
+            None => RunBuilder::new(),
+        };
+        // Met in another order than their order keys.
+        for key in [3, 1, 2, 0] {
+            b.add_thread(key);
+        }
+        for i in 0..40 {
+            let t = i * 10;
+            for thread in 0..4 {
+                b.state(thread, t, t + 10, (i % 2) as u32);
+                b.interval(thread, t, t + 5, &[EventPair::raw(RANGE, i + 1)]);
+            }
+            let name = b.names.intern(KERNEL, &format!("kernel {}", i % 3));
+            b.interval(
+                1,
+                t + 2,
+                t + 4,
+                &[EventPair::new(KERNEL, Value::Name(name))],
+            );
+            let comm = Comm {
+                send_physical: t + 1,
+                // Renumbered (producer 3 is the run's thread 0).
+                receiver: 3,
+                recv_logical: t + 3,
+                recv_physical: t + 4,
+                size: 8,
+                tag: 1,
+            };
+            b.comm(0, t, comm);
+        }
+        b.finish().unwrap()
+    }
+
+    /// The trace of `run` with its threads placed so that run order and trace
+    /// order disagree (run threads 0, 1 are the second task's).
+    fn trace(dir: &Path, name: &str, run: Run) -> Vec<u8> {
+        let paths = OutputPaths::for_trace(&dir.join(format!("{name}.prv"))).unwrap();
+        let place = |task, thread| GlobalThread { task, thread };
+        let inputs = [MergeInput {
+            run,
+            time_offset: 0,
+            threads: vec![place(1, 0), place(1, 1), place(0, 0), place(0, 1)],
+        }];
+        write_trace(&paths, &layout(), &inputs, &catalog(), &mut |_| {}).unwrap();
+        std::fs::read(&paths.prv).unwrap()
+    }
+
+    fn saved_and_restored(dir: &Path, run: &Run) -> Run {
+        let path = dir.join("run.part");
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(b"header").unwrap();
+        let saved = save_run(run, &mut file, 6).unwrap();
+        assert_eq!(saved.records as usize, run.len());
+        drop(file);
+        let file = Arc::new(File::open(&path).unwrap());
+        restore_run(saved, file, &path)
+    }
+
+    #[test]
+    fn a_run_spilled_or_not_saved_or_not_gives_the_same_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let in_memory = trace(dir.path(), "memory", run(None));
+        let spilled_run = run(Some(dir.path()));
+        assert!(
+            spilled_run.chunks.len() > 2,
+            "the test needs several streams"
+        );
+        assert_eq!(
+            trace(dir.path(), "spilled", run(Some(dir.path()))),
+            in_memory
+        );
+        let restored = saved_and_restored(dir.path(), &spilled_run);
+        assert_eq!(trace(dir.path(), "restored", restored), in_memory);
+        let restored = saved_and_restored(dir.path(), &run(None));
+        assert_eq!(trace(dir.path(), "restored2", restored), in_memory);
+    }
+
+    #[test]
+    fn a_damaged_section_is_an_error_naming_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let restored = saved_and_restored(dir.path(), &run(None));
+        let path = dir.path().join("run.part");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let paths = OutputPaths::for_trace(&dir.path().join("bad.prv")).unwrap();
+        let inputs = [MergeInput {
+            run: restored,
+            time_offset: 0,
+            threads: (0..4)
+                .map(|t| GlobalThread {
+                    task: t / 2,
+                    thread: t % 2,
+                })
+                .collect(),
+        }];
+        let err = write_trace(&paths, &layout(), &inputs, &catalog(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("run.part: damaged part file"),
+            "error names the part: {err}"
+        );
+    }
+}

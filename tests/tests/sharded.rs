@@ -1,0 +1,442 @@
+//! Sharded conversion without a scheduler: `--shard I/N` for every shard, then
+//! `merge`, must write the same files, byte for byte, as one process; and every
+//! fault (missing, failed or foreign parts, inputs outside the plan or changed,
+//! a full file system, bad reports) must end in one line that says what to do.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use end_to_end::sharding::*;
+use end_to_end::*;
+
+/// Session start of the recorded samples (November 2026), where the synthetic
+/// ranks start too: the trace spans seconds, not years.
+const SAMPLES_RECORDED: i64 = 1_795_261_090_000_000_000;
+
+/// The recorded samples of every kind (MPI, NVTX and OS runtime, OpenMP,
+/// scheduling) and a synthetic CUDA and MPI job of six ranks on two hosts.
+fn mixed_inputs(dir: &Path) -> Vec<PathBuf> {
+    let samples = workspace_root().join("samples");
+    let mut inputs: Vec<PathBuf> = [
+        "mpi_3ranks/rank0.sqlite",
+        "mpi_3ranks/rank1.sqlite",
+        "mpi_3ranks/rank2.sqlite",
+        "nvtx_osrt/nvtx_osrt.sqlite",
+        "openmp/openmp.sqlite",
+        "sched/sched.sqlite",
+    ]
+    .iter()
+    .map(|s| samples.join(s))
+    .collect();
+    let job = dir.join("job");
+    fs::create_dir(&job).unwrap();
+    inputs.extend(synthetic_mpi_job(&job, 6, SAMPLES_RECORDED));
+    inputs
+}
+
+/// Converts `inputs` in one process into `dir/NAME/t.prv[.gz]`; returns the directory.
+fn single(inputs: &[PathBuf], dir: &Path, name: &str, trace: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    fs::create_dir(&out).unwrap();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    assert_ok(&convert(&refs, &out.join(trace), extra), "single run");
+    out
+}
+
+#[test]
+fn sharded_output_equals_a_single_run_for_any_shard_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    for (extra, trace) in [
+        (&[][..], "t.prv"),
+        (
+            &["--sync", "mpi-init", "-t", "cuda,mpi,nvtx"][..],
+            "t.prv.gz",
+        ),
+        (&["--time-window", "1ms:300ms"][..], "t.prv"),
+    ] {
+        let label = format!("{extra:?}").replace(['[', ']', '"', ',', ' '], "");
+        let expected = single(&inputs, tmp.path(), &format!("single{label}"), trace, extra);
+        check_trace(&expected.join(trace));
+        for count in [1, 2, 3, 5, 16] {
+            let out = tmp.path().join(format!("n{count}{label}"));
+            fs::create_dir(&out).unwrap();
+            convert_sharded(&inputs, &out.join(trace), count, extra);
+            assert!(
+                !out.join("t.parts").exists(),
+                "parts removed after the merge"
+            );
+            assert_same_files(&expected, &out);
+        }
+    }
+}
+
+#[test]
+fn any_assignment_of_reports_to_shards_gives_the_same_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let expected = single(&inputs, tmp.path(), "single", "t.prv", &[]);
+    let assignments: [&dyn Fn(usize) -> u64; 3] = [&|i| (i as u64 * 7 + 1) % 4, &|_| 3, &|i| {
+        if i % 2 == 0 {
+            0
+        } else {
+            2
+        }
+    }];
+    for (case, assign) in assignments.iter().enumerate() {
+        let out = tmp.path().join(format!("assigned{case}"));
+        fs::create_dir(&out).unwrap();
+        let trace = out.join("t.prv");
+        let planned = binary()
+            .args(["-q", "--plan-shards", "4"])
+            .args(&inputs)
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert_ok(&planned, "--plan-shards 4");
+        // Another assignment than the balance by size: the plan says which shard
+        // translates which report, and nothing else depends on it.
+        let plan_path = out.join("t.parts/plan");
+        let mut plan: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&plan_path).unwrap()).unwrap();
+        for (i, input) in plan["inputs"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            input["shard"] = assign(i).into();
+        }
+        fs::write(&plan_path, serde_json::to_string(&plan).unwrap()).unwrap();
+        convert_sharded(&inputs, &trace, 4, &[]);
+        assert_same_files(&expected, &out);
+    }
+}
+
+/// The one line of a failed command, which must name each of `words`.
+fn failure_line(out: &std::process::Output, code: i32, words: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one error line: {stderr}");
+    for word in words {
+        assert!(lines[0].contains(word), "'{word}' in: {}", lines[0]);
+    }
+    lines[0].to_string()
+}
+
+#[test]
+fn a_missing_or_failed_shard_is_named_and_running_only_it_completes_the_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let expected = single(&inputs, tmp.path(), "single", "t.prv", &[]);
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in [0, 2] {
+        assert_ok(&shard(&inputs, &trace, index, 4, &[]), "shard");
+    }
+    let line = failure_line(&merge(&trace, &[]), 1, &["shard 1", "shard 3", "--shard"]);
+    assert!(
+        !line.contains("shard 0") && !line.contains("shard 2"),
+        "{line}"
+    );
+    assert!(!trace.exists(), "no trace written by a refused merge");
+    // A shard run again after it finished leaves its part as it was.
+    let part = out.join("t.parts/shard-0.part");
+    let before = fs::read(&part).unwrap();
+    let modified = fs::metadata(&part).unwrap().modified().unwrap();
+    assert_ok(&shard(&inputs, &trace, 0, 4, &[]), "shard 0 again");
+    assert_eq!(fs::read(&part).unwrap(), before);
+    assert_eq!(fs::metadata(&part).unwrap().modified().unwrap(), modified);
+    for index in [1, 3] {
+        assert_ok(&shard(&inputs, &trace, index, 4, &[]), "missing shard");
+    }
+    assert_ok(&merge(&trace, &[]), "merge");
+    assert_same_files(&expected, &out);
+}
+
+#[test]
+fn a_bad_report_fails_its_shard_and_the_merge_says_which() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut inputs = mixed_inputs(tmp.path());
+    let bad = tmp.path().join("bad.sqlite");
+    let good = fs::read(&inputs[0]).unwrap();
+    fs::write(&bad, &good[..good.len() / 3]).unwrap();
+    inputs.push(bad.clone());
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    let mut failed = Vec::new();
+    for index in 0..3 {
+        let run = shard(&inputs, &trace, index, 3, &[]);
+        if !run.status.success() {
+            failure_line(&run, 1, &["bad.sqlite", "truncated"]);
+            failed.push(index);
+        }
+    }
+    assert_eq!(failed.len(), 1, "only the shard with the bad report fails");
+    failure_line(
+        &merge(&trace, &[]),
+        1,
+        &[
+            &format!("shard {} failed", failed[0]),
+            "bad.sqlite",
+            "truncated",
+        ],
+    );
+    assert!(!trace.exists());
+}
+
+#[test]
+fn skip_bad_converts_the_rest_lists_the_bad_and_exits_3_sharded_or_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut inputs = mixed_inputs(tmp.path());
+    let bad = tmp.path().join("bad.sqlite");
+    let good = fs::read(&inputs[0]).unwrap();
+    fs::write(&bad, &good[..good.len() / 3]).unwrap();
+    inputs.insert(2, bad.clone());
+    // Without --skip-bad nothing is written.
+    let none = tmp.path().join("none");
+    fs::create_dir(&none).unwrap();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    failure_line(
+        &convert(&refs, &none.join("t.prv"), &[]),
+        1,
+        &["bad.sqlite"],
+    );
+    assert!(files_under(&none).is_empty(), "nothing written");
+
+    let expected = tmp.path().join("single");
+    fs::create_dir(&expected).unwrap();
+    let run = convert(&refs, &expected.join("t.prv"), &["--skip-bad"]);
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("skipped 1 bad report") && stderr.contains("bad.sqlite"),
+        "{stderr}"
+    );
+    let list = fs::read_to_string(expected.join("t.skipped.txt")).unwrap();
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(
+        list.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with(&format!("{}\t", bad.display())),
+        "{list}"
+    );
+    check_trace(&expected.join("t.prv"));
+
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    // The shards succeed (a job array's dependent merge still runs); the merge says 3.
+    for index in 0..3 {
+        assert_ok(&shard(&inputs, &trace, index, 3, &["--skip-bad"]), "shard");
+    }
+    assert_eq!(merge(&trace, &[]).status.code(), Some(3));
+    assert_same_files(&expected, &out);
+
+    // A later run without bad reports removes the list of the earlier one.
+    let refs: Vec<&Path> = refs.into_iter().filter(|p| *p != bad).collect();
+    assert_ok(&convert(&refs, &expected.join("t.prv"), &[]), "clean run");
+    assert!(!expected.join("t.skipped.txt").exists());
+}
+
+#[test]
+fn plans_that_do_not_fit_are_refused_with_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    assert_ok(&shard(&inputs, &trace, 0, 3, &[]), "shard 0");
+    let parts = out.join("t.parts");
+    let redo = parts.display().to_string();
+
+    // A report outside the plan.
+    let mut more = inputs.clone();
+    let extra = tmp.path().join("extra.sqlite");
+    fs::copy(&inputs[3], &extra).unwrap();
+    more.push(extra.clone());
+    failure_line(
+        &shard(&more, &trace, 1, 3, &[]),
+        1,
+        &["extra.sqlite", "not among", &redo],
+    );
+    // Other options, another shard count.
+    failure_line(
+        &shard(&inputs, &trace, 1, 3, &["-t", "nvtx"]),
+        1,
+        &["other options", "--trace=nvtx"],
+    );
+    failure_line(&shard(&inputs, &trace, 1, 4, &[]), 1, &["3 shards, not 4"]);
+    // An input changed since the plan.
+    let job_rank = inputs.iter().find(|p| p.ends_with("rank5.sqlite")).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(parts.join("plan")).unwrap()).unwrap();
+    let shard_of_rank5 = plan["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"].as_str().unwrap().ends_with("rank5.sqlite"))
+        .unwrap()["shard"]
+        .as_u64()
+        .unwrap() as u32;
+    let mut bytes = fs::read(job_rank).unwrap();
+    bytes.extend_from_slice(&[0; 4096]);
+    fs::write(job_rank, bytes).unwrap();
+    if shard_of_rank5 != 0 {
+        failure_line(
+            &shard(&inputs, &trace, shard_of_rank5, 3, &[]),
+            1,
+            &["rank5.sqlite", "changed since the plan", "size"],
+        );
+    }
+    // Parts of another plan (other inputs) are refused by the merge.
+    let other = tmp.path().join("other");
+    fs::create_dir(&other).unwrap();
+    for index in 0..3 {
+        assert_ok(
+            &shard(&inputs[..4], &other.join("t.prv"), index, 3, &[]),
+            "other plan",
+        );
+    }
+    for index in 0..3 {
+        fs::copy(
+            other.join(format!("t.parts/shard-{index}.part")),
+            parts.join(format!("shard-{index}.part")),
+        )
+        .unwrap();
+    }
+    failure_line(&merge(&trace, &[]), 1, &["shard-1.part", "another plan"]);
+}
+
+#[test]
+fn the_parts_directory_holds_only_what_the_tool_removes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    // Not ours: refused (usage error), left as it is.
+    fs::create_dir(out.join("t.parts")).unwrap();
+    fs::write(out.join("t.parts/mine.txt"), "keep").unwrap();
+    failure_line(
+        &shard(&inputs, &trace, 0, 2, &[]),
+        2,
+        &["t.parts", "not made by nsys2prv-rs"],
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("t.parts/mine.txt")).unwrap(),
+        "keep"
+    );
+    fs::remove_dir_all(out.join("t.parts")).unwrap();
+
+    // --keep-parts keeps them; a file of someone else's in ours survives the merge.
+    convert_sharded(&inputs, &trace, 2, &[]);
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &out.join("k.prv"), index, 2, &[]), "shard");
+    }
+    assert_ok(
+        &merge(&out.join("k.prv"), &["--keep-parts"]),
+        "merge --keep-parts",
+    );
+    assert!(out.join("k.parts/shard-1.part").is_file());
+    fs::write(out.join("k.parts/notes.txt"), "mine").unwrap();
+    assert_ok(&merge(&out.join("k.prv"), &[]), "merge again");
+    // Only the note and the marker (the directory is still the tool's) are left.
+    let left: Vec<_> = files_under(&out.join("k.parts"));
+    assert_eq!(
+        left,
+        vec![
+            out.join("k.parts/.nsys2prv-rs"),
+            out.join("k.parts/notes.txt")
+        ]
+    );
+}
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(dir: &Path, size: &str) -> Option<Mount> {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Mount(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_file_system_under_the_parts_fails_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let full = tmp.path().join("full");
+    fs::create_dir(&full).unwrap();
+    // Room for the plan, not for a part of a third of the reports.
+    let Some(_mount) = Mount::tmpfs(&full, "64k") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and mounts a tmpfs"
+        );
+        eprintln!("note: cannot mount a tmpfs: skipped");
+        return;
+    };
+    let trace = full.join("t.prv");
+    let run = shard(&inputs, &trace, 0, 3, &[]);
+    failure_line(&run, 1, &["t.parts/shard-0.part", "No space left"]);
+    let left: Vec<String> = fs::read_dir(full.join("t.parts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut left = left;
+    left.sort();
+    // The plan and the failure note stay; no half-written part.
+    assert_eq!(left, [".nsys2prv-rs", "plan", "shard-0.failed"], "{left:?}");
+    failure_line(&merge(&trace, &[]), 1, &["shard 0 failed", "No space left"]);
+}
+
+#[test]
+fn a_damaged_part_is_named_and_nothing_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    let part = out.join("t.parts/shard-1.part");
+    let mut bytes = fs::read(&part).unwrap();
+    // A byte among the records (the first section starts after the 16-byte magic).
+    bytes[100] ^= 0x10;
+    fs::write(&part, &bytes).unwrap();
+    failure_line(&merge(&trace, &[]), 1, &["shard-1.part", "damaged part"]);
+    assert!(!trace.exists());
+    let written: Vec<PathBuf> = files_under(&out)
+        .into_iter()
+        .filter(|p| !p.starts_with(out.join("t.parts")))
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+    // The index is damaged: the merge says so before it starts.
+    let len = bytes.len();
+    bytes[len - 40] ^= 0x10;
+    fs::write(&part, &bytes).unwrap();
+    failure_line(&merge(&trace, &[]), 1, &["shard-1.part", "--shard 1/2"]);
+}
