@@ -3,10 +3,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags, Row};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::meta::Metadata;
+use crate::statement::{text_of, RowView, Statement};
 use crate::{ReadError, Schema};
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -61,43 +61,6 @@ impl TableScan {
             self.skipped += 1;
         }
         decoded
-    }
-}
-
-/// One row of a `Schema::select`, read by position.
-pub struct RowView<'a, 'b> {
-    row: &'a Row<'b>,
-}
-
-impl RowView<'_, '_> {
-    /// Floating-point value; NULL, text that is not a number, and blobs read as `None`.
-    pub fn float(&self, i: usize) -> Option<f64> {
-        match self.row.get_ref(i).ok()? {
-            ValueRef::Integer(v) => Some(v as f64),
-            ValueRef::Real(v) => Some(v),
-            ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-            _ => None,
-        }
-    }
-
-    /// Integer value; NULL, text that is not a number, and blobs read as `None`.
-    pub fn int(&self, i: usize) -> Option<i64> {
-        match self.row.get_ref(i).ok()? {
-            ValueRef::Integer(v) => Some(v),
-            ValueRef::Real(v) => Some(v as i64),
-            ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-            _ => None,
-        }
-    }
-
-    /// Text value (lossy for non-UTF-8 bytes).
-    pub fn text(&self, i: usize) -> Option<String> {
-        match self.row.get_ref(i).ok()? {
-            ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
-            ValueRef::Integer(v) => Some(v.to_string()),
-            ValueRef::Real(v) => Some(v.to_string()),
-            ValueRef::Null => None,
-        }
     }
 }
 
@@ -331,7 +294,7 @@ impl Export {
             .next()
             .map_err(|e| sqlite_error(&self.path, Some("StringIds"), e))?
         {
-            Some(row) => Ok(RowView { row }.text(0)),
+            Some(row) => Ok(row.get_ref(0).ok().and_then(text_of)),
             None => Ok(None),
         }
     }
@@ -346,12 +309,7 @@ fn for_each_row(
     sql: &str,
     mut on_row: impl FnMut(&RowView) -> Result<bool, ReadError>,
 ) -> Result<u64, ReadError> {
-    let mut stmt = conn
-        .prepare(sql)
-        .map_err(|e| sqlite_error(path, Some(table), e))?;
-    let mut rows = stmt
-        .query([])
-        .map_err(|e| sqlite_error(path, Some(table), e))?;
+    let mut rows = Statement::prepare(conn, sql).map_err(|e| sqlite_error(path, Some(table), e))?;
     let mut n: u64 = 0;
     loop {
         let row = rows.next().map_err(|e| ReadError::Sqlite {
@@ -362,7 +320,7 @@ fn for_each_row(
         })?;
         let Some(row) = row else { break };
         n += 1;
-        if !on_row(&RowView { row })? {
+        if !on_row(&row)? {
             break;
         }
     }
