@@ -30,6 +30,12 @@ pub struct Export {
     decode_ahead: bool,
 }
 
+/// SQLite's page cache per connection, in KiB (its default, set explicitly: it is
+/// part of the fixed memory beside `--memory-limit`, one or two connections per
+/// report being translated). Scans read each page once; lookups in `StringIds`
+/// keep the upper levels of its B-tree here.
+const PAGE_CACHE_KIB: i64 = 2048;
+
 /// Rows decoded per batch handed from the decoding thread to the consumer.
 const DECODE_BATCH: usize = 4096;
 /// Batches decoded ahead of the consumer at most.
@@ -71,6 +77,7 @@ impl Export {
         let conn = open_read_only(path)?;
         let schema = read_schema(path, &conn)?;
         check_is_export(path, &schema)?;
+        set_page_cache(path, &conn)?;
         let mut export = Export {
             path: path.to_path_buf(),
             conn,
@@ -342,6 +349,7 @@ where
     D: Fn(&RowView) -> Option<T>,
 {
     let conn = open_read_only(path)?;
+    set_page_cache(path, &conn)?;
     let fresh = || Vec::with_capacity(DECODE_BATCH);
     let mut batch = DecodedBatch {
         items: fresh(),
@@ -380,6 +388,13 @@ fn open_read_only(path: &Path) -> Result<Connection, ReadError> {
         Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
     };
     opened.map_err(|e| sqlite_error(path, None, e))
+}
+
+/// Sizes the connection's page cache (after the schema is read: the pragma
+/// reads it, and a file that is no database is reported by `read_schema`).
+fn set_page_cache(path: &Path, conn: &Connection) -> Result<(), ReadError> {
+    conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)
+        .map_err(|e| sqlite_error(path, None, e))
 }
 
 fn may_be_written(path: &Path) -> bool {
@@ -649,6 +664,17 @@ mod tests {
         std::fs::write(&journal, b"").unwrap();
         assert!(may_be_written(&odd));
         assert_eq!(calls(&Export::open(&odd).unwrap()), want);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_page_cache_has_the_size_it_is_counted_at() {
+        let (dir, export) = export_with_nulls("cache");
+        let kib: i64 = export
+            .conn
+            .pragma_query_value(None, "cache_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!(kib, -PAGE_CACHE_KIB);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
