@@ -38,8 +38,23 @@ fn slurm_is_running() -> bool {
     false
 }
 
+/// Whether a node in `node_state` (sinfo's `%t`) runs jobs now or once it is free: a node
+/// still completing the previous test's job (`comp`) does; one not responding (`idle*`),
+/// down or drained does not.
 fn takes_jobs(node_state: &str) -> bool {
-    ["idle", "mix", "alloc"].contains(&node_state)
+    ["idle", "mix", "alloc", "comp"].contains(&node_state)
+}
+
+/// The tests share one node: each holds the cluster alone, so none waits on another's job and
+/// none sees the node completing another's job step.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The cluster for one test, or `None` when there is no Slurm (outside CI).
+fn cluster() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = CLUSTER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    slurm_is_running().then_some(guard)
 }
 
 /// The state of each node, as `sinfo` reports it.
@@ -73,9 +88,9 @@ fn srun(tasks: usize, args: &[&str]) -> Output {
 
 #[test]
 fn srun_runs_the_binary_once_per_task() {
-    if !slurm_is_running() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let binary = binary_path().to_str().unwrap();
     let out = srun(2, &[binary, "--version"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -132,9 +147,9 @@ fn input_sets(dir: &Path) -> Vec<(&'static str, Vec<PathBuf>)> {
 
 #[test]
 fn srun_with_four_tasks_writes_what_one_process_writes() {
-    if !slurm_is_running() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let tmp = tempfile::tempdir().unwrap();
     for (what, inputs) in input_sets(tmp.path()) {
         let dir = tmp.path().join(what.replace(' ', "_"));
@@ -169,9 +184,9 @@ fn sbatch(args: &[&str]) -> String {
 
 #[test]
 fn a_job_array_then_a_dependent_merge_write_what_one_process_writes() {
-    if !slurm_is_running() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let tmp = tempfile::tempdir().unwrap();
     for (what, inputs) in input_sets(tmp.path()) {
         let dir = tmp.path().join(what.replace(' ', "_"));
