@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use rayon::prelude::*;
 
 use crate::layout::{GlobalThread, TraceLayout};
-use crate::lines::{EventsKey, LineFormatter};
+use crate::lines::{EventsKey, LineFormatter, Prefix};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
@@ -375,8 +375,8 @@ impl CutState {
 const CLOSING_RANK: u8 = 1;
 
 /// `0:1:TASK:THREAD` of a global thread key (`task << 32 | thread`).
-fn prefix_of(thread: u64) -> Vec<u8> {
-    format!("0:1:{}:{}", (thread >> 32) + 1, (thread & 0xffff_ffff) + 1).into_bytes()
+fn prefix_of(thread: u64) -> Prefix {
+    Prefix::of(thread >> 32, thread & 0xffff_ffff)
 }
 
 /// What [`for_each_event`] is given for each event record: time, run thread,
@@ -567,7 +567,7 @@ impl<'a> RunStreams<'a> {
 pub(crate) struct RunCursor<'a> {
     run: &'a Run,
     pub(crate) shift: i64,
-    pub(crate) prefixes: Vec<Vec<u8>>,
+    pub(crate) prefixes: Vec<Prefix>,
     /// Run thread → position of its global thread in the trace.
     order: Vec<u64>,
     values: HandleValues,
@@ -578,7 +578,7 @@ impl<'a> RunCursor<'a> {
         let prefixes = input
             .threads
             .iter()
-            .map(|t| format!("0:1:{}:{}", t.task + 1, t.thread + 1).into_bytes())
+            .map(|t| Prefix::of(u64::from(t.task), u64::from(t.thread)))
             .collect();
         let order = input
             .threads
@@ -800,7 +800,7 @@ impl<'a> BodyWriter<'a> {
                         .try_for_each(|((batch, f), member)| {
                             batch.format(cursors, f);
                             if compress {
-                                *member = gzip_member(&f.buf)?;
+                                *member = gzip_member(f.buf.as_slice())?;
                                 f.buf.clear();
                             }
                             Ok::<(), std::io::Error>(())
@@ -810,7 +810,7 @@ impl<'a> BodyWriter<'a> {
                         if compress {
                             out.write_member(std::mem::take(member))?;
                         } else {
-                            out.write_all(&f.buf)?;
+                            out.write_all(f.buf.as_slice())?;
                             f.buf.clear();
                         }
                         ends_open = f.open_events.take().is_some();
@@ -993,7 +993,7 @@ impl<'a> BodyWriter<'a> {
     }
 
     fn flush_lines(&mut self) -> std::io::Result<()> {
-        self.out.write_all(&self.lines.buf)?;
+        self.out.write_all(self.lines.buf.as_slice())?;
         self.lines.buf.clear();
         Ok(())
     }

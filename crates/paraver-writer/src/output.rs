@@ -113,11 +113,14 @@ pub enum TraceSink<'a> {
 }
 
 const BUFFER: usize = 1 << 20;
+/// Buffer of a plain sink: small, so that the merge's blocks of lines (most of
+/// them larger) bypass it and go to the file without another copy.
+const PLAIN_BUFFER: usize = 64 << 10;
 
 impl<'a> TraceSink<'a> {
     pub fn new(file: &'a File, gzip: bool) -> Self {
         if !gzip {
-            return TraceSink::Plain(BufWriter::with_capacity(BUFFER, file));
+            return TraceSink::Plain(BufWriter::with_capacity(PLAIN_BUFFER, file));
         }
         match file.try_clone().and_then(ThreadedGzip::start) {
             Ok(threaded) => TraceSink::ThreadedGzip(threaded),
