@@ -3,10 +3,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags, Row};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::meta::Metadata;
+use crate::statement::{text_of, RowView, Statement};
 use crate::{ReadError, Schema};
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -29,6 +29,12 @@ pub struct Export {
     meta: Metadata,
     decode_ahead: bool,
 }
+
+/// SQLite's page cache per connection, in KiB (its default, set explicitly: it is
+/// part of the fixed memory beside `--memory-limit`, one or two connections per
+/// report being translated). Scans read each page once; lookups in `StringIds`
+/// keep the upper levels of its B-tree here.
+const PAGE_CACHE_KIB: i64 = 2048;
 
 /// Rows decoded per batch handed from the decoding thread to the consumer.
 const DECODE_BATCH: usize = 4096;
@@ -64,43 +70,6 @@ impl TableScan {
     }
 }
 
-/// One row of a `Schema::select`, read by position.
-pub struct RowView<'a, 'b> {
-    row: &'a Row<'b>,
-}
-
-impl RowView<'_, '_> {
-    /// Floating-point value; NULL, text that is not a number, and blobs read as `None`.
-    pub fn float(&self, i: usize) -> Option<f64> {
-        match self.row.get_ref(i).ok()? {
-            ValueRef::Integer(v) => Some(v as f64),
-            ValueRef::Real(v) => Some(v),
-            ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-            _ => None,
-        }
-    }
-
-    /// Integer value; NULL, text that is not a number, and blobs read as `None`.
-    pub fn int(&self, i: usize) -> Option<i64> {
-        match self.row.get_ref(i).ok()? {
-            ValueRef::Integer(v) => Some(v),
-            ValueRef::Real(v) => Some(v as i64),
-            ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-            _ => None,
-        }
-    }
-
-    /// Text value (lossy for non-UTF-8 bytes).
-    pub fn text(&self, i: usize) -> Option<String> {
-        match self.row.get_ref(i).ok()? {
-            ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
-            ValueRef::Integer(v) => Some(v.to_string()),
-            ValueRef::Real(v) => Some(v.to_string()),
-            ValueRef::Null => None,
-        }
-    }
-}
-
 impl Export {
     /// Opens read-only after checking that the file is a complete Nsight export.
     pub fn open(path: &Path) -> Result<Export, ReadError> {
@@ -108,6 +77,7 @@ impl Export {
         let conn = open_read_only(path)?;
         let schema = read_schema(path, &conn)?;
         check_is_export(path, &schema)?;
+        set_page_cache(path, &conn)?;
         let mut export = Export {
             path: path.to_path_buf(),
             conn,
@@ -331,7 +301,7 @@ impl Export {
             .next()
             .map_err(|e| sqlite_error(&self.path, Some("StringIds"), e))?
         {
-            Some(row) => Ok(RowView { row }.text(0)),
+            Some(row) => Ok(row.get_ref(0).ok().and_then(text_of)),
             None => Ok(None),
         }
     }
@@ -346,12 +316,7 @@ fn for_each_row(
     sql: &str,
     mut on_row: impl FnMut(&RowView) -> Result<bool, ReadError>,
 ) -> Result<u64, ReadError> {
-    let mut stmt = conn
-        .prepare(sql)
-        .map_err(|e| sqlite_error(path, Some(table), e))?;
-    let mut rows = stmt
-        .query([])
-        .map_err(|e| sqlite_error(path, Some(table), e))?;
+    let mut rows = Statement::prepare(conn, sql).map_err(|e| sqlite_error(path, Some(table), e))?;
     let mut n: u64 = 0;
     loop {
         let row = rows.next().map_err(|e| ReadError::Sqlite {
@@ -362,7 +327,7 @@ fn for_each_row(
         })?;
         let Some(row) = row else { break };
         n += 1;
-        if !on_row(&RowView { row })? {
+        if !on_row(&row)? {
             break;
         }
     }
@@ -384,6 +349,7 @@ where
     D: Fn(&RowView) -> Option<T>,
 {
     let conn = open_read_only(path)?;
+    set_page_cache(path, &conn)?;
     let fresh = || Vec::with_capacity(DECODE_BATCH);
     let mut batch = DecodedBatch {
         items: fresh(),
@@ -410,12 +376,60 @@ where
     Ok(())
 }
 
+/// Opens read-only. An export no one is writing is opened `immutable`: SQLite then
+/// takes no lock and checks no journal on every statement (a system call or two
+/// per statement, which one-row lookups and small reports feel). A file with a
+/// write-ahead log or a journal beside it may be changing, and is opened plainly.
 fn open_read_only(path: &Path) -> Result<Connection, ReadError> {
-    Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| sqlite_error(path, None, e))
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let opened = if may_be_written(path) {
+        Connection::open_with_flags(path, flags)
+    } else {
+        Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+    };
+    opened.map_err(|e| sqlite_error(path, None, e))
+}
+
+/// Sizes the connection's page cache (after the schema is read: the pragma
+/// reads it, and a file that is no database is reported by `read_schema`).
+fn set_page_cache(path: &Path, conn: &Connection) -> Result<(), ReadError> {
+    conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)
+        .map_err(|e| sqlite_error(path, None, e))
+}
+
+fn may_be_written(path: &Path) -> bool {
+    ["-wal", "-journal"].iter().any(|suffix| {
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(suffix);
+        Path::new(&beside).exists()
+    })
+}
+
+/// `file:` URI of `path` with `immutable=1`; every byte but unreserved ones and
+/// `/` percent-encoded (SQLite decodes them; `?`, `#` and `%` would be syntax).
+fn immutable_uri(path: &Path) -> String {
+    use std::fmt::Write;
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+    #[cfg(not(unix))]
+    let lossy = path.to_string_lossy();
+    #[cfg(not(unix))]
+    let bytes = lossy.as_bytes();
+    // An empty authority before an absolute path, so `//x` stays a path.
+    let mut uri = String::from(if path.is_absolute() {
+        "file://"
+    } else {
+        "file:"
+    });
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            let _ = write!(uri, "%{b:02X}");
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// Warns (once per file and process) that the export is newer than the reader.
@@ -619,6 +633,49 @@ mod tests {
             })
             .unwrap();
         (scan, seen)
+    }
+
+    #[test]
+    fn exports_open_immutable_whatever_their_path_holds() {
+        let (dir, export) = export_with_nulls("uri");
+        let want = calls(&export);
+        // Bytes that are URI syntax, a space, a non-UTF-8 byte, a doubled slash.
+        let odd = {
+            use std::os::unix::ffi::OsStrExt;
+            dir.join(std::ffi::OsStr::from_bytes(b"a?b#c%20d e\xff.sqlite"))
+        };
+        std::fs::copy(export.path(), &odd).unwrap();
+        let mut doubled = std::ffi::OsString::from("/");
+        doubled.push(&odd);
+        let doubled = PathBuf::from(doubled);
+        for path in [odd.clone(), doubled] {
+            let opened = Export::open(&path).unwrap();
+            assert_eq!(calls(&opened), want, "{}", path.display());
+        }
+        let uri = immutable_uri(&odd);
+        assert!(
+            uri.starts_with("file:///") && uri.ends_with("?immutable=1"),
+            "{uri}"
+        );
+        assert!(uri.contains("a%3Fb%23c%2520d%20e%FF.sqlite"), "{uri}");
+        // Beside a journal, the file may be changing: opened plainly, still read.
+        let mut journal = odd.as_os_str().to_owned();
+        journal.push("-journal");
+        std::fs::write(&journal, b"").unwrap();
+        assert!(may_be_written(&odd));
+        assert_eq!(calls(&Export::open(&odd).unwrap()), want);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_page_cache_has_the_size_it_is_counted_at() {
+        let (dir, export) = export_with_nulls("cache");
+        let kib: i64 = export
+            .conn
+            .pragma_query_value(None, "cache_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!(kib, -PAGE_CACHE_KIB);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -24,9 +24,11 @@ pub mod osrt;
 pub mod sampling;
 pub mod sched;
 mod schema;
+mod statement;
 mod threads;
 
 pub use error::ReadError;
-pub use export::{Export, RowView, TableScan};
+pub use export::{Export, TableScan};
 pub use meta::Metadata;
 pub use schema::Schema;
+pub use statement::RowView;

@@ -8,7 +8,7 @@ use nsys_reader::{Export, ReadError, TableScan};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::FxHashMap;
 
-use crate::handoff::{Handoff, P2pEndpoint, SyncPoints};
+use crate::handoff::{GpuLinks, Handoff, P2pEndpoint, SyncPoints};
 use crate::options::Options;
 
 /// A row of the trace as the report knows it. Its order is the layout's order of
@@ -235,6 +235,34 @@ impl<'a> ReportContext<'a> {
         let handle = self.run.names.intern(ty, &name);
         cache.handles.insert(key, handle);
         Ok(handle)
+    }
+
+    /// Runs a pass that adds launch links, with room for `rows` more reserved up
+    /// front (its tables' row estimates), so that what the links will hold counts
+    /// in the run's share from the first row on.
+    pub fn with_links(
+        &mut self,
+        rows: u64,
+        pass: impl FnOnce(&mut Self, &mut GpuLinks) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let mut links = std::mem::take(&mut self.handoff.links);
+        links.reserve(rows);
+        self.run
+            .set_outside_bytes(self.held_bytes() + links.bytes());
+        let result = pass(self, &mut links);
+        self.handoff.links = links;
+        self.count_held();
+        result
+    }
+
+    /// Counts what the report holds beside its run (what passes hand each other,
+    /// message endpoints) in the run's share of the memory limit.
+    pub fn count_held(&mut self) {
+        self.run.set_outside_bytes(self.held_bytes());
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.handoff.bytes() + self.p2p.capacity() * std::mem::size_of::<P2pEndpoint>()
     }
 
     pub fn count(&mut self, what: &str, n: u64) {

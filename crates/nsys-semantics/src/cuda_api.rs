@@ -92,7 +92,9 @@ fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
         &handoff.nccl_ranges,
         outputs,
     );
-    ctx.handoff = handoff;
+    // No pass after this one reads them: the run gets their share back.
+    drop(handoff);
+    ctx.count_held();
     result
 }
 
@@ -135,11 +137,11 @@ fn translate(
         emit_call(ctx, thread, call, name, sync.is_some());
         if let Some(c) = call.correlation_id {
             for link in links.find(pid, c) {
-                if link.nccl {
+                if let Some(end) = link.nccl_end() {
                     // The NCCL call this launch was made in describes the kernel.
                     if let Some(range) = nccl.enclosing(thread, call.start) {
                         ctx.run
-                            .interval(link.thread, link.start, link.end, &range.payload);
+                            .interval(link.thread, link.start, end, &range.payload);
                     }
                 }
                 ctx.run.comm(
@@ -150,8 +152,8 @@ fn translate(
                         receiver: link.thread,
                         recv_logical: link.start,
                         recv_physical: link.start,
-                        size: link.bytes,
-                        tag: link.tag,
+                        size: link.bytes(),
+                        tag: link.tag(),
                     },
                 );
                 arrows += 1;

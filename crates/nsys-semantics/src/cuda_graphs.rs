@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::cuda_api::CORRELATION_ID;
-use crate::handoff::{GpuLinks, TAG_LAUNCH};
+use crate::handoff::GpuLinks;
 use crate::memory::MEMORY;
 use crate::types::{interval, state};
 use crate::view::View;
@@ -109,10 +109,7 @@ fn event_types() -> Vec<EventTypeInfo> {
 }
 
 fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
-    let mut links = std::mem::take(&mut ctx.handoff.links);
-    let result = translate(ctx, &mut links);
-    ctx.handoff.links = links;
-    result
+    ctx.with_links(0, translate)
 }
 
 fn translate(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
@@ -153,7 +150,7 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
         let p = &g.place;
         ctx.run.interval(thread, p.start, p.end, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
-        links.add(p, thread, 0, TAG_LAUNCH, false);
+        links.add_launch(p, thread, false);
         Ok(())
     })?;
     ctx.note_scan(GRAPH_TRACE, scan);

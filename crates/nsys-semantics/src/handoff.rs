@@ -34,18 +34,65 @@ pub(crate) struct Handoff {
     pub nccl_ranges: NcclRanges,
 }
 
+impl Handoff {
+    /// Bytes held (allocated, used or not).
+    pub fn bytes(&self) -> usize {
+        self.links.bytes() + self.syncs.bytes() + self.nccl_ranges.bytes()
+    }
+}
+
 /// A GPU operation that an API call launched: the target of a launch arrow.
+/// There is one per kernel and memory operation of a report, so it is kept to
+/// 32 bytes: the pid (24 bits, see [`nsys_reader::ids`]) shares a word with the
+/// operation's kind, and the kind says what `value` holds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GpuLink {
-    pub pid: u32,
-    pub correlation: i64,
+    pid_kind: u32,
     pub thread: LocalThread,
+    pub correlation: i64,
     pub start: i64,
-    pub end: i64,
-    pub bytes: i64,
-    pub tag: i64,
-    /// An NCCL kernel: it takes the payload of the NCCL call that launched it.
-    pub nccl: bool,
+    /// An NCCL kernel's end, a memory operation's bytes; 0 for other launches.
+    value: i64,
+}
+
+const PID_BITS: u32 = 24;
+const PID_MASK: u32 = (1 << PID_BITS) - 1;
+const KIND_LAUNCH: u32 = 0;
+/// An NCCL kernel: it takes the payload of the NCCL call that launched it.
+const KIND_NCCL_LAUNCH: u32 = 1;
+const KIND_MEMORY: u32 = 2;
+
+impl GpuLink {
+    pub fn pid(&self) -> u32 {
+        self.pid_kind & PID_MASK
+    }
+
+    fn kind(&self) -> u32 {
+        self.pid_kind >> PID_BITS
+    }
+
+    /// The end of an NCCL kernel (which takes its NCCL call's payload); `None`
+    /// for any other operation.
+    pub fn nccl_end(&self) -> Option<i64> {
+        (self.kind() == KIND_NCCL_LAUNCH).then_some(self.value)
+    }
+
+    /// Bytes the arrow carries: a memory operation's size, 0 for a launch.
+    pub fn bytes(&self) -> i64 {
+        if self.kind() == KIND_MEMORY {
+            self.value
+        } else {
+            0
+        }
+    }
+
+    pub fn tag(&self) -> i64 {
+        if self.kind() == KIND_MEMORY {
+            TAG_MEMORY
+        } else {
+            TAG_LAUNCH
+        }
+    }
 }
 
 /// GPU operations by (pid, correlation id), sorted for lookup from the API side.
@@ -53,30 +100,47 @@ pub(crate) struct GpuLink {
 pub(crate) struct GpuLinks(Vec<GpuLink>);
 
 impl GpuLinks {
-    pub(crate) fn add(
-        &mut self,
-        place: &GpuPlace,
-        thread: LocalThread,
-        bytes: i64,
-        tag: i64,
-        nccl: bool,
-    ) {
+    /// A kernel, graph or host function that a call launched (`nccl`: an NCCL
+    /// kernel).
+    pub fn add_launch(&mut self, place: &GpuPlace, thread: LocalThread, nccl: bool) {
+        let (kind, value) = if nccl {
+            (KIND_NCCL_LAUNCH, place.end)
+        } else {
+            (KIND_LAUNCH, 0)
+        };
+        self.push(place, thread, kind, value);
+    }
+
+    /// A memory copy or set of `bytes` that a call made.
+    pub fn add_memory(&mut self, place: &GpuPlace, thread: LocalThread, bytes: i64) {
+        self.push(place, thread, KIND_MEMORY, bytes);
+    }
+
+    fn push(&mut self, place: &GpuPlace, thread: LocalThread, kind: u32, value: i64) {
         if let Some(correlation) = place.correlation_id {
             self.0.push(GpuLink {
-                pid: pid_of(place.global_pid),
-                correlation,
+                pid_kind: (pid_of(place.global_pid) & PID_MASK) | (kind << PID_BITS),
                 thread,
+                correlation,
                 start: place.start,
-                end: place.end,
-                bytes,
-                tag,
-                nccl,
+                value,
             });
         }
     }
 
+    /// Room for `n` more links, so the vector does not grow by doubling (and
+    /// copying) while the run's share counts what it holds.
+    pub fn reserve(&mut self, n: u64) {
+        self.0.reserve(usize::try_from(n).unwrap_or(0));
+    }
+
+    /// Bytes held (allocated, used or not).
+    pub fn bytes(&self) -> usize {
+        self.0.capacity() * std::mem::size_of::<GpuLink>()
+    }
+
     pub fn sort(&mut self) {
-        self.0.sort_by_key(|l| (l.pid, l.correlation, l.start));
+        self.0.sort_by_key(|l| (l.pid(), l.correlation, l.start));
     }
 
     /// Every GPU operation launched by this call (several in graph node mode);
@@ -84,8 +148,8 @@ impl GpuLinks {
     pub fn find(&self, pid: u32, correlation: i64) -> &[GpuLink] {
         let lo = self
             .0
-            .partition_point(|l| (l.pid, l.correlation) < (pid, correlation));
-        let hi = self.0[lo..].partition_point(|l| (l.pid, l.correlation) == (pid, correlation));
+            .partition_point(|l| (l.pid(), l.correlation) < (pid, correlation));
+        let hi = self.0[lo..].partition_point(|l| (l.pid(), l.correlation) == (pid, correlation));
         &self.0[lo..lo + hi]
     }
 }
@@ -122,6 +186,10 @@ impl SyncCalls {
     pub fn len(&self) -> usize {
         self.0.len()
     }
+
+    fn bytes(&self) -> usize {
+        self.0.capacity() * std::mem::size_of::<SyncCall>()
+    }
 }
 
 /// An NCCL range with its payload, on the thread that called NCCL.
@@ -143,6 +211,16 @@ impl NcclRanges {
         if !range.payload.is_empty() {
             self.by_thread.entry(thread).or_default().push(range);
         }
+    }
+
+    fn bytes(&self) -> usize {
+        let range = std::mem::size_of::<NcclRange>();
+        let pair = std::mem::size_of::<EventPair>();
+        self.by_thread
+            .values()
+            .flatten()
+            .map(|r| range + r.payload.capacity() * pair)
+            .sum()
     }
 
     pub fn sort(&mut self) {
@@ -209,13 +287,21 @@ mod tests {
             correlation_id: Some(corr),
             ..Default::default()
         };
-        links.add(&place(1, 5), 0, 0, TAG_LAUNCH, false);
-        links.add(&place(2, 5), 1, 0, TAG_LAUNCH, false);
-        links.add(&place(1, 5), 2, 0, TAG_LAUNCH, false);
+        links.add_launch(&place(1, 5), 0, false);
+        links.add_memory(&place(2, 5), 1, 4096);
+        links.add_launch(&place(1, 5), 2, true);
         links.sort();
         assert_eq!(links.find(1, 5).len(), 2);
-        assert_eq!(links.find(2, 5)[0].thread, 1);
+        assert_eq!(links.find(1, 5)[1].nccl_end(), Some(0));
+        assert_eq!(links.find(1, 5)[0].nccl_end(), None);
+        let copy = links.find(2, 5)[0];
+        assert_eq!(
+            (copy.thread, copy.bytes(), copy.tag()),
+            (1, 4096, TAG_MEMORY)
+        );
+        assert_eq!(links.find(1, 5)[0].tag(), TAG_LAUNCH);
         assert!(links.find(3, 5).is_empty());
+        assert_eq!(std::mem::size_of::<GpuLink>(), 32);
     }
 
     #[test]

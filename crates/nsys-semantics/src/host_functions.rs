@@ -25,7 +25,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext, ThreadKey};
 use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
-use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK, TAG_LAUNCH};
+use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK};
 use crate::types::{interval, state};
 use crate::view::View;
 
@@ -69,10 +69,7 @@ fn event_types() -> Vec<EventTypeInfo> {
 }
 
 fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
-    let mut links = std::mem::take(&mut ctx.handoff.links);
-    let result = translate(ctx, &mut links);
-    ctx.handoff.links = links;
-    result
+    ctx.with_links(0, translate)
 }
 
 /// GPU sides by (pid, correlation id), each list in start order.
@@ -107,7 +104,7 @@ fn gpu_side(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<GpuSides, R
             .interval(thread, p.start, p.end, &gpu_pairs(h, name));
         ctx.states
             .add(thread, p.start, p.end, state::SYNCHRONIZATION);
-        links.add(p, thread, 0, TAG_LAUNCH, false);
+        links.add_launch(p, thread, false);
         if let Some(c) = p.correlation_id {
             let key = (pid_of(p.global_pid), c);
             sides.entry(key).or_default().push((p.start, thread));

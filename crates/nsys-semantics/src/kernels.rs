@@ -12,7 +12,7 @@ use crate::context::{NameCache, ReportContext};
 use crate::cuda_api::API;
 use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPHS, GRAPH_NODE_ID};
-use crate::handoff::{GpuLinks, TAG_LAUNCH};
+use crate::handoff::GpuLinks;
 use crate::nccl::{self, NCCL};
 use crate::options::KernelNames;
 use crate::types::{interval, state};
@@ -179,10 +179,8 @@ fn event_types() -> Vec<EventTypeInfo> {
 }
 
 fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
-    let mut links = std::mem::take(&mut ctx.handoff.links);
-    let result = kernels(ctx, &mut links);
-    ctx.handoff.links = links;
-    result
+    let rows = ctx.export.row_estimate(KERNEL)?;
+    ctx.with_links(rows, kernels)
 }
 
 /// NCCL's kernels are told apart by name, as nsys2prv does.
@@ -236,7 +234,7 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         }
         ctx.run.interval(thread, p.start, p.end, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
-        links.add(p, thread, 0, TAG_LAUNCH, is_nccl);
+        links.add_launch(p, thread, is_nccl);
         Ok(())
     })?;
     ctx.note_scan(KERNEL, scan);

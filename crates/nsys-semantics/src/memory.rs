@@ -10,7 +10,7 @@ use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::cuda_api::CORRELATION_ID;
-use crate::handoff::{GpuLinks, TAG_MEMORY};
+use crate::handoff::GpuLinks;
 use crate::types::{interval, state};
 use crate::view::View;
 
@@ -65,10 +65,8 @@ fn event_types() -> Vec<EventTypeInfo> {
 }
 
 fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
-    let mut links = std::mem::take(&mut ctx.handoff.links);
-    let result = memory(ctx, &mut links);
-    ctx.handoff.links = links;
-    result
+    let rows = ctx.export.row_estimate(MEMCPY)? + ctx.export.row_estimate(MEMSET)?;
+    ctx.with_links(rows, memory)
 }
 
 fn memory(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError> {
@@ -110,5 +108,5 @@ fn memory_op(ctx: &mut ReportContext, links: &mut GpuLinks, p: &GpuPlace, name: 
     ctx.run.interval(thread, p.start, p.end, &pairs[..n]);
     ctx.states
         .add(thread, p.start, p.end, state::MEMORY_TRANSFER);
-    links.add(p, thread, bytes, TAG_MEMORY, false);
+    links.add_memory(p, thread, bytes);
 }

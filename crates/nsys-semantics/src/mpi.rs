@@ -4,6 +4,8 @@
 //! align clocks (`--sync`). 2022-era reports record MPI as an NVTX domain, which
 //! [`crate::nvtx`] translates with [`call_pair`].
 
+use std::rc::Rc;
+
 use nsys_reader::ids::pid_of;
 use nsys_reader::mpi::{Communicator, MpiCall, MpiDetail};
 use nsys_reader::ReadError;
@@ -137,9 +139,50 @@ fn translate(ctx: &mut ReportContext) -> Result<Vec<P2pEndpoint>, ReadError> {
     Ok(endpoints)
 }
 
+/// What a call's name decides, worked out once per `StringIds` id.
+struct CallName {
+    text: String,
+    pair: EventPair,
+    state: u32,
+    /// Whether the call may be a clock synchronisation point (init, barrier).
+    sync_point: bool,
+    direction: P2pDirection,
+    /// Non-blocking (`MPI_I*`): the receive's data arrives at its wait.
+    immediate: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum P2pDirection {
+    Send,
+    Receive,
+    /// Neither, or both (a Sendrecv's two rows cannot be told apart).
+    Unpaired,
+}
+
+impl CallName {
+    fn new(ctx: &mut ReportContext, text: String) -> Self {
+        let (pair, state) = call_pair(ctx, &text);
+        let lower = text.to_ascii_lowercase();
+        let direction = match (lower.contains("send"), lower.contains("recv")) {
+            (true, false) => P2pDirection::Send,
+            (false, true) => P2pDirection::Receive,
+            _ => P2pDirection::Unpaired,
+        };
+        let bare = lower.trim_start_matches('p');
+        CallName {
+            pair,
+            state,
+            sync_point: bare.starts_with("mpi_init") || bare == "mpi_barrier",
+            direction,
+            immediate: lower.starts_with("mpi_i") || lower.starts_with("pmpi_i"),
+            text,
+        }
+    }
+}
+
 struct CallScan<'c> {
     comms: &'c std::collections::HashMap<i64, Communicator>,
-    names: FxHashMap<i64, String>,
+    names: FxHashMap<Option<i64>, Rc<CallName>>,
     /// (thread, start, end) of start/wait rows: one row per request of one call.
     seen_waits: FxHashSet<(i64, i64, i64)>,
     waits: Vec<(u32, i64, i64, i64)>,
@@ -150,7 +193,6 @@ struct CallScan<'c> {
 
 impl CallScan<'_> {
     fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) -> Result<(), ReadError> {
-        let name = self.name(ctx, call.name_id)?;
         let end = call.end.unwrap_or(call.start).max(call.start);
         let pid = pid_of(call.global_tid);
         if let MpiDetail::StartWait { request } = call.detail {
@@ -163,8 +205,8 @@ impl CallScan<'_> {
             }
         }
         let thread = ctx.cpu_thread(call.global_tid);
-        let (pair, state) = call_pair(ctx, &name);
-        let mut pairs = vec![pair];
+        let name = self.name(ctx, call.name_id)?;
+        let mut pairs = vec![name.pair];
         match call.detail {
             MpiDetail::Collective {
                 root,
@@ -188,7 +230,8 @@ impl CallScan<'_> {
                 self.endpoint(
                     pid,
                     thread,
-                    &name,
+                    name.direction,
+                    name.immediate,
                     call.start,
                     end,
                     comm,
@@ -201,25 +244,32 @@ impl CallScan<'_> {
             _ => {}
         }
         ctx.run.interval(thread, call.start, end, &pairs);
-        ctx.states.add(thread, call.start, end, state);
-        note_sync_point(ctx, &name, end);
+        ctx.states.add(thread, call.start, end, name.state);
+        if name.sync_point {
+            note_sync_point(ctx, &name.text, end);
+        }
         self.translated += 1;
         Ok(())
     }
 
-    fn name(&mut self, ctx: &ReportContext, id: Option<i64>) -> Result<String, ReadError> {
-        let Some(id) = id else {
-            return Ok("MPI (unnamed call)".into());
-        };
+    fn name(
+        &mut self,
+        ctx: &mut ReportContext,
+        id: Option<i64>,
+    ) -> Result<Rc<CallName>, ReadError> {
         if let Some(n) = self.names.get(&id) {
-            return Ok(n.clone());
+            return Ok(Rc::clone(n));
         }
-        let n = ctx
-            .export
-            .string(id)?
-            .unwrap_or_else(|| format!("MPI call {id}"));
-        self.names.insert(id, n.clone());
-        Ok(n)
+        let text = match id {
+            None => "MPI (unnamed call)".to_string(),
+            Some(id) => ctx
+                .export
+                .string(id)?
+                .unwrap_or_else(|| format!("MPI call {id}")),
+        };
+        let name = Rc::new(CallName::new(ctx, text));
+        self.names.insert(id, Rc::clone(&name));
+        Ok(name)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -227,7 +277,8 @@ impl CallScan<'_> {
         &mut self,
         pid: u32,
         thread: LocalThread,
-        name: &str,
+        direction: P2pDirection,
+        immediate: bool,
         start: i64,
         end: i64,
         comm: Option<i64>,
@@ -236,12 +287,11 @@ impl CallScan<'_> {
         size: Option<i64>,
         request: Option<i64>,
     ) {
-        let lower = name.to_ascii_lowercase();
-        let (is_send, is_recv) = (lower.contains("send"), lower.contains("recv"));
-        // A Sendrecv's two rows cannot be told apart; its messages stay unpaired.
-        if is_send == is_recv {
-            return;
-        }
+        let is_send = match direction {
+            P2pDirection::Send => true,
+            P2pDirection::Receive => false,
+            P2pDirection::Unpaired => return,
+        };
         let (Some(remote), Some(tag)) = (remote, tag) else {
             return;
         };
@@ -259,11 +309,7 @@ impl CallScan<'_> {
             size: size.unwrap_or(0),
             logical: start,
             physical: if is_send { start } else { end },
-            request: if lower.starts_with("mpi_i") || lower.starts_with("pmpi_i") {
-                request
-            } else {
-                None
-            },
+            request: if immediate { request } else { None },
         });
     }
 }

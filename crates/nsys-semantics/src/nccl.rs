@@ -130,16 +130,17 @@ fn field_of(key: &str) -> Option<(u32, bool)> {
 }
 
 /// The payload pairs of one NCCL range from its JSON text (unknown keys are
-/// counted, not translated).
-pub(crate) fn payload_pairs(ctx: &mut ReportContext, json: &str) -> Vec<EventPair> {
+/// noted for the caller to count, not translated).
+pub(crate) fn payload_pairs(ctx: &mut ReportContext, json: &str) -> (Vec<EventPair>, PayloadNotes) {
+    let mut notes = PayloadNotes::default();
     let Ok(Json::Object(fields)) = serde_json::from_str::<Json>(json) else {
-        ctx.count("NCCL payloads not understood", 1);
-        return Vec::new();
+        notes.not_understood = true;
+        return (Vec::new(), notes);
     };
     let mut pairs: Vec<EventPair> = Vec::new();
     for (key, value) in flatten(&fields) {
         let Some((ty, is_name)) = field_of(&key) else {
-            ctx.count("NCCL payload fields not translated", 1);
+            notes.fields_not_translated += 1;
             continue;
         };
         if pairs.iter().any(|p| p.ty == ty) {
@@ -157,7 +158,28 @@ pub(crate) fn payload_pairs(ctx: &mut ReportContext, json: &str) -> Vec<EventPai
         pairs.extend(pair);
     }
     pairs.sort_by_key(|p| p.ty);
-    pairs
+    (pairs, notes)
+}
+
+/// What translating one payload left out, counted per range that has the payload.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PayloadNotes {
+    not_understood: bool,
+    fields_not_translated: u64,
+}
+
+impl PayloadNotes {
+    pub fn count(&self, ctx: &mut ReportContext) {
+        if self.not_understood {
+            ctx.count("NCCL payloads not understood", 1);
+        }
+        if self.fields_not_translated > 0 {
+            ctx.count(
+                "NCCL payload fields not translated",
+                self.fields_not_translated,
+            );
+        }
+    }
 }
 
 /// Key/value leaves of a JSON object, one level of nesting flattened.

@@ -9,6 +9,8 @@
 //! rejects negative values). Start/end ranges use 9004 for the first lane and
 //! 9005.. for overlapping ones.
 
+use std::rc::Rc;
+
 use nsys_reader::ids::{pid_of, tid_of};
 use nsys_reader::nvtx::{kind, NvtxEvent, Payload, NVTX_EVENTS};
 use nsys_reader::ReadError;
@@ -257,6 +259,13 @@ struct Domain {
     comm_library: bool,
 }
 
+/// Ranges of a domain that was never created are in the default domain.
+static UNDECLARED_DOMAIN: Domain = Domain {
+    name: String::new(),
+    base: DEFAULT_DOMAIN,
+    comm_library: false,
+};
+
 #[derive(Default)]
 struct Definitions {
     domains: FxHashMap<(u32, i64), Domain>,
@@ -268,7 +277,31 @@ struct StartEnd {
     thread: LocalThread,
     start: i64,
     end: Option<i64>,
-    label: String,
+    label: Rc<str>,
+}
+
+/// The text of a range or mark, with the `StringIds` id it came from (none for
+/// inline text), so that its name handles can be cached by id.
+struct RangeText {
+    id: Option<i64>,
+    text: Rc<str>,
+}
+
+/// What an NCCL range's JSON payload (by `jsonTextId`) translates to, with what
+/// translating it counted, to count again on every range that has it.
+struct NcclPayload {
+    pairs: Vec<EventPair>,
+    notes: nccl::PayloadNotes,
+}
+
+/// Per-id caches of the scan: a string registered once in `StringIds` is read,
+/// interned and parsed once per report, not once per row.
+#[derive(Default)]
+struct TextCache {
+    texts: FxHashMap<i64, Rc<str>>,
+    /// (event type, string id) → name handle.
+    handles: FxHashMap<(u32, i64), u32>,
+    payloads: FxHashMap<i64, Rc<NcclPayload>>,
 }
 
 pub(crate) struct Wanted {
@@ -288,6 +321,8 @@ fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, Read
         nccl: NcclRanges::default(),
         last_time: i64::MIN,
         translated: 0,
+        cache: TextCache::default(),
+        pairs: Vec::new(),
     };
     let export = ctx.export;
     let kinds = [
@@ -392,13 +427,17 @@ struct RangePass<'d> {
     nccl: NcclRanges,
     last_time: i64,
     translated: u64,
+    cache: TextCache,
+    /// The pairs of the range being translated (a buffer reused across rows).
+    pairs: Vec<EventPair>,
 }
 
-impl RangePass<'_> {
+impl<'d> RangePass<'d> {
     fn event(&mut self, ctx: &mut ReportContext, e: &NvtxEvent) -> Result<(), ReadError> {
         self.last_time = self.last_time.max(e.start).max(e.end.unwrap_or(e.start));
         let pid = pid_of(e.global_tid);
         let domain = self.domain(pid, e.domain_id);
+        let domain = &domain;
         let is_nccl = domain.base == NCCL_REGIONS;
         let as_mpi = domain.name == "MPI" && self.wanted.mpi;
         let wanted = if is_nccl {
@@ -419,7 +458,7 @@ impl RangePass<'_> {
                 } else {
                     domain.base
                 };
-                let h = ctx.run.names.intern(base + MARK, &text);
+                let h = self.cache.handle(ctx, base + MARK, &text);
                 ctx.run
                     .events(thread, e.start, &[EventPair::name(base + MARK, h)]);
             }
@@ -428,35 +467,37 @@ impl RangePass<'_> {
                 start: e.start,
                 end: e.end,
                 label: if domain.name.is_empty() {
-                    text
+                    text.text
                 } else {
-                    format!("{}: {text}", domain.name)
+                    format!("{}: {}", domain.name, text.text).into()
                 },
             }),
-            _ => self.push_pop(ctx, thread, e, &domain, &text),
+            _ => self.push_pop(ctx, thread, e, domain, &text)?,
         }
         Ok(())
     }
 
-    fn domain(&self, pid: u32, id: i64) -> Domain {
-        match self.defs.domains.get(&(pid, id)) {
-            Some(d) => d.clone(),
-            None => Domain {
-                name: String::new(),
-                base: DEFAULT_DOMAIN,
-                comm_library: false,
-            },
-        }
+    fn domain(&self, pid: u32, id: i64) -> &'d Domain {
+        self.defs
+            .domains
+            .get(&(pid, id))
+            .unwrap_or(&UNDECLARED_DOMAIN)
     }
 
-    fn text(&self, ctx: &ReportContext, e: &NvtxEvent) -> Result<String, ReadError> {
+    fn text(&mut self, ctx: &ReportContext, e: &NvtxEvent) -> Result<RangeText, ReadError> {
         Ok(match (&e.text, e.text_id) {
-            (Some(t), _) => t.clone(),
-            (None, Some(id)) => ctx
-                .export
-                .string(id)?
-                .unwrap_or_else(|| format!("[string {id}]")),
-            (None, None) => "[unnamed]".to_string(),
+            (Some(t), _) => RangeText {
+                id: None,
+                text: t.as_str().into(),
+            },
+            (None, Some(id)) => RangeText {
+                id: Some(id),
+                text: self.cache.text(ctx, id)?,
+            },
+            (None, None) => RangeText {
+                id: None,
+                text: "[unnamed]".into(),
+            },
         })
     }
 
@@ -466,21 +507,18 @@ impl RangePass<'_> {
         thread: LocalThread,
         e: &NvtxEvent,
         domain: &Domain,
-        text: &str,
-    ) {
+        text: &RangeText,
+    ) -> Result<(), ReadError> {
         if domain.name == "MPI" && self.wanted.mpi {
-            return self.mpi_call(ctx, thread, e, text);
+            self.mpi_call(ctx, thread, e, &text.text);
+            return Ok(());
         }
         let base = domain.base;
-        let mut pairs = vec![EventPair::name(base, ctx.run.names.intern(base, text))];
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        pairs.push(EventPair::name(base, self.cache.handle(ctx, base, text)));
         if base == NCCL_REGIONS {
-            let json = match (&e.json, e.json_text_id) {
-                (Some(j), _) => Some(j.clone()),
-                (None, Some(id)) => ctx.export.string(id).ok().flatten(),
-                (None, None) => None,
-            };
-            if let Some(json) = json {
-                let payload = nccl::payload_pairs(ctx, &json);
+            if let Some(payload) = self.nccl_payload(ctx, e)? {
                 let end = e.end.unwrap_or(i64::MAX);
                 self.nccl.add(
                     thread,
@@ -493,7 +531,7 @@ impl RangePass<'_> {
                 pairs.extend(payload);
             }
         } else {
-            pairs.extend(self.extras(ctx, e, base));
+            self.extras(ctx, e, base, &mut pairs);
         }
         if domain.comm_library {
             if let Some(end) = e.end {
@@ -501,14 +539,50 @@ impl RangePass<'_> {
                     thread,
                     e.start,
                     end,
-                    communication_state(&domain.name, text),
+                    communication_state(&domain.name, &text.text),
                 );
             }
         }
         match e.end {
-            Some(end) => ctx.run.interval(thread, e.start, end, &pairs),
+            Some(end) => {
+                ctx.run.interval(thread, e.start, end, &pairs);
+                self.pairs = pairs;
+            }
             None => self.unclosed.push((thread, e.start, pairs)),
         }
+        Ok(())
+    }
+
+    /// The pairs of an NCCL range's JSON payload, if it has one: parsed per row
+    /// when inline, once per id when registered in `StringIds`.
+    fn nccl_payload(
+        &mut self,
+        ctx: &mut ReportContext,
+        e: &NvtxEvent,
+    ) -> Result<Option<Vec<EventPair>>, ReadError> {
+        if let Some(json) = &e.json {
+            let (pairs, notes) = nccl::payload_pairs(ctx, json);
+            notes.count(ctx);
+            return Ok(Some(pairs));
+        }
+        let Some(id) = e.json_text_id else {
+            return Ok(None);
+        };
+        let payload = match self.cache.payloads.get(&id) {
+            Some(p) => Rc::clone(p),
+            None => {
+                // As before the cache: an unreadable payload is no payload.
+                let Some(json) = ctx.export.string(id).ok().flatten() else {
+                    return Ok(None);
+                };
+                let (pairs, notes) = nccl::payload_pairs(ctx, &json);
+                let p = Rc::new(NcclPayload { pairs, notes });
+                self.cache.payloads.insert(id, Rc::clone(&p));
+                p
+            }
+        };
+        payload.notes.count(ctx);
+        Ok(Some(payload.pairs.clone()))
     }
 
     /// A range of the 2022-era MPI domain: an MPI call with Extrae's numbering.
@@ -531,8 +605,13 @@ impl RangePass<'_> {
     }
 
     /// Payload and category pairs of a range of a (non-NCCL) domain.
-    fn extras(&self, ctx: &mut ReportContext, e: &NvtxEvent, base: u32) -> Vec<EventPair> {
-        let mut pairs = Vec::new();
+    fn extras(
+        &self,
+        ctx: &mut ReportContext,
+        e: &NvtxEvent,
+        base: u32,
+        pairs: &mut Vec<EventPair>,
+    ) {
         match e.payload {
             Some(Payload::Int(v)) => {
                 pairs.push(payload_pair(base, v, PAYLOAD_INT, NEGATIVE_PAYLOAD_INT))
@@ -561,7 +640,32 @@ impl RangePass<'_> {
                 ctx.run.names.intern(base + RANGE_CATEGORY, &name),
             ));
         }
-        pairs
+    }
+}
+
+impl TextCache {
+    /// The string `id` of `StringIds`, read once.
+    fn text(&mut self, ctx: &ReportContext, id: i64) -> Result<Rc<str>, ReadError> {
+        if let Some(t) = self.texts.get(&id) {
+            return Ok(Rc::clone(t));
+        }
+        let text: Rc<str> = match ctx.export.string(id)? {
+            Some(t) => t.into(),
+            None => format!("[string {id}]").into(),
+        };
+        self.texts.insert(id, Rc::clone(&text));
+        Ok(text)
+    }
+
+    /// Name handle of `text` as a value of `ty`: by id for registered strings.
+    fn handle(&mut self, ctx: &mut ReportContext, ty: u32, text: &RangeText) -> u32 {
+        let Some(id) = text.id else {
+            return ctx.run.names.intern(ty, &text.text);
+        };
+        *self
+            .handles
+            .entry((ty, id))
+            .or_insert_with(|| ctx.run.names.intern(ty, &text.text))
     }
 }
 

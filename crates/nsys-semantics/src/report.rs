@@ -68,6 +68,7 @@ pub fn translate_with(
     for (category, pass) in registry.passes(options) {
         let known = ctx.extra_types.len();
         (pass.run)(&mut ctx)?;
+        ctx.count_held();
         let made = &ctx.extra_types[known..];
         extra_type_categories.extend(made.iter().map(|t| (t.ty, category)));
     }

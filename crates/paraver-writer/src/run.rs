@@ -30,6 +30,9 @@ pub struct RunBuilder {
     threads_seen: usize,
     min_time: i64,
     max_time: i64,
+    /// Bytes the producer holds outside the run while building it (see
+    /// [`RunBuilder::set_outside_bytes`]).
+    outside_bytes: usize,
 }
 
 impl RunBuilder {
@@ -177,10 +180,20 @@ impl RunBuilder {
             + self.comms.len() * std::mem::size_of::<Comm>()
     }
 
+    /// Bytes that the producer holds for as long as it builds this run (tables
+    /// to join rows with): they come out of the run's share, so the run spills
+    /// sooner. The run keeps at least an eighth of its share, so that chunks do not
+    /// become tiny when the producer holds more than the share.
+    pub fn set_outside_bytes(&mut self, bytes: usize) {
+        self.outside_bytes = bytes;
+    }
+
     fn spill_if_full(&mut self) {
         // Sorting a chunk takes a buffer as large as its records: count it in.
         let sorting = self.records.len() * std::mem::size_of::<Record>();
-        let full = matches!(&self.spill, Some(p) if self.bytes() + sorting >= p.chunk_bytes);
+        let outside = self.outside_bytes;
+        let full = matches!(&self.spill, Some(p)
+            if self.bytes() + sorting >= p.chunk_bytes.saturating_sub(outside).max(p.chunk_bytes / 8));
         if full {
             if let Err(e) = self.spill_chunk() {
                 self.spill_error.get_or_insert(e);
