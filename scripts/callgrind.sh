@@ -77,8 +77,9 @@ for name in "${inputs[@]}"; do
         echo "| $name | $rows | $bin | $ir | $(awk -v i="$ir" -v r="$rows" 'BEGIN { printf "%.0f", i / r }') \
 | $(awk -v a="$ir" -v b="$first" 'BEGIN { printf "%.3f", a / b }') |"
         if [ "$top" -gt 0 ]; then
+            # awk reads to the end: `head` would close the pipe, and pipefail stop the script.
             callgrind_annotate --inclusive=no "$cg" 2> /dev/null \
-                | awk '/file:function/ { on = 1; next } on && NF' | head -n "$top" \
+                | awk -v top="$top" '/file:function/ { on = 1; next } on && NF && n++ < top' \
                 | sed 's/^/    /' >&2
         fi
     done
