@@ -145,18 +145,28 @@ fn input_sets(dir: &Path) -> Vec<(&'static str, Vec<PathBuf>)> {
     vec![("samples", recorded), ("256 reports", synthetic)]
 }
 
-#[test]
-fn srun_with_four_tasks_writes_what_one_process_writes() {
-    let Some(_cluster) = cluster() else {
-        return;
-    };
+/// For each input set: converts it in one process, runs `sharded(what, inputs, dir,
+/// out)` to write `out/t.prv` (`out` = `dir/NAME`, empty), and checks that it wrote the
+/// same files.
+fn each_input_set(name: &str, sharded: impl Fn(&str, &[PathBuf], &Path, &Path)) {
     let tmp = tempfile::tempdir().unwrap();
     for (what, inputs) in input_sets(tmp.path()) {
         let dir = tmp.path().join(what.replace(' ', "_"));
         std::fs::create_dir(&dir).unwrap();
         let expected = single_run(&inputs, &dir);
-        let out = dir.join("srun");
+        let out = dir.join(name);
         std::fs::create_dir(&out).unwrap();
+        sharded(what, &inputs, &dir, &out);
+        assert_same_files(&expected, &out);
+    }
+}
+
+#[test]
+fn srun_with_four_tasks_writes_what_one_process_writes() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    each_input_set("srun", |what, inputs, _dir, out| {
         let mut args = vec![binary_path().to_str().unwrap(), "-q", "--shard", "slurm"];
         args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
         let trace = out.join("t.prv");
@@ -167,8 +177,7 @@ fn srun_with_four_tasks_writes_what_one_process_writes() {
             !out.join("t.parts").exists(),
             "parts removed after the merge"
         );
-        assert_same_files(&expected, &out);
-    }
+    });
 }
 
 /// Runs `sbatch` with `args`; returns its stdout (the job id with --parsable).
@@ -187,13 +196,7 @@ fn a_job_array_then_a_dependent_merge_write_what_one_process_writes() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    for (what, inputs) in input_sets(tmp.path()) {
-        let dir = tmp.path().join(what.replace(' ', "_"));
-        std::fs::create_dir(&dir).unwrap();
-        let expected = single_run(&inputs, &dir);
-        let out = dir.join("array");
-        std::fs::create_dir(&out).unwrap();
+    each_input_set("array", |what, inputs, dir, out| {
         let trace = out.join("t.prv");
         // The job scripts of the README.
         let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
@@ -227,6 +230,5 @@ fn a_job_array_then_a_dependent_merge_write_what_one_process_writes() {
             trace.is_file(),
             "no trace from the merge job ({what}): {log}"
         );
-        assert_same_files(&expected, &out);
-    }
+    });
 }

@@ -87,11 +87,7 @@ impl ReportTranslation {
             extra_types: saved.extra_types,
             // Parts come from the same binary (the plan fingerprints it), so every
             // name is a category of the standard registry.
-            extra_type_categories: saved
-                .extra_type_categories
-                .iter()
-                .filter_map(|(ty, name)| Some((*ty, category_named(name)?)))
-                .collect(),
+            extra_type_categories: categories_by_name(&saved.extra_type_categories),
             ranks: saved.ranks,
             p2p: saved.p2p,
             sync_points: saved.sync_points,
@@ -100,12 +96,16 @@ impl ReportTranslation {
     }
 }
 
-/// The standard registry's category called `name`.
-fn category_named(name: &str) -> Option<Category> {
-    Registry::standard()
+/// Each `(type, category name)` with the standard registry's category of that name.
+fn categories_by_name(named: &[(u32, String)]) -> Vec<(u32, Category)> {
+    let registry = Registry::standard();
+    named
         .iter()
-        .map(|info| info.category)
-        .find(|category| category.name() == name)
+        .filter_map(|(ty, name)| {
+            let info = registry.iter().find(|info| info.category.name() == name)?;
+            Some((*ty, info.category))
+        })
+        .collect()
 }
 
 /// A path as its bytes: any file name, UTF-8 or not.

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
 use crate::inputs::{self, Found, Input};
 use crate::interrupt::checkpoint;
-use crate::output_set::{marker_text, OutputSet};
+use crate::output_set::{file_name, marker_text, OutputSet};
 use crate::progress::Progress;
 use crate::report;
 use crate::views;
@@ -193,15 +193,7 @@ pub fn write_output_set(
         write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
     }
     checkpoint("trace written");
-    write_views(
-        args,
-        paths,
-        &cfgs_dir(args, paths),
-        &output_set,
-        &catalog,
-        &type_owners,
-        &summary,
-    )?;
+    write_views(args, paths, &output_set, &catalog, &type_owners, &summary)?;
     output_set.commit()?;
 
     if !args.quiet {
@@ -266,7 +258,6 @@ fn report_skipped(paths: &OutputPaths, skipped: &[Skipped]) {
 fn write_views(
     args: &Args,
     paths: &OutputPaths,
-    cfgs_dir: &Path,
     output_set: &OutputSet,
     catalog: &PcfCatalog,
     type_owners: &TypeOwners,
@@ -286,12 +277,7 @@ fn write_views(
         comm_tags: &summary.comm_tags,
         categories: type_owners.categories_in(&summary.event_types),
     };
-    let file_name = |p: &Path| {
-        p.file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned()
-    };
+    let cfgs_dir = output_set.views();
     // The index names the views directory as found from the trace's directory.
     let views_name = match cfgs_dir.parent() == paths.prv.parent() {
         true => file_name(cfgs_dir),

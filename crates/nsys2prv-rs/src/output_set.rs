@@ -93,6 +93,11 @@ impl OutputSet {
         skipped_list_path(&self.trace.in_dir(&self.trace_stage.dir))
     }
 
+    /// The views directory the set installs.
+    pub fn views(&self) -> &Path {
+        &self.views
+    }
+
     /// Where the views are written (not created yet).
     pub fn staged_views(&self) -> PathBuf {
         let stage = self.views_stage.as_ref().unwrap_or(&self.trace_stage);
@@ -455,7 +460,8 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-fn file_name(path: &Path) -> String {
+/// The last component of `path`, lossily as text ("" for none).
+pub fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
