@@ -10,6 +10,7 @@ pub mod pcf;
 pub mod record;
 pub mod run;
 pub mod saved;
+mod segments;
 pub mod spill;
 pub mod states;
 

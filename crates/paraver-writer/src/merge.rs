@@ -12,13 +12,14 @@ use rustc_hash::FxHashMap;
 use rayon::prelude::*;
 
 use crate::layout::{GlobalThread, TraceLayout};
-use crate::lines::{EventsKey, LineFormatter, Prefix};
+use crate::lines::{EventsKey, LineBuf, LineFormatter, Prefix};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
 use crate::pcf::{PcfCatalog, Timing, UsedLabels};
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
 use crate::run::Run;
+use crate::segments::{format_segment, Segment, Segmenter};
 use crate::spill::{ChunkReader, DecodedBody, MIN_READ_BUFFER, READ_BUFFER};
 use crate::WriteError;
 
@@ -569,7 +570,7 @@ pub(crate) struct RunCursor<'a> {
     pub(crate) shift: i64,
     pub(crate) prefixes: Vec<Prefix>,
     /// Run thread → position of its global thread in the trace.
-    order: Vec<u64>,
+    pub(crate) order: Vec<u64>,
     values: HandleValues,
 }
 
@@ -595,7 +596,39 @@ impl<'a> RunCursor<'a> {
     }
 }
 
-impl RunCursor<'_> {
+impl<'a> RunCursor<'a> {
+    /// The run's records held in memory, sorted.
+    pub(crate) fn records(&self) -> &'a [Record] {
+        &self.run.records
+    }
+
+    /// What the formatter needs of one of the run's in-memory records.
+    pub(crate) fn current(&self, r: &Record) -> Current<'a> {
+        let body = match r.body {
+            Body::State { end, state } => View::State { end, state },
+            Body::Events {
+                first,
+                count,
+                closing,
+            } => View::Events {
+                closing,
+                pairs: self.run.pairs_of(first, count),
+            },
+            Body::Comm { index } => View::Comm(self.run.comms[index as usize]),
+        };
+        Current {
+            time: r.time,
+            thread: r.thread,
+            rank: r.rank(),
+            body,
+        }
+    }
+
+    /// Whether every record of the run is in memory (none spilled).
+    fn in_memory(&self) -> bool {
+        self.run.chunks.is_empty()
+    }
+
     /// The value a pair is written with (names resolved to their global value).
     pub(crate) fn values_of(&self, pair: &EventPair) -> i64 {
         match pair.value() {
@@ -640,27 +673,7 @@ pub(crate) enum View<'s> {
 impl<'a> Stream<'a> {
     fn current<'s>(&'s self, c: &'s RunCursor) -> Current<'s> {
         match &self.source {
-            Source::Memory { records, pos } => {
-                let r = &records[*pos];
-                let body = match r.body {
-                    Body::State { end, state } => View::State { end, state },
-                    Body::Events {
-                        first,
-                        count,
-                        closing,
-                    } => View::Events {
-                        closing,
-                        pairs: c.run.pairs_of(first, count),
-                    },
-                    Body::Comm { index } => View::Comm(c.run.comms[index as usize]),
-                };
-                Current {
-                    time: r.time,
-                    thread: r.thread,
-                    rank: r.rank(),
-                    body,
-                }
-            }
+            Source::Memory { records, pos } => c.current(&records[*pos]),
             Source::Disk(reader) => {
                 let renumber = |t: LocalThread| c.run.new_of_old[t as usize];
                 let body = match reader.body {
@@ -763,9 +776,73 @@ impl<'a> BodyWriter<'a> {
     ) -> std::io::Result<()> {
         if self.cut.is_some() {
             self.merge_cut(cursors, progress)
+        } else if cursors.iter().all(RunCursor::in_memory) {
+            self.merge_segments(cursors, progress)
         } else {
             self.merge_in_parallel(cursors, progress)
         }
+    }
+
+    /// Runs held in memory: segments of the trace are merged and formatted on all
+    /// threads (see [`crate::segments`]) while the previous round's texts are
+    /// written, in order.
+    fn merge_segments(
+        &mut self,
+        cursors: &[RunCursor],
+        progress: &mut dyn FnMut(u64),
+    ) -> std::io::Result<()> {
+        let width = rayon::current_num_threads().max(1);
+        let mut segments = Segmenter::new(cursors, self.batch_records);
+        let mut formatters: Vec<LineFormatter> = (0..width)
+            .map(|_| LineFormatter::new(self.catalog, 0))
+            .collect();
+        let compress = self.out.compresses();
+        let out = &mut self.out;
+        // Texts (or gzip members) of the round being written, and spare buffers.
+        let mut written_round: Vec<SegmentText> = Vec::new();
+        let mut spare: Vec<LineBuf> = Vec::new();
+        let mut merged: u64 = 0;
+        loop {
+            let round: Vec<Segment> = segments.by_ref().take(width).collect();
+            if round.is_empty() && written_round.is_empty() {
+                break;
+            }
+            let buffers: Vec<LineBuf> = (0..round.len())
+                .map(|_| spare.pop().unwrap_or_default())
+                .collect();
+            let (written, formatted) = rayon::join(
+                || write_texts(out, std::mem::take(&mut written_round)),
+                || {
+                    round
+                        .par_iter()
+                        .zip(formatters.par_iter_mut())
+                        .zip(buffers)
+                        .map(|((segment, f), buffer)| {
+                            format_segment(cursors, segment, f);
+                            let mut text = std::mem::replace(&mut f.buf, buffer);
+                            if compress {
+                                let member = gzip_member(text.as_slice());
+                                text.clear();
+                                member.map(|m| (SegmentText::Member(m), Some(text)))
+                            } else {
+                                Ok((SegmentText::Text(text), None))
+                            }
+                        })
+                        .collect::<std::io::Result<Vec<_>>>()
+                },
+            );
+            spare.extend(written?);
+            for (text, buffer) in formatted? {
+                written_round.push(text);
+                spare.extend(buffer);
+            }
+            merged += round.iter().map(Segment::records).sum::<usize>() as u64;
+            progress(merged);
+        }
+        for f in formatters {
+            self.lines.absorb(f);
+        }
+        Ok(())
     }
 
     /// Gathers round k+1 (on this thread) while round k is formatted (one batch per
@@ -1002,6 +1079,28 @@ impl<'a> BodyWriter<'a> {
         let (summary, used) = self.lines.finish();
         (self.out, summary, used)
     }
+}
+
+/// A segment's formatted text, or its text compressed as a gzip member.
+enum SegmentText {
+    Text(LineBuf),
+    Member(Vec<u8>),
+}
+
+/// Writes `texts` in order; returns their text buffers for reuse.
+fn write_texts(out: &mut TraceSink, texts: Vec<SegmentText>) -> std::io::Result<Vec<LineBuf>> {
+    let mut buffers = Vec::new();
+    for text in texts {
+        match text {
+            SegmentText::Text(mut text) => {
+                out.write_all(text.as_slice())?;
+                text.clear();
+                buffers.push(text);
+            }
+            SegmentText::Member(member) => out.write_member(member)?,
+        }
+    }
+    Ok(buffers)
 }
 
 /// Pops merged records into batches that other threads can format: each batch
@@ -1362,16 +1461,19 @@ mod tests {
 
     /// Any batch size, thread count, spilling, and compression give the same
     /// text, event lines that straddle a batch boundary included; a `.prv.gz` has
-    /// the same bytes whatever the thread count.
+    /// the same bytes whatever the thread count (and the same text with or
+    /// without spilling).
     #[test]
     fn batches_and_threads_do_not_change_the_output() {
         let dir = tempfile::tempdir().unwrap();
         let (_, whole) = write_batched(dir.path(), 1, 1 << 14, false, false);
         assert!(whole.contains(":20:300:1:200:2:100:5:300:3\n"), "{whole}");
         for batch in [1, 2, 3, 4, 1 << 14] {
-            let (gz_one_thread, _) = write_batched(dir.path(), 1, batch, true, false);
-            for threads in [1, 3, 8] {
-                for spill in [false, true] {
+            // Runs in memory are cut into segments by time, spilled ones into
+            // batches by count: their gzip members differ, their text does not.
+            for spill in [false, true] {
+                let (gz_one_thread, _) = write_batched(dir.path(), 1, batch, true, spill);
+                for threads in [1, 3, 8] {
                     let (_, text) = write_batched(dir.path(), threads, batch, false, spill);
                     assert_eq!(
                         text, whole,
@@ -1384,6 +1486,88 @@ mod tests {
                         "gzip bytes, {threads} threads, batch {batch}"
                     );
                 }
+            }
+        }
+    }
+
+    /// Two runs whose records interleave and tie (same times, threads that come
+    /// before and after the other run's), merged from memory in segments of any
+    /// size on any number of threads and from spilled chunks record by record:
+    /// the same text.
+    #[test]
+    fn segments_merge_interleaved_runs_as_the_record_by_record_merge_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let two_runs = |spill: bool| -> Vec<MergeInput> {
+            (0..2u32)
+                .map(|r| {
+                    let mut b = builder(spill.then_some(dir.path()));
+                    b.add_thread(0);
+                    b.add_thread(1);
+                    for i in 0..40i64 {
+                        let t = i * 10 + i64::from(r) * (i % 3);
+                        b.interval(0, t, t + 10, &[EventPair::raw(RANGE, 1 + i % 4)]);
+                        b.events(1, t, &[EventPair::raw(MARK, i)]);
+                        b.state(1, t, t + 5, 1);
+                    }
+                    MergeInput {
+                        run: b.finish().unwrap(),
+                        time_offset: 1000,
+                        // Run 0's threads are the 1st and 3rd of the task, run 1's the 2nd and 4th.
+                        threads: (0..2)
+                            .map(|t| GlobalThread {
+                                task: 0,
+                                thread: 2 * t + r,
+                            })
+                            .collect(),
+                    }
+                })
+                .collect()
+        };
+        let layout = TraceLayout {
+            tasks: vec![TaskInfo {
+                name: "t".into(),
+                node: 0,
+                threads: (0..4).map(|t| format!("{t}")).collect(),
+            }],
+            ..layout()
+        };
+        let write = |name: &str, spill: bool, threads: usize, batch: usize| -> String {
+            let paths = OutputPaths::for_trace(&dir.path().join(name)).unwrap();
+            let inputs = two_runs(spill);
+            assert_eq!(inputs.iter().all(|i| i.run.chunks.is_empty()), !spill);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let batching = Batching {
+                records: batch,
+                read_budget: DEFAULT_READ_BUDGET,
+            };
+            pool.install(|| {
+                write_trace_batched(
+                    &paths,
+                    &layout,
+                    &inputs,
+                    &catalog(),
+                    None,
+                    batching,
+                    &mut |_| {},
+                )
+            })
+            .unwrap();
+            std::fs::read_to_string(&paths.prv).unwrap()
+        };
+        let record_by_record = write("spilled.prv", true, 1, 1 << 14);
+        // Per run and step: a range begin (with the end of the one before when
+        // they meet), a mark, a state; the last range's end.
+        assert!(body(&record_by_record).len() > 2 * 40 * 3);
+        for batch in [1, 2, 3, 7, 50, 1 << 14] {
+            for threads in [1, 2, 3] {
+                let segments = write(&format!("m{batch}t{threads}.prv"), false, threads, batch);
+                assert_eq!(
+                    segments, record_by_record,
+                    "batch {batch}, {threads} threads"
+                );
             }
         }
     }
