@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use flate2::write::GzEncoder;
@@ -107,7 +108,7 @@ impl OutputFile {
 /// (see [`TraceSink::write_member`]). Text written directly is compressed on a
 /// thread of its own, so that compression overlaps formatting.
 pub enum TraceSink<'a> {
-    Plain(BufWriter<&'a File>),
+    Plain(BufWriter<Writeback<&'a File>>),
     Gzip(GzipMembers<'a>),
     ThreadedGzip(ThreadedGzip),
 }
@@ -120,6 +121,7 @@ const PLAIN_BUFFER: usize = 64 << 10;
 impl<'a> TraceSink<'a> {
     pub fn new(file: &'a File, gzip: bool) -> Self {
         if !gzip {
+            let file = Writeback::new(file);
             return TraceSink::Plain(BufWriter::with_capacity(PLAIN_BUFFER, file));
         }
         match file.try_clone().and_then(ThreadedGzip::start) {
@@ -182,6 +184,65 @@ fn write_gzip_member(out: &mut impl Write, text: &[u8]) -> std::io::Result<()> {
     gz.write_all(text)?;
     gz.finish().map(|_| ())
 }
+
+/// Bytes after which a [`Writeback`] file starts writing them to disk.
+const WRITEBACK_STEP: u64 = 8 << 20;
+
+/// A file written from its start that asks the kernel to begin writing each
+/// 8 MiB to disk as soon as they are written, in the background: the `fsync`
+/// that precedes the rename of the output into place then waits for the last
+/// few MiB only, not for the whole trace (0.1 s of a 1 s conversion writing
+/// 200 MB here, with the disk idle meanwhile).
+pub struct Writeback<F> {
+    file: F,
+    written: u64,
+    started: u64,
+}
+
+impl<F: Write + AsFd> Writeback<F> {
+    fn new(file: F) -> Self {
+        Writeback {
+            file,
+            written: 0,
+            started: 0,
+        }
+    }
+}
+
+impl<F: Write + AsFd> Write for Writeback<F> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.started >= WRITEBACK_STEP {
+            start_writeback(self.file.as_fd(), self.started, self.written - self.started);
+            self.started = self.written;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Starts writing `len` bytes of `file` from `offset` to disk, without waiting.
+/// Only a hint: whether it works changes nothing but when the final `fsync`
+/// returns.
+#[cfg(target_os = "linux")]
+fn start_writeback(file: BorrowedFd, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: sync_file_range takes a descriptor (open for the whole call: it is
+    // borrowed) and numbers; it touches none of our memory.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_file: BorrowedFd, _offset: u64, _len: u64) {}
 
 /// Compression on the writing thread (when no thread can be started): text in
 /// blocks, each compressed as a member.
@@ -259,7 +320,7 @@ impl ThreadedGzip {
         let worker = std::thread::Builder::new()
             .name("gzip".into())
             .spawn(move || {
-                let mut out = BufWriter::with_capacity(BUFFER, file);
+                let mut out = BufWriter::with_capacity(BUFFER, Writeback::new(file));
                 for block in received {
                     match block {
                         GzBlock::Text(text) => write_gzip_member(&mut out, &text)?,
