@@ -33,6 +33,12 @@ pub struct RunBuilder {
     /// Bytes the producer holds outside the run while building it (see
     /// [`RunBuilder::set_outside_bytes`]).
     outside_bytes: usize,
+    /// Begin of the last state pushed on each thread: states that come in
+    /// strictly increasing begin order per thread never tie in the sort.
+    last_state_begin: Vec<i64>,
+    /// A thread got a state that did not begin after its previous one: ties
+    /// between states are then possible, and only a stable sort orders them.
+    states_unordered: bool,
 }
 
 impl RunBuilder {
@@ -132,6 +138,7 @@ impl RunBuilder {
         if thread == DISCARDED {
             return;
         }
+        self.note_state_begin(thread, begin);
         let body = Body::State { end, state };
         self.push(
             Record {
@@ -142,6 +149,16 @@ impl RunBuilder {
             end,
         );
         self.spill_if_full();
+    }
+
+    fn note_state_begin(&mut self, thread: LocalThread, begin: i64) {
+        let thread = thread as usize;
+        if thread >= self.last_state_begin.len() {
+            self.last_state_begin.resize(thread + 1, i64::MIN);
+        }
+        let last = &mut self.last_state_begin[thread];
+        self.states_unordered |= begin <= *last;
+        *last = begin;
     }
 
     /// A communication from `sender` at `send_logical` to `comm.receiver`.
@@ -189,7 +206,8 @@ impl RunBuilder {
     }
 
     fn spill_if_full(&mut self) {
-        // Sorting a chunk takes a buffer as large as its records: count it in.
+        // Growing the records may double their buffer (and the stable sort that
+        // `sort_records` falls back to takes one as large): count that in.
         let sorting = self.records.len() * std::mem::size_of::<Record>();
         let outside = self.outside_bytes;
         let full = matches!(&self.spill, Some(p)
@@ -209,10 +227,10 @@ impl RunBuilder {
         if self.records.is_empty() || self.spill_error.is_some() {
             return Ok(());
         }
+        let push_order_known = !self.states_unordered && self.order_keys_unique();
         let keys = &self.order_keys;
         let key = |t: LocalThread| keys.get(t as usize).copied().unwrap_or(t as u128);
-        self.records
-            .par_sort_by_key(|r| (r.time, r.rank(), key(r.thread)));
+        sort_records(&mut self.records, push_order_known, key);
         let chunk = write_chunk(&policy.dir, &self.records, &self.pairs, &self.comms)?;
         self.chunks.push(chunk);
         self.records.clear();
@@ -221,8 +239,19 @@ impl RunBuilder {
         Ok(())
     }
 
+    /// Whether no two threads share an order key (then the spill's sort key
+    /// tells threads apart, as the thread numbers do in `finish`).
+    fn order_keys_unique(&self) -> bool {
+        let threads = self.threads_seen.max(self.order_keys.len());
+        let mut keys: Vec<u128> = (0..threads as LocalThread)
+            .map(|t| self.order_key(t))
+            .collect();
+        keys.sort_unstable();
+        keys.windows(2).all(|w| w[0] != w[1])
+    }
+
     /// Renumbers threads in order-key order (`old_of_new` says which thread each
-    /// new number was), then sorts by (time, rank, thread), stably, so records of
+    /// new number was), then sorts by (time, rank, thread) so that records of
     /// one thread at one time keep the order they were pushed in. A spilling run
     /// keeps its last chunk in memory only while the shared budget allows.
     pub fn finish(mut self) -> Result<Run, WriteError> {
@@ -263,9 +292,7 @@ impl RunBuilder {
         for c in &mut self.comms {
             c.receiver = new_of_old[c.receiver as usize];
         }
-        // In parallel: translating one large report leaves other cores idle here.
-        self.records
-            .par_sort_by_key(|r| (r.time, r.rank(), r.thread));
+        sort_records(&mut self.records, !self.states_unordered, |t| t);
         Ok(Run {
             old_of_new,
             new_of_old,
@@ -277,6 +304,42 @@ impl RunBuilder {
             min_time: self.min_time,
             max_time: self.max_time,
         })
+    }
+}
+
+/// Sorts `records` by (time, rank, `thread_key`), records that tie on that in
+/// the order they were pushed: what a stable sort gives, without the buffer as
+/// large as the records that it takes (and faults in). When `push_order_known`,
+/// a record's body says its push order among the records it can tie with (see
+/// [`push_order`]), so an unstable in-place sort gives the same order.
+/// In parallel: translating one large report leaves other cores idle here.
+fn sort_records<K: Ord>(
+    records: &mut [Record],
+    push_order_known: bool,
+    thread_key: impl Fn(LocalThread) -> K + Sync,
+) {
+    if push_order_known {
+        let tie_key = |r: &Record| (r.rank(), thread_key(r.thread), push_order(r));
+        records.par_sort_unstable_by(|a, b| {
+            a.time
+                .cmp(&b.time)
+                .then_with(|| tie_key(a).cmp(&tie_key(b)))
+        });
+    } else {
+        records.par_sort_by_key(|r| (r.time, r.rank(), thread_key(r.thread)));
+    }
+}
+
+/// The push order of a record among those of its rank: event records point to
+/// their pairs and communications to their payloads, both appended as records
+/// are pushed (every event record has at least one pair). States have none:
+/// they tie only when a thread's states do not begin in increasing order,
+/// which `RunBuilder::states_unordered` notes.
+fn push_order(record: &Record) -> u32 {
+    match record.body {
+        Body::Events { first, .. } => first,
+        Body::Comm { index } => index,
+        Body::State { .. } => 0,
     }
 }
 
@@ -348,5 +411,66 @@ mod tests {
         assert_eq!(run.records[0].time, 7);
         assert_eq!(run.records[1].time, 8);
         assert_eq!(run.pairs[0].value(), Value::Raw(5));
+    }
+
+    /// Records pushed with many ties on (time, rank, thread), in a scrambled
+    /// but reproducible order; states of each thread begin in increasing order.
+    fn pushed_with_ties() -> RunBuilder {
+        let mut b = RunBuilder::new();
+        let mut seed = 12345u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut state_begin = [0i64; 3];
+        for i in 0..20_000 {
+            let thread = next(3) as LocalThread;
+            let time = next(40) as i64;
+            match next(4) {
+                0 => b.events(thread, time, &[EventPair::raw(1, i)]),
+                1 => b.interval(thread, time, time + next(3) as i64, &[EventPair::raw(2, i)]),
+                2 => b.comm(
+                    thread,
+                    time,
+                    Comm {
+                        send_physical: time,
+                        receiver: next(3) as LocalThread,
+                        recv_logical: time + 1,
+                        recv_physical: time + 1,
+                        size: i,
+                        tag: 0,
+                    },
+                ),
+                _ => {
+                    let begin = &mut state_begin[thread as usize];
+                    *begin += 1 + next(2) as i64;
+                    b.state(thread, *begin, *begin + 1, i as u32);
+                }
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn unstable_sort_keeps_push_order_of_ties() {
+        let b = pushed_with_ties();
+        assert!(!b.states_unordered);
+        let mut expected = b.records.clone();
+        expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
+        assert_eq!(b.finish().unwrap().records, expected);
+    }
+
+    #[test]
+    fn states_that_tie_keep_push_order() {
+        let mut b = pushed_with_ties();
+        b.state(1, 5, 9, 7);
+        b.state(1, 5, 6, 8);
+        b.state(1, 5, 6, 6);
+        assert!(b.states_unordered);
+        let mut expected = b.records.clone();
+        expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
+        assert_eq!(b.finish().unwrap().records, expected);
     }
 }
