@@ -9,9 +9,9 @@ pub(crate) const MAX_TIME_NS: i64 = 1 << 62;
 #[derive(Debug, Default, Clone)]
 pub struct Schema {
     tables: HashMap<String, Vec<String>>,
-    /// (table, column) of the columns declared with numeric affinity (INTEGER,
+    /// (table, column) of the time columns declared with numeric affinity (INTEGER,
     /// REAL, NUMERIC): SQLite stores numbers in them, never text that reads as one.
-    numeric: HashSet<(String, String)>,
+    numeric_times: HashSet<(String, String)>,
 }
 
 /// A typed scan's query: its SQL, and the result columns that are timestamps whose
@@ -26,8 +26,8 @@ impl Schema {
     /// A table with its columns: (name, declared type).
     pub(crate) fn insert(&mut self, table: String, columns: Vec<(String, String)>) {
         for (name, declared) in &columns {
-            if has_numeric_affinity(declared) {
-                self.numeric.insert((table.clone(), name.clone()));
+            if TIME_COLUMNS.contains(&name.as_str()) && has_numeric_affinity(declared) {
+                self.numeric_times.insert((table.clone(), name.clone()));
             }
         }
         let names = columns.into_iter().map(|(name, _)| name).collect();
@@ -74,8 +74,8 @@ impl Schema {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let numeric = self.numeric.contains(&(table.to_string(), c.to_string()));
-                if i < 64 && numeric && TIME_COLUMNS.contains(c) {
+                let key = (table.to_string(), c.to_string());
+                if i < 64 && self.numeric_times.contains(&key) {
                     checked_times |= 1 << i;
                     format!("\"{c}\"")
                 } else {

@@ -121,7 +121,7 @@ impl RowView<'_> {
     }
 
     /// Integer value; NULL, text that is not a number, and blobs read as `None`.
-    #[inline]
+    #[inline(always)]
     pub fn int(&self, i: usize) -> Option<i64> {
         int_of(self.value(i))
     }
@@ -132,7 +132,7 @@ impl RowView<'_> {
     }
 
     /// Column `i` (NULL past the last column, and for a timestamp out of range).
-    #[inline]
+    #[inline(always)]
     fn value(&self, i: usize) -> ValueRef<'_> {
         let value = self.stored_value(i);
         if i < 64 && self.checked_times & (1 << i) != 0 {
@@ -143,7 +143,7 @@ impl RowView<'_> {
     }
 
     /// Column `i` as SQLite hands it over (NULL past the last column).
-    #[inline]
+    #[inline(always)]
     fn stored_value(&self, i: usize) -> ValueRef<'_> {
         let Ok(i) = c_int::try_from(i) else {
             return ValueRef::Null;
@@ -179,7 +179,7 @@ impl RowView<'_> {
 /// a column with numeric affinity ([`crate::Schema::select`]): numbers in range as
 /// they are, NULL otherwise. Text and blobs in such a column compare above every
 /// number (text that reads as a number was stored as that number), so they are NULL too.
-#[inline]
+#[inline(always)]
 fn within_time_range(value: ValueRef<'_>) -> ValueRef<'_> {
     const MAX: i64 = MAX_TIME_NS;
     match value {
@@ -209,7 +209,7 @@ pub(crate) fn float_of(value: ValueRef) -> Option<f64> {
     }
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn int_of(value: ValueRef) -> Option<i64> {
     match value {
         ValueRef::Integer(v) => Some(v),
