@@ -108,8 +108,8 @@ impl Export {
         let decode = |row: &RowView| {
             Some(GraphExecution {
                 place: place(row)?,
-                graph_id: row.int(7),
-                graph_exec_id: row.int(8),
+                graph_id: row.int(PLACE.len()),
+                graph_exec_id: row.int(PLACE.len() + 1),
             })
         };
         self.scan_rows(GRAPH_TRACE, &cols, "1", decode, f)
@@ -130,7 +130,7 @@ impl Export {
             let decode = |row: &RowView| {
                 Some(GraphNodeOperation {
                     place: place(row)?,
-                    graph_node_id: row.int(7)?,
+                    graph_node_id: row.int(PLACE.len())?,
                 })
             };
             let condition = "graphNodeId IS NOT NULL AND graphNodeId != 0";
