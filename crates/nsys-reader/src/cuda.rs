@@ -8,9 +8,6 @@ pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
 pub const MEMSET: &str = "CUPTI_ACTIVITY_KIND_MEMSET";
 pub const SYNCHRONIZATION: &str = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
 
-/// `eventClass` of driver API calls in the RUNTIME table (runtime calls are 0).
-pub const EVENT_CLASS_DRIVER: i64 = 1;
-
 /// One CUDA runtime or driver API call.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiCall {
@@ -19,8 +16,6 @@ pub struct ApiCall {
     pub global_tid: i64,
     pub correlation_id: Option<i64>,
     pub name_id: i64,
-    pub event_class: i64,
-    pub return_value: Option<i64>,
 }
 
 /// Where a GPU operation ran and who launched it.
@@ -29,7 +24,6 @@ pub struct GpuPlace {
     pub start: i64,
     pub end: i64,
     pub device_id: i64,
-    pub context_id: i64,
     pub stream_id: i64,
     pub correlation_id: Option<i64>,
     pub global_pid: i64,
@@ -100,11 +94,10 @@ impl Sync {
     }
 }
 
-pub(crate) const PLACE: [&str; 7] = [
+pub(crate) const PLACE: [&str; 6] = [
     "start",
     "end",
     "deviceId",
-    "contextId",
     "streamId",
     "correlationId",
     "globalPid",
@@ -116,10 +109,9 @@ pub(crate) fn place(row: &RowView) -> Option<GpuPlace> {
         start: row.int(0)?,
         end: row.int(1)?,
         device_id: row.int(2).unwrap_or(0),
-        context_id: row.int(3).unwrap_or(0),
-        stream_id: row.int(4).unwrap_or(0),
-        correlation_id: row.int(5).filter(|&c| c != 0),
-        global_pid: row.int(6)?,
+        stream_id: row.int(3).unwrap_or(0),
+        correlation_id: row.int(4).filter(|&c| c != 0),
+        global_pid: row.int(5)?,
     })
 }
 
@@ -133,15 +125,7 @@ impl Export {
         &self,
         f: impl FnMut(&ApiCall) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
-        let cols = [
-            "start",
-            "end",
-            "globalTid",
-            "correlationId",
-            "nameId",
-            "eventClass",
-            "returnValue",
-        ];
+        let cols = ["start", "end", "globalTid", "correlationId", "nameId"];
         let decode = |row: &RowView| {
             Some(ApiCall {
                 start: row.int(0)?,
@@ -149,8 +133,6 @@ impl Export {
                 global_tid: row.int(2)?,
                 correlation_id: row.int(3).filter(|&c| c != 0),
                 name_id: row.int(4)?,
-                event_class: row.int(5).unwrap_or(0),
-                return_value: row.int(6),
             })
         };
         self.scan_rows(RUNTIME, &cols, "1", decode, f)
@@ -179,8 +161,8 @@ impl Export {
             let n = |i: usize| row.int(PLACE.len() + i).unwrap_or(0);
             Some(Kernel {
                 place: place(row)?,
-                short_name: row.int(7),
-                demangled_name: row.int(8),
+                short_name: row.int(PLACE.len()),
+                demangled_name: row.int(PLACE.len() + 1),
                 grid: [n(2), n(3), n(4)],
                 block: [n(5), n(6), n(7)],
                 static_shared_memory: n(8),

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::meta::Metadata;
+use crate::schema::Query;
 use crate::statement::{text_of, RowView, Statement};
 use crate::{ReadError, Schema};
 
@@ -134,15 +135,15 @@ impl Export {
         if !self.schema.has_table(table) {
             return Ok(TableScan::default());
         }
-        let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
-        self.scan_query(table, &sql, decode, f)
+        let query = self.schema.query(table, columns, condition);
+        self.scan_query(table, &query, decode, f)
     }
 
     /// [`Export::scan_rows`] of any query (`table` names it in errors).
     pub(crate) fn scan_query<T, D, F>(
         &self,
         table: &str,
-        sql: &str,
+        sql: &Query,
         decode: D,
         mut f: F,
     ) -> Result<TableScan, ReadError>
@@ -161,7 +162,7 @@ impl Export {
     fn scan_rows_here<T, D, F>(
         &self,
         table: &str,
-        sql: &str,
+        sql: &Query,
         decode: &D,
         f: &mut F,
     ) -> Result<TableScan, ReadError>
@@ -185,7 +186,7 @@ impl Export {
     fn scan_rows_ahead<T, D, F>(
         &self,
         table: &str,
-        sql: &str,
+        sql: &Query,
         decode: D,
         mut f: F,
     ) -> Result<TableScan, ReadError>
@@ -249,8 +250,8 @@ impl Export {
         if !self.schema.has_table(table) {
             return Ok(0);
         }
-        let sql = format!("{} WHERE {condition}", self.schema.select(table, columns));
-        for_each_row(&self.path, &self.conn, table, &sql, |row| {
+        let query = self.schema.query(table, columns, condition);
+        for_each_row(&self.path, &self.conn, table, &query, |row| {
             f(row).map(|()| true)
         })
     }
@@ -313,10 +314,11 @@ fn for_each_row(
     path: &Path,
     conn: &Connection,
     table: &str,
-    sql: &str,
+    query: &Query,
     mut on_row: impl FnMut(&RowView) -> Result<bool, ReadError>,
 ) -> Result<u64, ReadError> {
-    let mut rows = Statement::prepare(conn, sql).map_err(|e| sqlite_error(path, Some(table), e))?;
+    let mut rows = Statement::prepare(conn, &query.sql, query.checked_times)
+        .map_err(|e| sqlite_error(path, Some(table), e))?;
     let mut n: u64 = 0;
     loop {
         let row = rows.next().map_err(|e| ReadError::Sqlite {
@@ -340,7 +342,7 @@ fn for_each_row(
 fn decode_batches<T, D>(
     path: &Path,
     table: &str,
-    sql: &str,
+    sql: &Query,
     decode: &D,
     full: &std::sync::mpsc::SyncSender<Result<DecodedBatch<T>, ReadError>>,
     empty: &std::sync::mpsc::Receiver<Vec<T>>,
@@ -543,6 +545,12 @@ fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize
     Ok(filled)
 }
 
+/// A column's declared type ('' when it has none).
+fn declared_type(value: Option<String>) -> String {
+    value.unwrap_or_default()
+}
+
+/// Tables and views with their columns (name, declared type).
 fn read_schema(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
     let mut schema = Schema::default();
     let tables: Vec<String> = conn
@@ -553,10 +561,10 @@ fn read_schema(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
         })
         .map_err(|e| sqlite_error(path, Some("sqlite_master"), e))?;
     for table in tables {
-        let columns: Vec<String> = conn
+        let columns: Vec<(String, String)> = conn
             .prepare(&format!("PRAGMA table_info(\"{table}\")"))
             .and_then(|mut s| {
-                s.query_map([], |r| r.get::<_, String>(1))?
+                s.query_map([], |r| Ok((r.get(1)?, declared_type(r.get(2)?))))?
                     .collect::<Result<_, _>>()
             })
             .map_err(|e| sqlite_error(path, Some(&table), e))?;

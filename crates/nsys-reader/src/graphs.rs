@@ -55,11 +55,10 @@ pub enum GraphEventsForm {
     Graphs,
 }
 
-const PLACE: [&str; 7] = [
+const PLACE: [&str; 6] = [
     "start",
     "end",
     "deviceId",
-    "contextId",
     "streamId",
     "correlationId",
     "globalPid",
@@ -70,10 +69,9 @@ fn place(row: &crate::RowView) -> Option<GpuPlace> {
         start: row.int(0)?,
         end: row.int(1)?,
         device_id: row.int(2).unwrap_or(0),
-        context_id: row.int(3).unwrap_or(0),
-        stream_id: row.int(4).unwrap_or(0),
-        correlation_id: row.int(5).filter(|&c| c != 0),
-        global_pid: row.int(6)?,
+        stream_id: row.int(3).unwrap_or(0),
+        correlation_id: row.int(4).filter(|&c| c != 0),
+        global_pid: row.int(5)?,
     })
 }
 
@@ -110,8 +108,8 @@ impl Export {
         let decode = |row: &RowView| {
             Some(GraphExecution {
                 place: place(row)?,
-                graph_id: row.int(7),
-                graph_exec_id: row.int(8),
+                graph_id: row.int(PLACE.len()),
+                graph_exec_id: row.int(PLACE.len() + 1),
             })
         };
         self.scan_rows(GRAPH_TRACE, &cols, "1", decode, f)
@@ -132,7 +130,7 @@ impl Export {
             let decode = |row: &RowView| {
                 Some(GraphNodeOperation {
                     place: place(row)?,
-                    graph_node_id: row.int(7)?,
+                    graph_node_id: row.int(PLACE.len())?,
                 })
             };
             let condition = "graphNodeId IS NOT NULL AND graphNodeId != 0";

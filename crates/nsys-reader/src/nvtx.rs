@@ -35,7 +35,6 @@ pub struct NvtxEvent {
     pub text: Option<String>,
     pub text_id: Option<i64>,
     pub global_tid: i64,
-    pub end_global_tid: Option<i64>,
     /// 0 (or NULL) is the default domain; ids are per process.
     pub domain_id: i64,
     pub payload: Option<Payload>,
@@ -43,7 +42,7 @@ pub struct NvtxEvent {
     pub json_text_id: Option<i64>,
 }
 
-const COLUMNS: [&str; 17] = [
+const COLUMNS: [&str; 16] = [
     "start",
     "end",
     "eventType",
@@ -51,7 +50,6 @@ const COLUMNS: [&str; 17] = [
     "text",
     "textId",
     "globalTid",
-    "endGlobalTid",
     "domainId",
     "int64Value",
     "uint64Value",
@@ -64,9 +62,9 @@ const COLUMNS: [&str; 17] = [
 ];
 
 fn payload(row: &RowView) -> Option<Payload> {
-    (9..13)
+    (8..12)
         .find_map(|i| row.int(i).map(Payload::Int))
-        .or_else(|| (13..15).find_map(|i| row.float(i).map(Payload::Float)))
+        .or_else(|| (12..14).find_map(|i| row.float(i).map(Payload::Float)))
 }
 
 fn event(row: &RowView) -> Option<NvtxEvent> {
@@ -78,11 +76,10 @@ fn event(row: &RowView) -> Option<NvtxEvent> {
         text: row.text(4),
         text_id: row.int(5),
         global_tid: row.int(6)?,
-        end_global_tid: row.int(7),
-        domain_id: row.int(8).unwrap_or(0),
+        domain_id: row.int(7).unwrap_or(0),
         payload: payload(row),
-        json: row.text(15),
-        json_text_id: row.int(16),
+        json: row.text(14),
+        json_text_id: row.int(15),
     })
 }
 
@@ -93,8 +90,17 @@ impl Export {
         kinds: &[i64],
         f: impl FnMut(&NvtxEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
-        let list: Vec<String> = kinds.iter().map(i64::to_string).collect();
-        let filter = format!("\"eventType\" IN ({})", list.join(", "));
+        // `=` terms joined by OR: SQLite tests `IN` lists of more than two values
+        // with a lookup in a temporary index, several times the cost per row.
+        let terms: Vec<String> = kinds
+            .iter()
+            .map(|k| format!("\"eventType\" = {k}"))
+            .collect();
+        let filter = if terms.is_empty() {
+            "0".to_string()
+        } else {
+            terms.join(" OR ")
+        };
         self.scan_rows(NVTX_EVENTS, &COLUMNS, &filter, event, f)
     }
 }

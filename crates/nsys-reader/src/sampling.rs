@@ -11,6 +11,7 @@
 //! come in a block a second late, so whatever follows a thread's samples in time
 //! (the callers each one ends) needs this order.
 
+use crate::schema::Query;
 use crate::{Export, ReadError, RowView};
 
 pub const COMPOSITE_EVENTS: &str = "COMPOSITE_EVENTS";
@@ -86,7 +87,10 @@ impl Export {
         };
         self.scan_query(
             COMPOSITE_EVENTS,
-            &self.samples_query(max_depth),
+            &Query {
+                sql: self.samples_query(max_depth),
+                checked_times: 0,
+            },
             decode_joined,
             |row: &JoinedRow| {
                 let same = pending.as_ref().is_some_and(|(s, _)| s.id == row.id);

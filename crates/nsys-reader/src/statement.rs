@@ -13,14 +13,24 @@ use std::ptr::NonNull;
 use rusqlite::types::ValueRef;
 use rusqlite::{ffi, Connection};
 
+use crate::schema::MAX_TIME_NS;
+
 /// A prepared statement of `conn`, stepped row by row.
 pub(crate) struct Statement<'c> {
     conn: &'c Connection,
     stmt: NonNull<ffi::sqlite3_stmt>,
+    /// Result columns whose timestamps are range-checked here (bit `i`: column `i`).
+    checked_times: u64,
 }
 
 impl<'c> Statement<'c> {
-    pub fn prepare(conn: &'c Connection, sql: &str) -> Result<Self, rusqlite::Error> {
+    /// Prepares `sql`; the result columns in `checked_times` (bit `i`: column `i`)
+    /// are timestamps read as NULL out of range, see [`crate::schema::Query`].
+    pub fn prepare(
+        conn: &'c Connection,
+        sql: &str,
+        checked_times: u64,
+    ) -> Result<Self, rusqlite::Error> {
         let too_long = || rusqlite::Error::SqliteFailure(ffi::Error::new(ffi::SQLITE_TOOBIG), None);
         let len = c_int::try_from(sql.len()).map_err(|_| too_long())?;
         let mut stmt = std::ptr::null_mut();
@@ -44,7 +54,11 @@ impl<'c> Statement<'c> {
             });
         }
         match NonNull::new(stmt) {
-            Some(stmt) => Ok(Statement { conn, stmt }),
+            Some(stmt) => Ok(Statement {
+                conn,
+                stmt,
+                checked_times,
+            }),
             // Only SQL without a statement (blank or a comment) gives none.
             None => Err(rusqlite::Error::InvalidQuery),
         }
@@ -57,6 +71,7 @@ impl<'c> Statement<'c> {
         match unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) } {
             ffi::SQLITE_ROW => Ok(Some(RowView {
                 stmt: self.stmt,
+                checked_times: self.checked_times,
                 _row: PhantomData,
             })),
             ffi::SQLITE_DONE => Ok(None),
@@ -94,16 +109,19 @@ fn last_error(conn: &Connection, rc: c_int) -> rusqlite::Error {
 /// One row of a `Schema::select`, read by position; valid until the next step.
 pub struct RowView<'s> {
     stmt: NonNull<ffi::sqlite3_stmt>,
+    checked_times: u64,
     _row: PhantomData<&'s Statement<'s>>,
 }
 
 impl RowView<'_> {
     /// Floating-point value; NULL, text that is not a number, and blobs read as `None`.
+    #[inline]
     pub fn float(&self, i: usize) -> Option<f64> {
         float_of(self.value(i))
     }
 
     /// Integer value; NULL, text that is not a number, and blobs read as `None`.
+    #[inline(always)]
     pub fn int(&self, i: usize) -> Option<i64> {
         int_of(self.value(i))
     }
@@ -113,8 +131,20 @@ impl RowView<'_> {
         text_of(self.value(i))
     }
 
-    /// Column `i` (NULL past the last column).
+    /// Column `i` (NULL past the last column, and for a timestamp out of range).
+    #[inline(always)]
     fn value(&self, i: usize) -> ValueRef<'_> {
+        let value = self.stored_value(i);
+        if i < 64 && self.checked_times & (1 << i) != 0 {
+            within_time_range(value)
+        } else {
+            value
+        }
+    }
+
+    /// Column `i` as SQLite hands it over (NULL past the last column).
+    #[inline(always)]
+    fn stored_value(&self, i: usize) -> ValueRef<'_> {
         let Ok(i) = c_int::try_from(i) else {
             return ValueRef::Null;
         };
@@ -145,6 +175,21 @@ impl RowView<'_> {
     }
 }
 
+/// The value of `CASE WHEN t BETWEEN -2^62 AND 2^62 THEN t END` for a value `t` of
+/// a column with numeric affinity ([`crate::Schema::select`]): numbers in range as
+/// they are, NULL otherwise. Text and blobs in such a column compare above every
+/// number (text that reads as a number was stored as that number), so they are NULL too.
+#[inline(always)]
+fn within_time_range(value: ValueRef<'_>) -> ValueRef<'_> {
+    const MAX: i64 = MAX_TIME_NS;
+    match value {
+        ValueRef::Integer(t) if (-MAX..=MAX).contains(&t) => value,
+        // ±2^62 are exact doubles, so these comparisons are SQLite's.
+        ValueRef::Real(t) if (-MAX as f64..=MAX as f64).contains(&t) => value,
+        _ => ValueRef::Null,
+    }
+}
+
 /// # Safety
 /// `p` is null or points to `n` readable bytes that outlive `'a`.
 unsafe fn bytes<'a>(p: *const u8, n: c_int) -> &'a [u8] {
@@ -154,6 +199,7 @@ unsafe fn bytes<'a>(p: *const u8, n: c_int) -> &'a [u8] {
     }
 }
 
+#[inline]
 pub(crate) fn float_of(value: ValueRef) -> Option<f64> {
     match value {
         ValueRef::Integer(v) => Some(v as f64),
@@ -163,6 +209,7 @@ pub(crate) fn float_of(value: ValueRef) -> Option<f64> {
     }
 }
 
+#[inline(always)]
 pub(crate) fn int_of(value: ValueRef) -> Option<i64> {
     match value {
         ValueRef::Integer(v) => Some(v),

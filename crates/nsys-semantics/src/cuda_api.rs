@@ -115,6 +115,7 @@ fn translate(
     let export = ctx.export;
     let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
     let (mut arrows, mut synced) = (0u64, 0u64);
+    let mut launched = links.finder();
     let scan = export.api_calls(|call| {
         let thread = ctx.cpu_thread(call.global_tid);
         let pid = pid_of(call.global_tid);
@@ -136,7 +137,7 @@ fn translate(
         let name = api_name(ctx, &mut names, call.name_id)?;
         emit_call(ctx, thread, call, name, sync.is_some());
         if let Some(c) = call.correlation_id {
-            for link in links.find(pid, c) {
+            for link in launched.find(pid, c) {
                 if let Some(end) = link.nccl_end() {
                     // The NCCL call this launch was made in describes the kernel.
                     if let Some(range) = nccl.enclosing(thread, call.start) {

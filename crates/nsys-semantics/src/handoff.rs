@@ -145,12 +145,73 @@ impl GpuLinks {
 
     /// Every GPU operation launched by this call (several in graph node mode);
     /// the links must be sorted.
+    #[cfg(test)]
     pub fn find(&self, pid: u32, correlation: i64) -> &[GpuLink] {
-        let lo = self
-            .0
-            .partition_point(|l| (l.pid(), l.correlation) < (pid, correlation));
-        let hi = self.0[lo..].partition_point(|l| (l.pid(), l.correlation) == (pid, correlation));
-        &self.0[lo..lo + hi]
+        self.finder().find(pid, correlation)
+    }
+
+    /// A [`LinkFinder`] over the links, which must be sorted.
+    pub fn finder(&self) -> LinkFinder<'_> {
+        LinkFinder {
+            links: &self.0,
+            next: 0,
+        }
+    }
+}
+
+/// Finds the links of calls that come in time order, whose correlation ids
+/// mostly grow: each search starts where the previous one ended and widens
+/// exponentially, a few comparisons on memory just read instead of a binary
+/// search over every link of the report.
+pub(crate) struct LinkFinder<'a> {
+    links: &'a [GpuLink],
+    /// Where the previous search ended.
+    next: usize,
+}
+
+impl<'a> LinkFinder<'a> {
+    /// Every GPU operation launched by this call (several in graph node mode).
+    pub fn find(&mut self, pid: u32, correlation: i64) -> &'a [GpuLink] {
+        let key = (pid, correlation);
+        let lo = lower_bound_near(self.links, key, self.next);
+        let n = self.links[lo..]
+            .iter()
+            .take_while(|l| l.key() == key)
+            .count();
+        self.next = lo + n;
+        &self.links[lo..lo + n]
+    }
+}
+
+impl GpuLink {
+    fn key(&self) -> (u32, i64) {
+        (self.pid(), self.correlation)
+    }
+}
+
+/// The first position of the sorted `links` whose key is not below `key` (what
+/// `partition_point` finds), searched outward from `hint`.
+fn lower_bound_near(links: &[GpuLink], key: (u32, i64), hint: usize) -> usize {
+    let below = |i: usize| links[i].key() < key;
+    let hint = hint.min(links.len());
+    if hint < links.len() && below(hint) {
+        // Forward: `lo` stays below the key, the answer is after it.
+        let (mut lo, mut step) = (hint, 1);
+        while lo + step < links.len() && below(lo + step) {
+            lo += step;
+            step *= 2;
+        }
+        let hi = (lo + step).min(links.len());
+        lo + 1 + links[lo + 1..hi].partition_point(|l| l.key() < key)
+    } else {
+        // Backward: `hi` is not below the key (or the end), the answer is at or before it.
+        let (mut hi, mut step) = (hint, 1);
+        while hi >= step && !below(hi - step) {
+            hi -= step;
+            step *= 2;
+        }
+        let lo = hi.saturating_sub(step);
+        lo + links[lo..hi].partition_point(|l| l.key() < key)
     }
 }
 
@@ -302,6 +363,40 @@ mod tests {
         assert_eq!(links.find(1, 5)[0].tag(), TAG_LAUNCH);
         assert!(links.find(3, 5).is_empty());
         assert_eq!(std::mem::size_of::<GpuLink>(), 32);
+    }
+
+    /// Searching from where the last search ended finds what a binary search finds,
+    /// whatever order the calls come in.
+    #[test]
+    fn links_are_found_from_any_previous_position() {
+        let mut links = GpuLinks::default();
+        let correlations = [1, 2, 2, 3, 7, 7, 7, 8, 20, 21, 40, 41, 42, 43, 44, 45, 90];
+        for (pid, corr) in [1i64, 2].iter().flat_map(|&p| correlations.map(|c| (p, c))) {
+            let place = GpuPlace {
+                global_pid: pid << 24,
+                correlation_id: Some(corr),
+                ..Default::default()
+            };
+            links.add_launch(&place, 0, false);
+        }
+        links.sort();
+        let binary = |pid: u32, c: i64| {
+            let lo = links.0.partition_point(|l| l.key() < (pid, c));
+            let hi = links.0.partition_point(|l| l.key() <= (pid, c));
+            lo..hi
+        };
+        let queries: Vec<(u32, i64)> = (0..3).flat_map(|p| (0..100).map(move |c| (p, c))).collect();
+        let reversed: Vec<(u32, i64)> = queries.iter().rev().copied().collect();
+        let scattered: Vec<(u32, i64)> = (0..300).map(|i| queries[(i * 77) % 300]).collect();
+        for order in [queries, reversed, scattered] {
+            let mut finder = links.finder();
+            for (pid, c) in order {
+                let found = finder.find(pid, c);
+                let want = &links.0[binary(pid, c)];
+                assert_eq!(found.len(), want.len(), "({pid}, {c})");
+                assert!(found.iter().zip(want).all(|(a, b)| a.key() == b.key()));
+            }
+        }
     }
 
     #[test]

@@ -325,10 +325,11 @@ fn translate(ctx: &mut ReportContext, wanted: Wanted) -> Result<NcclRanges, Read
         pairs: Vec::new(),
     };
     let export = ctx.export;
+    // The most common first: SQLite tests them in this order.
     let kinds = [
-        kind::MARK,
         kind::PUSH_POP,
         kind::START_END,
+        kind::MARK,
         kind::NVTXT_PUSH_POP,
         kind::NVTXT_START_END,
     ];
