@@ -738,6 +738,9 @@ type MergeKey = Reverse<(i64, u8, u64, usize)>;
 const LINE_BLOCK: usize = 64 * 1024;
 /// Records per batch of the parallel merge.
 const BATCH_RECORDS: usize = 1 << 14;
+/// Segments per thread in a round of the segment merge: a few, so that a
+/// thread that finishes early (or writes the previous round) finds work.
+const SEGMENTS_PER_THREAD: usize = 4;
 /// Event pairs per batch at most (records with many pairs, e.g. GPU metrics, end
 /// a batch early), so that a batch and its text stay near 1 MiB each. Batches end
 /// where the data says, never where timing does: the output is the same for any
@@ -793,7 +796,7 @@ impl<'a> BodyWriter<'a> {
     ) -> std::io::Result<()> {
         let width = rayon::current_num_threads().max(1);
         let mut segments = Segmenter::new(cursors, self.batch_records);
-        let mut formatters: Vec<LineFormatter> = (0..width)
+        let mut formatters: Vec<LineFormatter> = (0..SEGMENTS_PER_THREAD * width)
             .map(|_| LineFormatter::new(self.catalog, 0))
             .collect();
         let compress = self.out.compresses();
@@ -803,7 +806,10 @@ impl<'a> BodyWriter<'a> {
         let mut spare: Vec<LineBuf> = Vec::new();
         let mut merged: u64 = 0;
         loop {
-            let round: Vec<Segment> = segments.by_ref().take(width).collect();
+            let round: Vec<Segment> = segments
+                .by_ref()
+                .take(SEGMENTS_PER_THREAD * width)
+                .collect();
             if round.is_empty() && written_round.is_empty() {
                 break;
             }
