@@ -188,12 +188,17 @@ pub fn write_output_set(
     )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
-    drop(merge_inputs);
     if !skipped.is_empty() {
         write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
     }
     checkpoint("trace written");
-    write_views(args, paths, &output_set, &catalog, &type_owners, &summary)?;
+    // Giving the runs' memory back (hundreds of MB) keeps the kernel busy for tens
+    // of milliseconds: on another thread, while the views are written.
+    let ((), views) = rayon::join(
+        || drop(merge_inputs),
+        || write_views(args, paths, &output_set, &catalog, &type_owners, &summary),
+    );
+    views?;
     output_set.commit()?;
 
     if !args.quiet {
