@@ -545,11 +545,6 @@ fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize
     Ok(filled)
 }
 
-/// A column's declared type ('' when it has none).
-fn declared_type(value: Option<String>) -> String {
-    value.unwrap_or_default()
-}
-
 /// Tables and views with their columns (name, declared type).
 fn read_schema(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
     let mut schema = Schema::default();
@@ -564,8 +559,12 @@ fn read_schema(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
         let columns: Vec<(String, String)> = conn
             .prepare(&format!("PRAGMA table_info(\"{table}\")"))
             .and_then(|mut s| {
-                s.query_map([], |r| Ok((r.get(1)?, declared_type(r.get(2)?))))?
-                    .collect::<Result<_, _>>()
+                // A column without a declared type has '' (or NULL).
+                s.query_map([], |r| {
+                    let declared: Option<String> = r.get(2)?;
+                    Ok((r.get(1)?, declared.unwrap_or_default()))
+                })?
+                .collect::<Result<_, _>>()
             })
             .map_err(|e| sqlite_error(path, Some(&table), e))?;
         schema.insert(table, columns);

@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use rayon::prelude::*;
 
 use crate::layout::{GlobalThread, TraceLayout};
-use crate::lines::{EventsKey, LineBuf, LineFormatter, Prefix};
+use crate::lines::{EventsKey, LineFormatter, Prefix};
 use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
@@ -604,23 +604,11 @@ impl<'a> RunCursor<'a> {
 
     /// What the formatter needs of one of the run's in-memory records.
     pub(crate) fn current(&self, r: &Record) -> Current<'a> {
-        let body = match r.body {
-            Body::State { end, state } => View::State { end, state },
-            Body::Events {
-                first,
-                count,
-                closing,
-            } => View::Events {
-                closing,
-                pairs: self.run.pairs_of(first, count),
-            },
-            Body::Comm { index } => View::Comm(self.run.comms[index as usize]),
-        };
         Current {
             time: r.time,
             thread: r.thread,
             rank: r.rank(),
-            body,
+            body: View::of(r.body, &self.run.pairs, &self.run.comms),
         }
     }
 
@@ -668,6 +656,24 @@ pub(crate) enum View<'s> {
         pairs: &'s [EventPair],
     },
     Comm(Comm),
+}
+
+impl<'s> View<'s> {
+    /// A record's body, with the pairs and communications it points into.
+    pub(crate) fn of(body: Body, pairs: &'s [EventPair], comms: &[Comm]) -> Self {
+        match body {
+            Body::State { end, state } => View::State { end, state },
+            Body::Events {
+                first,
+                count,
+                closing,
+            } => View::Events {
+                closing,
+                pairs: &pairs[first as usize..(first + count) as usize],
+            },
+            Body::Comm { index } => View::Comm(comms[index as usize]),
+        }
+    }
 }
 
 impl<'a> Stream<'a> {
@@ -796,47 +802,40 @@ impl<'a> BodyWriter<'a> {
         cursors: &[RunCursor],
         progress: &mut dyn FnMut(u64),
     ) -> std::io::Result<()> {
-        let width = rayon::current_num_threads().max(1);
+        let slots = SEGMENTS_PER_THREAD * rayon::current_num_threads().max(1);
         let mut segments = Segmenter::new(cursors, self.batch_records);
-        let mut formatters: Vec<LineFormatter> = (0..SEGMENTS_PER_THREAD * width)
-            .map(|_| LineFormatter::new(self.catalog, 0))
-            .collect();
-        let out = &mut self.out;
-        // Texts of the round being written, and spare buffers.
-        let mut written_round: Vec<LineBuf> = Vec::new();
-        let mut spare: Vec<LineBuf> = Vec::new();
+        let new_formatters = || -> Vec<LineFormatter> {
+            (0..slots)
+                .map(|_| LineFormatter::new(self.catalog, 0))
+                .collect()
+        };
+        // Two sets: one formats a round while the other's texts, of the round
+        // before, are written.
+        let (mut formatting, mut writing) = (new_formatters(), new_formatters());
+        let mut to_write = 0;
         let mut merged: u64 = 0;
+        let out = &mut self.out;
         loop {
-            let round: Vec<Segment> = segments
-                .by_ref()
-                .take(SEGMENTS_PER_THREAD * width)
-                .collect();
-            if round.is_empty() && written_round.is_empty() {
+            let round: Vec<Segment> = segments.by_ref().take(slots).collect();
+            if round.is_empty() && to_write == 0 {
                 break;
             }
-            let buffers: Vec<LineBuf> = (0..round.len())
-                .map(|_| spare.pop().unwrap_or_default())
-                .collect();
-            let (written, formatted) = rayon::join(
-                || write_texts(out, std::mem::take(&mut written_round)),
+            let (written, ()) = rayon::join(
+                || write_texts(out, &mut writing[..to_write]),
                 || {
                     round
                         .par_iter()
-                        .zip(formatters.par_iter_mut())
-                        .zip(buffers)
-                        .map(|((segment, f), buffer)| {
-                            format_segment(cursors, segment, f);
-                            std::mem::replace(&mut f.buf, buffer)
-                        })
-                        .collect::<Vec<_>>()
+                        .zip(formatting.par_iter_mut())
+                        .for_each(|(segment, f)| format_segment(cursors, segment, f))
                 },
             );
-            spare.extend(written?);
-            written_round.extend(formatted);
+            written?;
+            to_write = round.len();
+            std::mem::swap(&mut formatting, &mut writing);
             merged += round.iter().map(Segment::records).sum::<usize>() as u64;
             progress(merged);
         }
-        for f in formatters {
+        for f in formatting.into_iter().chain(writing) {
             self.lines.absorb(f);
         }
         Ok(())
@@ -1078,15 +1077,13 @@ impl<'a> BodyWriter<'a> {
     }
 }
 
-/// Writes `texts` in order; returns their buffers, emptied, for reuse.
-fn write_texts(out: &mut TraceSink, texts: Vec<LineBuf>) -> std::io::Result<Vec<LineBuf>> {
-    let mut buffers = Vec::with_capacity(texts.len());
-    for mut text in texts {
-        out.write_all(text.as_slice())?;
-        text.clear();
-        buffers.push(text);
+/// Writes the texts of `formatters` in order, emptying their buffers.
+fn write_texts(out: &mut TraceSink, formatters: &mut [LineFormatter]) -> std::io::Result<()> {
+    for f in formatters {
+        out.write_all(f.buf.as_slice())?;
+        f.buf.clear();
     }
-    Ok(buffers)
+    Ok(())
 }
 
 /// Pops merged records into batches that other threads can format: each batch

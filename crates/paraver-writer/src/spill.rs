@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::merge::View;
-use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
+use crate::record::{Comm, EventPair, LocalThread, Record, Value};
 
 /// Memory shared by every run of one conversion.
 #[derive(Debug)]
@@ -294,19 +294,7 @@ impl Read for SectionReader {
 }
 
 fn encode(out: &mut impl Write, r: &Record, pairs: &[EventPair], comms: &[Comm]) -> io::Result<()> {
-    let body = match r.body {
-        Body::State { end, state } => View::State { end, state },
-        Body::Events {
-            first,
-            count,
-            closing,
-        } => View::Events {
-            closing,
-            pairs: &pairs[first as usize..(first + count) as usize],
-        },
-        Body::Comm { index } => View::Comm(comms[index as usize]),
-    };
-    encode_view(out, r.time, r.thread, &body)
+    encode_view(out, r.time, r.thread, &View::of(r.body, pairs, comms))
 }
 
 /// Writes one record: its tag, time and thread, then its body with the payload
