@@ -135,29 +135,36 @@ fn translate(
             return Ok(());
         }
         let name = api_name(ctx, &mut names, call.name_id)?;
+        let launches = match call.correlation_id {
+            Some(c) => launched.find(pid, c),
+            None => &[],
+        };
+        // The arrows first: they sort before the call's begin at its time, so
+        // the run gets its records in order (pass order only matters between
+        // records of one thread, time and kind).
+        for link in launches {
+            ctx.run.comm(
+                thread,
+                call.start,
+                Comm {
+                    send_physical: call.start,
+                    receiver: link.thread,
+                    recv_logical: link.start,
+                    recv_physical: link.start,
+                    size: link.bytes(),
+                    tag: link.tag(),
+                },
+            );
+            arrows += 1;
+        }
         emit_call(ctx, thread, call, name, sync.is_some());
-        if let Some(c) = call.correlation_id {
-            for link in launched.find(pid, c) {
-                if let Some(end) = link.nccl_end() {
-                    // The NCCL call this launch was made in describes the kernel.
-                    if let Some(range) = nccl.enclosing(thread, call.start) {
-                        ctx.run
-                            .interval(link.thread, link.start, end, &range.payload);
-                    }
+        for link in launches {
+            if let Some(end) = link.nccl_end() {
+                // The NCCL call this launch was made in describes the kernel.
+                if let Some(range) = nccl.enclosing(thread, call.start) {
+                    ctx.run
+                        .interval_ahead(link.thread, link.start, end, &range.payload);
                 }
-                ctx.run.comm(
-                    thread,
-                    call.start,
-                    Comm {
-                        send_physical: call.start,
-                        receiver: link.thread,
-                        recv_logical: link.start,
-                        recv_physical: link.start,
-                        size: link.bytes(),
-                        tag: link.tag(),
-                    },
-                );
-                arrows += 1;
             }
         }
         Ok(())

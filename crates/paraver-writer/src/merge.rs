@@ -501,7 +501,7 @@ struct RunStreams<'a> {
 }
 
 impl<'a> RunStreams<'a> {
-    /// The run's spilled chunks in spill order, then its in-memory records;
+    /// The run's spilled chunks in spill order, then its blocks in memory;
     /// `None` for a run without records.
     fn open(run: usize, c: &RunCursor<'a>, buffer: usize) -> std::io::Result<Option<Self>> {
         let mut streams = Vec::new();
@@ -513,12 +513,15 @@ impl<'a> RunStreams<'a> {
                 });
             }
         }
-        if !c.run.records.is_empty() {
-            let source = Source::Memory {
-                records: &c.run.records,
-                pos: 0,
-            };
-            streams.push(Stream { source });
+        for (thread, records) in c.run.blocks() {
+            if !records.is_empty() {
+                let source = Source::Memory {
+                    records,
+                    thread,
+                    pos: 0,
+                };
+                streams.push(Stream { source });
+            }
         }
         if streams.is_empty() {
             return Ok(None);
@@ -597,16 +600,17 @@ impl<'a> RunCursor<'a> {
 }
 
 impl<'a> RunCursor<'a> {
-    /// The run's records held in memory, sorted.
-    pub(crate) fn records(&self) -> &'a [Record] {
-        &self.run.records
+    /// The run's sorted blocks of records in memory, with their run threads.
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = (LocalThread, &'a [Record])> + 'a {
+        self.run.blocks()
     }
 
-    /// What the formatter needs of one of the run's in-memory records.
-    pub(crate) fn current(&self, r: &Record) -> Current<'a> {
+    /// What the formatter needs of one of the run's in-memory records, of run
+    /// thread `thread`.
+    pub(crate) fn current(&self, r: &Record, thread: LocalThread) -> Current<'a> {
         Current {
             time: r.time,
-            thread: r.thread,
+            thread,
             rank: r.rank(),
             body: View::of(r.body, &self.run.pairs, &self.run.comms),
         }
@@ -615,6 +619,14 @@ impl<'a> RunCursor<'a> {
     /// Whether every record of the run is in memory (none spilled).
     fn in_memory(&self) -> bool {
         self.run.chunks.is_empty()
+    }
+
+    /// Whether the run's thread numbers follow the threads' places in the trace
+    /// (the order keys the producer gave agree with the layout). Then ordering
+    /// records that tie on time and kind by run thread, as the run does, or by
+    /// place in the trace, as the merge of runs does, is the same.
+    fn threads_in_trace_order(&self) -> bool {
+        self.order.windows(2).all(|w| w[0] <= w[1])
     }
 
     /// The value a pair is written with (names resolved to their global value).
@@ -627,10 +639,14 @@ impl<'a> RunCursor<'a> {
 }
 
 /// Where a stream's records come from: a chunk spilled to disk (producer thread
-/// numbers), or the run's in-memory records (run thread numbers).
+/// numbers), or a block of the run's in-memory records (of one run thread).
 enum Source<'a> {
     Disk(ChunkReader),
-    Memory { records: &'a [Record], pos: usize },
+    Memory {
+        records: &'a [Record],
+        thread: LocalThread,
+        pos: usize,
+    },
 }
 
 /// One sorted stream of one run.
@@ -679,7 +695,11 @@ impl<'s> View<'s> {
 impl<'a> Stream<'a> {
     fn current<'s>(&'s self, c: &'s RunCursor) -> Current<'s> {
         match &self.source {
-            Source::Memory { records, pos } => c.current(&records[*pos]),
+            Source::Memory {
+                records,
+                thread,
+                pos,
+            } => c.current(&records[*pos], *thread),
             Source::Disk(reader) => {
                 let renumber = |t: LocalThread| c.run.new_of_old[t as usize];
                 let body = match reader.body {
@@ -706,7 +726,7 @@ impl<'a> Stream<'a> {
     /// Moves to the next record; `false` when the stream is done.
     fn advance(&mut self) -> std::io::Result<bool> {
         match &mut self.source {
-            Source::Memory { records, pos } => {
+            Source::Memory { records, pos, .. } => {
                 *pos += 1;
                 Ok(*pos < records.len())
             }
@@ -717,9 +737,13 @@ impl<'a> Stream<'a> {
     /// Time, rank and run thread of the current record (without its body).
     fn position(&self, c: &RunCursor) -> (i64, u8, LocalThread) {
         match &self.source {
-            Source::Memory { records, pos } => {
+            Source::Memory {
+                records,
+                thread,
+                pos,
+            } => {
                 let r = &records[*pos];
-                (r.time, r.rank(), r.thread)
+                (r.time, r.rank(), *thread)
             }
             Source::Disk(reader) => (
                 reader.time,
@@ -785,9 +809,15 @@ impl<'a> BodyWriter<'a> {
     ) -> std::io::Result<()> {
         if self.cut.is_some() {
             self.merge_cut(cursors, progress)
-        } else if !self.out.compresses() && cursors.iter().all(RunCursor::in_memory) {
+        } else if !self.out.compresses()
+            && cursors
+                .iter()
+                .all(|c| c.in_memory() && c.threads_in_trace_order())
+        {
             // (Not for a `.prv.gz`: its gzip members follow the batches, so that
-            // spilling or sharding never changes its bytes.)
+            // spilling or sharding never changes its bytes. Nor when a run
+            // orders its threads otherwise than the trace does: the segments
+            // merge by the trace's order only, see `segments`.)
             self.merge_segments(cursors, progress)
         } else {
             self.merge_in_parallel(cursors, progress)

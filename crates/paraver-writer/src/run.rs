@@ -4,8 +4,14 @@
 //! (see [`SpillPolicy`]); then it sorts them and writes them to a temporary file
 //! (a chunk), and starts over. The merge reads the chunks back in push order, so
 //! the output is byte-identical whether a run spilled or not.
+//!
+//! Records are kept per thread, and what lies ahead of the producer (interval
+//! ends) waits until the producer gets there: a producer that reads a table in
+//! time order then pushes each thread's records in order, and sorting a run is
+//! little more than merging its threads.
 
-use rayon::slice::ParallelSliceMut;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use crate::names::NameTables;
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED};
@@ -19,7 +25,11 @@ use crate::WriteError;
 /// `finish` gives, never depend on the order rows were read in.
 #[derive(Default)]
 pub struct RunBuilder {
-    records: Vec<Record>,
+    /// Records of each thread (by the producer's thread number), in push order
+    /// but for the pending ones.
+    threads: Vec<ThreadRecords>,
+    /// Records in `threads`, pending ones included.
+    held: usize,
     pairs: Vec<EventPair>,
     comms: Vec<Comm>,
     order_keys: Vec<u128>,
@@ -33,12 +43,100 @@ pub struct RunBuilder {
     /// Bytes the producer holds outside the run while building it (see
     /// [`RunBuilder::set_outside_bytes`]).
     outside_bytes: usize,
-    /// Begin of the last state pushed on each thread: states that come in
-    /// strictly increasing begin order per thread never tie in the sort.
-    last_state_begin: Vec<i64>,
-    /// A thread got a state that did not begin after its previous one: ties
-    /// between states are then possible, and only a stable sort orders them.
-    states_unordered: bool,
+    /// Records deferred so far: the push order of pending records.
+    deferred: u64,
+}
+
+/// One thread's records.
+#[derive(Default)]
+struct ThreadRecords {
+    records: Vec<Record>,
+    /// Records held back until the producer pushes one at or after their time
+    /// on this thread, latest last-to-leave first: the next to leave is last.
+    pending: Vec<Pending>,
+}
+
+/// A record held back, and its place in push order among the held ones.
+#[derive(Clone, Copy)]
+struct Pending {
+    seq: u64,
+    record: Record,
+}
+
+impl Pending {
+    /// The order records leave the pending list in: time, then push order.
+    fn key(&self) -> (i64, u64) {
+        (self.record.time, self.seq)
+    }
+}
+
+impl ThreadRecords {
+    /// Moves the pending records at or before `time` into the records. Only
+    /// records pushed later can be at or after them, and records that tie on
+    /// time and kind keep the order they were pushed in: the sort in `finish`
+    /// gives what it would have given on the records in push order.
+    #[inline]
+    fn release(&mut self, time: i64) {
+        while let Some(p) = self.pending.last() {
+            if p.record.time > time {
+                break;
+            }
+            self.records.push(p.record);
+            self.pending.pop();
+        }
+    }
+
+    /// Holds `p` back; `pending` stays sorted by decreasing [`Pending::key`].
+    fn hold(&mut self, p: Pending) {
+        // Inner intervals end before outer ones: the place is nearly always last.
+        let at = self
+            .pending
+            .iter()
+            .rposition(|q| q.key() > p.key())
+            .map_or(0, |i| i + 1);
+        self.pending.insert(at, p);
+    }
+
+    /// Takes every record (pending ones released) and cuts them into sorted
+    /// stretches: the ends of the stretches. A thread fed by a few passes holds
+    /// a few stretches, each in order; one with more is sorted (stably: ties
+    /// keep push order) into one.
+    fn take_stretches(&mut self) -> (Vec<Record>, Vec<usize>) {
+        self.release(i64::MAX);
+        let mut records = std::mem::take(&mut self.records);
+        let mut ends = stretch_ends(&records);
+        if ends.len() > MAX_STRETCHES {
+            records.sort_by_key(sort_key);
+            ends = vec![records.len()];
+        }
+        (records, ends)
+    }
+}
+
+/// Sorted stretches a thread's records may be kept in; more are sorted into one.
+const MAX_STRETCHES: usize = 16;
+
+/// Where the sorted stretches of `records` end (none for no records).
+fn stretch_ends(records: &[Record]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    for (i, w) in records.windows(2).enumerate() {
+        if sort_key(&w[1]) < sort_key(&w[0]) {
+            ends.push(i + 1);
+            if ends.len() > MAX_STRETCHES {
+                break;
+            }
+        }
+    }
+    if !records.is_empty() {
+        ends.push(records.len());
+    }
+    ends
+}
+
+/// Sort key of a record within its thread: time, then kind (see [`Record::rank`]).
+#[inline]
+fn sort_key(r: &Record) -> (i64, u8) {
+    (r.time, r.rank())
 }
 
 impl RunBuilder {
@@ -73,7 +171,7 @@ impl RunBuilder {
 
     /// Records pushed so far, spilled or not.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.held
             + self
                 .chunks
                 .iter()
@@ -91,11 +189,39 @@ impl RunBuilder {
         (first, pairs.len() as u32)
     }
 
-    fn push(&mut self, record: Record, last: i64) {
+    /// The records of `thread`, made when first met.
+    #[inline]
+    fn thread_mut(&mut self, thread: LocalThread) -> &mut ThreadRecords {
+        let t = thread as usize;
+        if t >= self.threads.len() {
+            self.threads.resize_with(t + 1, ThreadRecords::default);
+        }
+        &mut self.threads[t]
+    }
+
+    /// Notes what `record` touches (times up to `last`).
+    #[inline]
+    fn note(&mut self, record: &Record, last: i64) {
         self.min_time = self.min_time.min(record.time);
         self.max_time = self.max_time.max(last).max(record.time);
         self.threads_seen = self.threads_seen.max(record.thread as usize + 1);
-        self.records.push(record);
+        self.held += 1;
+    }
+
+    #[inline]
+    fn push(&mut self, record: Record, last: i64) {
+        self.note(&record, last);
+        let thread = self.thread_mut(record.thread);
+        thread.release(record.time);
+        thread.records.push(record);
+    }
+
+    /// Holds `record` back until a record at or after its time is pushed on its thread.
+    fn defer(&mut self, record: Record) {
+        self.note(&record, record.time);
+        let seq = self.deferred;
+        self.deferred += 1;
+        self.thread_mut(record.thread).hold(Pending { seq, record });
     }
 
     /// Point event(s) at `time`.
@@ -115,20 +241,52 @@ impl RunBuilder {
 
     /// An interval: `pairs` at `begin`, the same types with value 0 at `end`.
     /// A zero or negative length becomes 1 ns so the end still follows the begin.
+    /// The end waits until the producer gets there.
     pub fn interval(&mut self, thread: LocalThread, begin: i64, end: i64, pairs: &[EventPair]) {
+        self.interval_with(thread, begin, end, pairs, false);
+    }
+
+    /// An interval that begins ahead of the records the producer pushes next (a
+    /// GPU range found while reading the call that launched it): its begin waits
+    /// too, so that the thread's records stay in order.
+    pub fn interval_ahead(
+        &mut self,
+        thread: LocalThread,
+        begin: i64,
+        end: i64,
+        pairs: &[EventPair],
+    ) {
+        self.interval_with(thread, begin, end, pairs, true);
+    }
+
+    fn interval_with(
+        &mut self,
+        thread: LocalThread,
+        begin: i64,
+        end: i64,
+        pairs: &[EventPair],
+        begin_ahead: bool,
+    ) {
         if pairs.is_empty() || thread == DISCARDED {
             return;
         }
         let end = end.max(begin + 1);
         let (first, count) = self.push_pairs(pairs);
-        for (time, closing) in [(begin, false), (end, true)] {
-            let body = Body::Events {
+        let record = |time, closing| Record {
+            time,
+            thread,
+            body: Body::Events {
                 first,
                 count,
                 closing,
-            };
-            self.push(Record { time, thread, body }, time);
+            },
+        };
+        if begin_ahead {
+            self.defer(record(begin, false));
+        } else {
+            self.push(record(begin, false), end);
         }
+        self.defer(record(end, true));
         self.spill_if_full();
     }
 
@@ -138,7 +296,6 @@ impl RunBuilder {
         if thread == DISCARDED {
             return;
         }
-        self.note_state_begin(thread, begin);
         let body = Body::State { end, state };
         self.push(
             Record {
@@ -149,16 +306,6 @@ impl RunBuilder {
             end,
         );
         self.spill_if_full();
-    }
-
-    fn note_state_begin(&mut self, thread: LocalThread, begin: i64) {
-        let thread = thread as usize;
-        if thread >= self.last_state_begin.len() {
-            self.last_state_begin.resize(thread + 1, i64::MIN);
-        }
-        let last = &mut self.last_state_begin[thread];
-        self.states_unordered |= begin <= *last;
-        *last = begin;
     }
 
     /// A communication from `sender` at `send_logical` to `comm.receiver`.
@@ -192,7 +339,7 @@ impl RunBuilder {
 
     /// Bytes held in memory.
     fn bytes(&self) -> usize {
-        self.records.len() * std::mem::size_of::<Record>()
+        self.held * std::mem::size_of::<Record>()
             + self.pairs.len() * std::mem::size_of::<EventPair>()
             + self.comms.len() * std::mem::size_of::<Comm>()
     }
@@ -206,9 +353,9 @@ impl RunBuilder {
     }
 
     fn spill_if_full(&mut self) {
-        // Growing the records may double their buffer (and the stable sort that
-        // `sort_records` falls back to takes one as large): count that in.
-        let sorting = self.records.len() * std::mem::size_of::<Record>();
+        // Sorting merges the threads' records into a buffer as large as they
+        // are: count that in.
+        let sorting = self.held * std::mem::size_of::<Record>();
         let outside = self.outside_bytes;
         let full = matches!(&self.spill, Some(p)
             if self.bytes() + sorting >= p.chunk_bytes.saturating_sub(outside).max(p.chunk_bytes / 8));
@@ -221,33 +368,33 @@ impl RunBuilder {
 
     /// Sorts the in-memory records by (time, rank, order key) and writes them out.
     fn spill_chunk(&mut self) -> std::io::Result<()> {
+        if self.held == 0 || self.spill_error.is_some() {
+            return Ok(());
+        }
         let Some(policy) = &self.spill else {
             return Ok(());
         };
-        if self.records.is_empty() || self.spill_error.is_some() {
-            return Ok(());
+        let mut blocks = Vec::new();
+        let mut taken = Vec::new();
+        for (t, thread) in self.threads.iter_mut().enumerate() {
+            let (records, ends) = thread.take_stretches();
+            push_blocks(&mut blocks, t as LocalThread, &ends);
+            taken.push(records);
         }
-        let push_order_known = !self.states_unordered && self.order_keys_unique();
         let keys = &self.order_keys;
-        let key = |t: LocalThread| keys.get(t as usize).copied().unwrap_or(t as u128);
-        sort_records(&mut self.records, push_order_known, key);
-        let chunk = write_chunk(&policy.dir, &self.records, &self.pairs, &self.comms)?;
+        let order = |t: LocalThread| (keys.get(t as usize).copied().unwrap_or(t as u128), t);
+        let merged = BlockMerge::new(&taken, &blocks, order);
+        let chunk = write_chunk(&policy.dir, merged, self.held, &self.pairs, &self.comms)?;
+        // Keep the threads' buffers for the records to come.
+        for (thread, mut records) in self.threads.iter_mut().zip(taken) {
+            records.clear();
+            thread.records = records;
+        }
         self.chunks.push(chunk);
-        self.records.clear();
+        self.held = 0;
         self.pairs.clear();
         self.comms.clear();
         Ok(())
-    }
-
-    /// Whether no two threads share an order key (then the spill's sort key
-    /// tells threads apart, as the thread numbers do in `finish`).
-    fn order_keys_unique(&self) -> bool {
-        let threads = self.threads_seen.max(self.order_keys.len());
-        let mut keys: Vec<u128> = (0..threads as LocalThread)
-            .map(|t| self.order_key(t))
-            .collect();
-        keys.sort_unstable();
-        keys.windows(2).all(|w| w[0] != w[1])
     }
 
     /// Renumbers threads in order-key order (`old_of_new` says which thread each
@@ -276,7 +423,6 @@ impl RunBuilder {
         }
         // The run waits for the merge: keep only what it holds, not the buffers'
         // peak capacity.
-        self.records.shrink_to_fit();
         self.pairs.shrink_to_fit();
         self.comms.shrink_to_fit();
         let threads = self.threads_seen.max(self.order_keys.len());
@@ -286,17 +432,25 @@ impl RunBuilder {
         for (new, &old) in old_of_new.iter().enumerate() {
             new_of_old[old as usize] = new as LocalThread;
         }
-        for r in &mut self.records {
-            r.thread = new_of_old[r.thread as usize];
+        let mut thread_records = Vec::with_capacity(threads);
+        let mut blocks = Vec::new();
+        for &old in &old_of_new {
+            let (records, ends) = match self.threads.get_mut(old as usize) {
+                Some(thread) => thread.take_stretches(),
+                None => Default::default(),
+            };
+            push_blocks(&mut blocks, thread_records.len() as LocalThread, &ends);
+            thread_records.push(records);
         }
+        drop(self.threads);
         for c in &mut self.comms {
             c.receiver = new_of_old[c.receiver as usize];
         }
-        sort_records(&mut self.records, !self.states_unordered, |t| t);
         Ok(Run {
             old_of_new,
             new_of_old,
-            records: self.records,
+            thread_records,
+            blocks,
             pairs: self.pairs,
             comms: self.comms,
             chunks: self.chunks,
@@ -307,50 +461,96 @@ impl RunBuilder {
     }
 }
 
-/// Sorts `records` by (time, rank, `thread_key`), records that tie on that in
-/// the order they were pushed: what a stable sort gives, without the buffer as
-/// large as the records that it takes (and faults in). When `push_order_known`,
-/// a record's body says its push order among the records it can tie with (see
-/// [`push_order`]), so an unstable in-place sort gives the same order.
-/// In parallel: translating one large report leaves other cores idle here.
-fn sort_records<K: Ord>(
-    records: &mut [Record],
-    push_order_known: bool,
-    thread_key: impl Fn(LocalThread) -> K + Sync,
-) {
-    if push_order_known {
-        let tie_key = |r: &Record| (r.rank(), thread_key(r.thread), push_order(r));
-        records.par_sort_unstable_by(|a, b| {
-            a.time
-                .cmp(&b.time)
-                .then_with(|| tie_key(a).cmp(&tie_key(b)))
-        });
-    } else {
-        records.par_sort_by_key(|r| (r.time, r.rank(), thread_key(r.thread)));
+/// Appends the blocks of one thread whose stretches end at `ends`.
+fn push_blocks(blocks: &mut Vec<Block>, thread: LocalThread, ends: &[usize]) {
+    let mut start = 0;
+    for &end in ends {
+        blocks.push(Block { thread, start, end });
+        start = end;
     }
 }
 
-/// The push order of a record among those of its rank: event records point to
-/// their pairs and communications to their payloads, both appended as records
-/// are pushed (every event record has at least one pair). States have none:
-/// they tie only when a thread's states do not begin in increasing order,
-/// which `RunBuilder::states_unordered` notes.
-fn push_order(record: &Record) -> u32 {
-    match record.body {
-        Body::Events { first, .. } => first,
-        Body::Comm { index } => index,
-        Body::State { .. } => 0,
+/// Sorted stretch `start..end` of the records of one thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Block {
+    pub thread: LocalThread,
+    start: usize,
+    end: usize,
+}
+
+/// The records of `blocks` (stretches of `records`, by thread), merged by
+/// (time, rank, `order` of the thread, block): a stable sort's order when a
+/// thread's blocks are in push order.
+pub(crate) struct BlockMerge<'a, K> {
+    records: &'a [Vec<Record>],
+    blocks: &'a [Block],
+    /// The next record of each block, smallest on top.
+    heads: BinaryHeap<Reverse<(i64, u8, K, usize)>>,
+    next: Vec<usize>,
+    order: Box<dyn Fn(LocalThread) -> K + 'a>,
+}
+
+impl<'a, K: Ord + Copy> BlockMerge<'a, K> {
+    pub(crate) fn new(
+        records: &'a [Vec<Record>],
+        blocks: &'a [Block],
+        order: impl Fn(LocalThread) -> K + 'a,
+    ) -> Self {
+        let next: Vec<usize> = blocks.iter().map(|b| b.start).collect();
+        let mut merge = BlockMerge {
+            records,
+            blocks,
+            heads: BinaryHeap::with_capacity(blocks.len()),
+            next,
+            order: Box::new(order),
+        };
+        for i in 0..blocks.len() {
+            if let Some(key) = merge.key(i) {
+                merge.heads.push(key);
+            }
+        }
+        merge
+    }
+
+    fn key(&self, block: usize) -> Option<Reverse<(i64, u8, K, usize)>> {
+        let b = &self.blocks[block];
+        let i = self.next[block];
+        (i < b.end).then(|| {
+            let r = &self.records[b.thread as usize][i];
+            Reverse((r.time, r.rank(), (self.order)(b.thread), block))
+        })
     }
 }
 
-/// Records sorted by (time, rank, thread), with the payloads they point into,
-/// after the chunks spilled earlier (which use the producer's thread numbers).
+impl<K: Ord + Copy> Iterator for BlockMerge<'_, K> {
+    /// The record, with the thread of its block.
+    type Item = (LocalThread, Record);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Reverse((.., block)) = self.heads.pop()?;
+        let b = self.blocks[block];
+        let record = self.records[b.thread as usize][self.next[block]];
+        self.next[block] += 1;
+        if let Some(key) = self.key(block) {
+            self.heads.push(key);
+        }
+        Some((b.thread, record))
+    }
+}
+
+/// A run's records: in memory, sorted blocks of each thread's records; before
+/// them, the chunks spilled earlier (which use the producer's thread numbers);
+/// and the payloads the records point into.
 pub struct Run {
     /// For each thread number of the run, the number the producer had given it.
     pub old_of_new: Vec<LocalThread>,
     /// The run's number of each producer thread number (for spilled chunks).
     pub new_of_old: Vec<LocalThread>,
-    pub records: Vec<Record>,
+    /// The records in memory of each run thread. (A record's own `thread` is the
+    /// producer's number: read a block's instead.)
+    thread_records: Vec<Vec<Record>>,
+    /// Sorted stretches of `thread_records`: by thread, a thread's in push order.
+    blocks: Vec<Block>,
     pub pairs: Vec<EventPair>,
     pub comms: Vec<Comm>,
     pub chunks: Vec<SpilledChunk>,
@@ -367,7 +567,7 @@ impl Run {
 
     /// Records in memory and on disk.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.in_memory()
             + self
                 .chunks
                 .iter()
@@ -377,6 +577,51 @@ impl Run {
 
     pub fn pairs_of(&self, first: u32, count: u32) -> &[EventPair] {
         &self.pairs[first as usize..(first + count) as usize]
+    }
+
+    /// Records held in memory.
+    pub fn in_memory(&self) -> usize {
+        self.thread_records.iter().map(Vec::len).sum()
+    }
+
+    /// A run whose records are all in `chunks` (restored from a part file).
+    pub(crate) fn of_chunks(
+        old_of_new: Vec<LocalThread>,
+        new_of_old: Vec<LocalThread>,
+        chunks: Vec<SpilledChunk>,
+        names: NameTables,
+        (min_time, max_time): (i64, i64),
+    ) -> Self {
+        Run {
+            old_of_new,
+            new_of_old,
+            thread_records: Vec::new(),
+            blocks: Vec::new(),
+            pairs: Vec::new(),
+            comms: Vec::new(),
+            chunks,
+            names,
+            min_time,
+            max_time,
+        }
+    }
+
+    /// The sorted blocks of records in memory: each block's run thread and records.
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = (LocalThread, &[Record])> + '_ {
+        self.blocks.iter().map(|b| {
+            (
+                b.thread,
+                &self.thread_records[b.thread as usize][b.start..b.end],
+            )
+        })
+    }
+
+    /// The records in memory in the run's order, each with its run thread
+    /// (records with that thread number, for tests and the sharded save).
+    pub fn sorted_records(&self) -> Vec<Record> {
+        BlockMerge::new(&self.thread_records, &self.blocks, |t| t)
+            .map(|(thread, r)| Record { thread, ..r })
+            .collect()
     }
 }
 
@@ -392,7 +637,7 @@ mod tests {
         b.interval(0, 0, 10, &[EventPair::raw(1, 4)]);
         let run = b.finish().unwrap();
         let seq: Vec<(i64, bool)> = run
-            .records
+            .sorted_records()
             .iter()
             .map(|r| match r.body {
                 Body::Events { closing, .. } => (r.time, closing),
@@ -408,30 +653,122 @@ mod tests {
         let mut b = RunBuilder::new();
         b.interval(0, 7, 7, &[EventPair::raw(1, 5)]);
         let run = b.finish().unwrap();
-        assert_eq!(run.records[0].time, 7);
-        assert_eq!(run.records[1].time, 8);
+        let records = run.sorted_records();
+        assert_eq!(records[0].time, 7);
+        assert_eq!(records[1].time, 8);
         assert_eq!(run.pairs[0].value(), Value::Raw(5));
     }
 
-    /// Records pushed with many ties on (time, rank, thread), in a scrambled
-    /// but reproducible order; states of each thread begin in increasing order.
-    fn pushed_with_ties() -> RunBuilder {
-        let mut b = RunBuilder::new();
-        let mut seed = 12345u64;
-        let mut next = move |n: u64| {
+    /// A builder and, beside it, every record it was given in push order: the
+    /// run must hold what a stable sort of those by (time, rank, thread) gives.
+    struct Pushed {
+        builder: RunBuilder,
+        records: Vec<Record>,
+        pairs: u32,
+        comms: u32,
+    }
+
+    impl Pushed {
+        fn new(builder: RunBuilder) -> Self {
+            Pushed {
+                builder,
+                records: Vec::new(),
+                pairs: 0,
+                comms: 0,
+            }
+        }
+
+        fn events(&mut self, thread: LocalThread, time: i64, pairs: &[EventPair]) {
+            self.builder.events(thread, time, pairs);
+            self.push_events(thread, &[(time, false)], pairs.len());
+        }
+
+        fn interval(&mut self, thread: LocalThread, begin: i64, end: i64, pairs: &[EventPair]) {
+            self.builder.interval(thread, begin, end, pairs);
+            let end = end.max(begin + 1);
+            self.push_events(thread, &[(begin, false), (end, true)], pairs.len());
+        }
+
+        fn interval_ahead(
+            &mut self,
+            thread: LocalThread,
+            begin: i64,
+            end: i64,
+            pairs: &[EventPair],
+        ) {
+            self.builder.interval_ahead(thread, begin, end, pairs);
+            let end = end.max(begin + 1);
+            self.push_events(thread, &[(begin, false), (end, true)], pairs.len());
+        }
+
+        fn push_events(&mut self, thread: LocalThread, times: &[(i64, bool)], pairs: usize) {
+            for &(time, closing) in times {
+                let body = Body::Events {
+                    first: self.pairs,
+                    count: pairs as u32,
+                    closing,
+                };
+                self.records.push(Record { time, thread, body });
+            }
+            self.pairs += pairs as u32;
+        }
+
+        fn state(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
+            self.builder.state(thread, begin, end, state);
+            let body = Body::State { end, state };
+            self.records.push(Record {
+                time: begin,
+                thread,
+                body,
+            });
+        }
+
+        fn comm(&mut self, sender: LocalThread, time: i64, comm: Comm) {
+            self.builder.comm(sender, time, comm);
+            let body = Body::Comm { index: self.comms };
+            self.records.push(Record {
+                time,
+                thread: sender,
+                body,
+            });
+            self.comms += 1;
+        }
+
+        /// The run, checked against the stable sort of what was pushed.
+        fn check(self) -> Run {
+            let mut expected = self.records;
+            expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
+            let run = self.builder.finish().unwrap();
+            assert_eq!(run.sorted_records(), expected);
+            run
+        }
+    }
+
+    /// A reproducible stream of pseudo-random numbers below `n`.
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut seed = seed;
+        move |n: u64| {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (seed >> 33) % n
-        };
+        }
+    }
+
+    /// Records pushed with many ties on (time, rank, thread), in a scrambled
+    /// but reproducible order; states of each thread begin in increasing order.
+    fn pushed_with_ties(b: RunBuilder) -> Pushed {
+        let mut p = Pushed::new(b);
+        let mut next = numbers(12345);
         let mut state_begin = [0i64; 3];
         for i in 0..20_000 {
             let thread = next(3) as LocalThread;
             let time = next(40) as i64;
-            match next(4) {
-                0 => b.events(thread, time, &[EventPair::raw(1, i)]),
-                1 => b.interval(thread, time, time + next(3) as i64, &[EventPair::raw(2, i)]),
-                2 => b.comm(
+            match next(5) {
+                0 => p.events(thread, time, &[EventPair::raw(1, i)]),
+                1 => p.interval(thread, time, time + next(3) as i64, &[EventPair::raw(2, i)]),
+                2 => p.interval_ahead(thread, time, time + next(3) as i64, &[EventPair::raw(3, i)]),
+                3 => p.comm(
                     thread,
                     time,
                     Comm {
@@ -446,31 +783,86 @@ mod tests {
                 _ => {
                     let begin = &mut state_begin[thread as usize];
                     *begin += 1 + next(2) as i64;
-                    b.state(thread, *begin, *begin + 1, i as u32);
+                    p.state(thread, *begin, *begin + 1, i as u32);
                 }
             }
         }
-        b
+        p
     }
 
     #[test]
-    fn unstable_sort_keeps_push_order_of_ties() {
-        let b = pushed_with_ties();
-        assert!(!b.states_unordered);
-        let mut expected = b.records.clone();
-        expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
-        assert_eq!(b.finish().unwrap().records, expected);
+    fn scrambled_pushes_sort_as_a_stable_sort_of_push_order() {
+        pushed_with_ties(RunBuilder::new()).check();
     }
 
     #[test]
     fn states_that_tie_keep_push_order() {
-        let mut b = pushed_with_ties();
-        b.state(1, 5, 9, 7);
-        b.state(1, 5, 6, 8);
-        b.state(1, 5, 6, 6);
-        assert!(b.states_unordered);
-        let mut expected = b.records.clone();
-        expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
-        assert_eq!(b.finish().unwrap().records, expected);
+        let mut p = pushed_with_ties(RunBuilder::new());
+        p.state(1, 5, 9, 7);
+        p.state(1, 5, 6, 8);
+        p.state(1, 5, 6, 6);
+        p.check();
+    }
+
+    /// Two passes over the same threads in time order, with nested and
+    /// back-to-back intervals and ranges ahead: each thread's records come in
+    /// a few sorted stretches (kept as blocks), and the run is in order.
+    #[test]
+    fn passes_in_time_order_give_blocks_in_order() {
+        let mut p = Pushed::new(RunBuilder::new());
+        for pass in 0..3 {
+            for step in 0..1000i64 {
+                let t = step * 100;
+                for thread in 0..4 {
+                    p.interval(thread, t, t + 90, &[EventPair::raw(1, pass)]);
+                    p.interval(thread, t + 10, t + 20, &[EventPair::raw(2, pass)]);
+                    p.interval(thread, t + 20, t + 30, &[EventPair::raw(2, pass)]);
+                    if pass == 1 {
+                        p.interval_ahead(thread, t + 150, t + 160, &[EventPair::raw(3, 1)]);
+                    }
+                }
+            }
+        }
+        let run = p.check();
+        assert!(run.blocks.len() <= 4 * MAX_STRETCHES);
+        assert!(run.blocks.len() >= 4);
+    }
+
+    /// A thread whose records come in more stretches than kept is sorted.
+    #[test]
+    fn a_thread_in_many_stretches_is_sorted_into_one_block() {
+        let mut p = Pushed::new(RunBuilder::new());
+        let mut next = numbers(7);
+        for i in 0..5_000 {
+            let time = next(1_000) as i64;
+            p.events(0, time, &[EventPair::raw(1, i)]);
+            p.interval(1, time, time + 5, &[EventPair::raw(2, i)]);
+        }
+        let run = p.check();
+        assert_eq!(run.blocks.iter().filter(|b| b.thread == 0).count(), 1);
+    }
+
+    /// A spilling builder writes the same records, whatever its chunk size.
+    #[test]
+    fn spilled_chunks_hold_the_run_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for chunk_bytes in [16 << 10, 256 << 10] {
+            let policy = SpillPolicy {
+                dir: dir.path().to_path_buf(),
+                chunk_bytes,
+                budget: crate::spill::MemoryBudget::new(0),
+            };
+            let p = pushed_with_ties(RunBuilder::with_spill(policy));
+            let mut expected = p.records.clone();
+            expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
+            let run = p.builder.finish().unwrap();
+            assert!(!run.chunks.is_empty());
+            let mut times = Vec::new();
+            crate::merge::for_each_record(&run, &mut |time, thread, _| times.push((time, thread)))
+                .unwrap();
+            let want: Vec<(i64, LocalThread)> =
+                expected.iter().map(|r| (r.time, r.thread)).collect();
+            assert_eq!(times, want, "chunks of {chunk_bytes} bytes");
+        }
     }
 }

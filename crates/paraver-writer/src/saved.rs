@@ -82,21 +82,18 @@ pub fn restore_run(saved: SavedRun, file: Arc<File>, origin: &Path) -> Run {
         saved.checksum,
         origin.to_path_buf(),
     );
-    Run {
-        old_of_new: saved.old_of_new,
-        new_of_old: saved.new_of_old,
-        records: Vec::new(),
-        pairs: Vec::new(),
-        comms: Vec::new(),
-        chunks: if saved.records > 0 {
-            vec![section]
-        } else {
-            Vec::new()
-        },
-        names: saved.names,
-        min_time: saved.min_time,
-        max_time: saved.max_time,
-    }
+    let chunks = if saved.records > 0 {
+        vec![section]
+    } else {
+        Vec::new()
+    };
+    Run::of_chunks(
+        saved.old_of_new,
+        saved.new_of_old,
+        chunks,
+        saved.names,
+        (saved.min_time, saved.max_time),
+    )
 }
 
 #[cfg(test)]

@@ -8,81 +8,95 @@
 //! Segment bounds come from a sample of the runs' times, so they depend on the
 //! data only, never on the thread count.
 
-use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
-use std::collections::BinaryHeap;
-use std::ops::Range;
-
 use crate::lines::LineFormatter;
 use crate::merge::RunCursor;
-use crate::record::Record;
+use crate::record::{LocalThread, Record};
 
-/// One run's records in a segment.
-struct Part {
+/// One block's records in a segment.
+struct Part<'a> {
     run: usize,
-    records: Range<usize>,
+    thread: LocalThread,
+    /// The place of the block's thread in the trace, among the threads of all runs.
+    place: u32,
+    records: &'a [Record],
 }
 
 /// The records of every run whose trace times fall in one span of time.
-pub(crate) struct Segment {
-    /// In run order (which breaks ties between runs).
-    parts: Vec<Part>,
+pub(crate) struct Segment<'a> {
+    /// In run order, then block order (which break ties between parts).
+    parts: Vec<Part<'a>>,
 }
 
-impl Segment {
+impl Segment<'_> {
     pub(crate) fn records(&self) -> usize {
         self.parts.iter().map(|p| p.records.len()).sum()
     }
 }
 
+/// A sorted block of a run's records, and how far the segments have taken it.
+struct BlockCursor<'a> {
+    run: usize,
+    thread: LocalThread,
+    place: u32,
+    shift: i64,
+    records: &'a [Record],
+}
+
 /// Cuts the runs of `cursors` (all in memory) into consecutive segments.
-pub(crate) struct Segmenter<'c, 'a> {
-    cursors: &'c [RunCursor<'a>],
+pub(crate) struct Segmenter<'a> {
+    /// Every block of every run, in run order, then block order.
+    blocks: Vec<BlockCursor<'a>>,
     /// Trace times where segments end (exclusive), increasing; the last segment
     /// ends with the runs.
     bounds: std::vec::IntoIter<i64>,
-    /// Per run: the first record not yet in a segment.
-    next: Vec<usize>,
     done: bool,
 }
 
-impl<'c, 'a> Segmenter<'c, 'a> {
+impl<'a> Segmenter<'a> {
     /// Segments of about `target` records each.
-    pub(crate) fn new(cursors: &'c [RunCursor<'a>], target: usize) -> Self {
+    pub(crate) fn new(cursors: &[RunCursor<'a>], target: usize) -> Self {
+        // Threads' places in the trace, numbered densely so that a merge key fits
+        // in 128 bits.
+        let mut places: Vec<u64> = cursors
+            .iter()
+            .flat_map(|c| c.order.iter().copied())
+            .collect();
+        places.sort_unstable();
+        places.dedup();
+        let place = |order: u64| places.partition_point(|&p| p < order) as u32;
+        let blocks: Vec<BlockCursor> = cursors
+            .iter()
+            .enumerate()
+            .flat_map(|(run, c)| {
+                c.blocks().map(move |(thread, records)| BlockCursor {
+                    run,
+                    thread,
+                    place: place(c.order[thread as usize]),
+                    shift: c.shift,
+                    records,
+                })
+            })
+            .filter(|b| !b.records.is_empty())
+            .collect();
         Segmenter {
-            cursors,
-            bounds: segment_bounds(cursors, target.max(1)).into_iter(),
-            next: vec![0; cursors.len()],
+            bounds: segment_bounds(&blocks, target.max(1)).into_iter(),
+            blocks,
             done: false,
         }
     }
-
-    /// The part of run `run` before trace time `bound` (all that is left without one).
-    fn part(&mut self, run: usize, bound: Option<i64>) -> Option<Part> {
-        let c = &self.cursors[run];
-        let records = c.records();
-        let start = self.next[run];
-        let end = match bound {
-            Some(bound) => start + records[start..].partition_point(|r| r.time + c.shift < bound),
-            None => records.len(),
-        };
-        self.next[run] = end;
-        (end > start).then_some(Part {
-            run,
-            records: start..end,
-        })
-    }
 }
 
-impl Iterator for Segmenter<'_, '_> {
-    type Item = Segment;
+impl<'a> Iterator for Segmenter<'a> {
+    type Item = Segment<'a>;
 
-    fn next(&mut self) -> Option<Segment> {
+    fn next(&mut self) -> Option<Segment<'a>> {
         while !self.done {
             let bound = self.bounds.next();
             self.done = bound.is_none();
-            let parts: Vec<Part> = (0..self.cursors.len())
-                .filter_map(|run| self.part(run, bound))
+            let parts: Vec<Part> = self
+                .blocks
+                .iter_mut()
+                .filter_map(|b| b.take_before(bound))
                 .collect();
             if !parts.is_empty() {
                 return Some(Segment { parts });
@@ -92,16 +106,36 @@ impl Iterator for Segmenter<'_, '_> {
     }
 }
 
+impl<'a> BlockCursor<'a> {
+    /// The block's records before trace time `bound` not yet in a segment (all
+    /// that are left without one).
+    fn take_before(&mut self, bound: Option<i64>) -> Option<Part<'a>> {
+        let shift = self.shift;
+        let n = match bound {
+            Some(bound) => self.records.partition_point(|r| r.time + shift < bound),
+            None => self.records.len(),
+        };
+        let (taken, rest) = self.records.split_at(n);
+        self.records = rest;
+        (n > 0).then_some(Part {
+            run: self.run,
+            thread: self.thread,
+            place: self.place,
+            records: taken,
+        })
+    }
+}
+
 /// Trace times that cut the merged records into segments of about `target`
 /// records: every `target`-th time of a sorted sample of all records' times.
 /// A time shared by more records than that makes a larger segment.
-fn segment_bounds(cursors: &[RunCursor], target: usize) -> Vec<i64> {
-    // A few samples per run and segment keep the sizes near `target` without
+fn segment_bounds(blocks: &[BlockCursor], target: usize) -> Vec<i64> {
+    // A few samples per block and segment keep the sizes near `target` without
     // sorting every time.
-    let step = (target / (4 * cursors.len().max(1))).clamp(1, 1024);
-    let mut samples: Vec<i64> = cursors
+    let step = (target / (4 * blocks.len().max(1))).clamp(1, 1024);
+    let mut samples: Vec<i64> = blocks
         .iter()
-        .flat_map(|c| c.records().iter().step_by(step).map(|r| r.time + c.shift))
+        .flat_map(|b| b.records.iter().step_by(step).map(|r| r.time + b.shift))
         .collect();
     samples.sort_unstable();
     let per_segment = (target / step).max(1);
@@ -115,12 +149,12 @@ fn segment_bounds(cursors: &[RunCursor], target: usize) -> Vec<i64> {
 }
 
 /// Merges the records of `segment` in trace order (time, rank, thread's place in
-/// the trace, then run) and formats them into `f`, ending its last line.
+/// the trace, then part) and formats them into `f`, ending its last line.
 pub(crate) fn format_segment(cursors: &[RunCursor], segment: &Segment, f: &mut LineFormatter) {
     if let [part] = segment.parts.as_slice() {
         let c = &cursors[part.run];
-        for r in &c.records()[part.records.clone()] {
-            format_record(c, part.run, r, f);
+        for r in part.records {
+            format_record(c, part, r, f);
         }
     } else {
         merge_parts(cursors, &segment.parts, f);
@@ -128,40 +162,102 @@ pub(crate) fn format_segment(cursors: &[RunCursor], segment: &Segment, f: &mut L
     f.end_event_line();
 }
 
-/// Merge key of a part at record `r`: trace time, rank, the thread's place in
-/// the trace, the part (in run order).
-type PartKey = Reverse<(i64, u8, u64, usize)>;
-
-fn part_key(c: &RunCursor, r: &Record, part: usize) -> PartKey {
-    Reverse((r.time + c.shift, r.rank(), c.order[r.thread as usize], part))
+/// Merge key of a part at record `r`, packed so that keys compare as numbers:
+/// trace time, rank, the thread's place in the trace, the part (in run, then
+/// block order).
+fn part_key(c: &RunCursor, part: &Part, r: &Record, index: usize) -> u128 {
+    let time = ((r.time + c.shift) as u64) ^ (1 << 63);
+    let tail = (u64::from(r.rank()) << 62) | (u64::from(part.place) << 30) | index as u64;
+    (u128::from(time) << 64) | u128::from(tail)
 }
 
+/// Key of a part with nothing left: after every other.
+const DONE: u128 = u128::MAX;
+
 fn merge_parts(cursors: &[RunCursor], parts: &[Part], f: &mut LineFormatter) {
-    let mut next: Vec<usize> = parts.iter().map(|p| p.records.start).collect();
-    let mut heap: BinaryHeap<PartKey> = parts
+    debug_assert!(parts.len() < 1 << 30);
+    let mut next: Vec<usize> = vec![0; parts.len()];
+    let keys = parts
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            let c = &cursors[p.run];
-            part_key(c, &c.records()[p.records.start], i)
-        })
-        .collect();
-    while let Some(mut top) = heap.peek_mut() {
-        let Reverse((.., i)) = *top;
+        .map(|(i, p)| part_key(&cursors[p.run], p, &p.records[0], i));
+    let mut tree = LoserTree::new(keys);
+    loop {
+        let i = tree.winner();
+        if tree.key(i) == DONE {
+            break;
+        }
         let part = &parts[i];
         let c = &cursors[part.run];
-        let records = c.records();
-        format_record(c, part.run, &records[next[i]], f);
+        format_record(c, part, &part.records[next[i]], f);
         next[i] += 1;
-        if next[i] < part.records.end {
-            *top = part_key(c, &records[next[i]], i);
-        } else {
-            PeekMut::pop(top);
-        }
+        let key = match part.records.get(next[i]) {
+            Some(r) => part_key(c, part, r, i),
+            None => DONE,
+        };
+        tree.replace_winner(key);
     }
 }
 
-fn format_record(c: &RunCursor, run: usize, r: &Record, f: &mut LineFormatter) {
+/// A tournament tree of losers over the keys of k sorted streams: the smallest
+/// key in log2(k) comparisons per record, where a binary heap takes about twice
+/// as many and moves keys around.
+struct LoserTree {
+    /// Keys of the leaves (streams), padded to a power of two with `DONE`.
+    keys: Vec<u128>,
+    /// `nodes[1..]`: the leaf that lost at each inner node; `nodes[0]`: the winner.
+    nodes: Vec<usize>,
+}
+
+impl LoserTree {
+    fn new(keys: impl Iterator<Item = u128>) -> Self {
+        let mut keys: Vec<u128> = keys.collect();
+        let leaves = keys.len().next_power_of_two();
+        keys.resize(leaves, DONE);
+        let mut nodes = vec![0; leaves];
+        // Winners of each subtree, bottom up: `winners[n]` for node n, leaves at
+        // `leaves + i`.
+        let mut winners = vec![0; 2 * leaves];
+        for (i, w) in winners[leaves..].iter_mut().enumerate() {
+            *w = i;
+        }
+        for n in (1..leaves).rev() {
+            let (a, b) = (winners[2 * n], winners[2 * n + 1]);
+            let (win, lose) = if keys[b] < keys[a] { (b, a) } else { (a, b) };
+            winners[n] = win;
+            nodes[n] = lose;
+        }
+        nodes[0] = winners[1.min(2 * leaves - 1)];
+        LoserTree { keys, nodes }
+    }
+
+    fn winner(&self) -> usize {
+        self.nodes[0]
+    }
+
+    fn key(&self, leaf: usize) -> u128 {
+        self.keys[leaf]
+    }
+
+    /// Gives the winner its next key and plays its way back up.
+    fn replace_winner(&mut self, key: u128) {
+        let leaves = self.keys.len();
+        let mut winner = self.nodes[0];
+        self.keys[winner] = key;
+        let mut n = (winner + leaves) / 2;
+        while n > 0 {
+            let loser = self.nodes[n];
+            if self.keys[loser] < self.keys[winner] {
+                self.nodes[n] = winner;
+                winner = loser;
+            }
+            n /= 2;
+        }
+        self.nodes[0] = winner;
+    }
+}
+
+fn format_record(c: &RunCursor, part: &Part, r: &Record, f: &mut LineFormatter) {
     let time = r.time + c.shift;
-    f.record(c, run, &c.current(r), time);
+    f.record(c, part.run, &c.current(r, part.thread), time);
 }

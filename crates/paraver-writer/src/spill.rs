@@ -145,13 +145,14 @@ pub(crate) fn spill_file(dir: &std::path::Path) -> io::Result<(File, BufWriter<F
 /// Writes `records` (already sorted) with their payloads inline.
 pub(crate) fn write_chunk(
     dir: &std::path::Path,
-    records: &[Record],
+    records: impl Iterator<Item = (LocalThread, Record)>,
+    count: usize,
     pairs: &[EventPair],
     comms: &[Comm],
 ) -> io::Result<SpilledChunk> {
     let (file, mut out) = spill_file(dir)?;
-    for r in records {
-        encode(&mut out, r, pairs, comms)?;
+    for (thread, r) in records {
+        encode(&mut out, &Record { thread, ..r }, pairs, comms)?;
     }
     out.flush()?;
     let bytes = out.get_mut().stream_position()?;
@@ -160,7 +161,7 @@ pub(crate) fn write_chunk(
         file: Arc::new(file),
         offset: 0,
         bytes,
-        records: records.len() as u64,
+        records: count as u64,
         checksum: None,
         origin: None,
     })

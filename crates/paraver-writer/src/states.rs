@@ -415,7 +415,7 @@ mod tests {
         tiler.tile_into(&mut run, |_| fill).unwrap();
         run.finish()
             .unwrap()
-            .records
+            .sorted_records()
             .iter()
             .map(|r| match r.body {
                 Body::State { end, state } => (r.time, end, state),
@@ -455,7 +455,7 @@ mod tests {
             .unwrap();
         run.finish()
             .unwrap()
-            .records
+            .sorted_records()
             .iter()
             .map(|r| match r.body {
                 Body::State { end, state } => (r.thread, r.time, end, state),
@@ -514,7 +514,7 @@ mod tests {
         let tiles: Vec<(i64, i64, u32)> = run
             .finish()
             .unwrap()
-            .records
+            .sorted_records()
             .iter()
             .map(|r| match r.body {
                 Body::State { end, state } => (r.time, end, state),
