@@ -208,17 +208,24 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         let thread = ctx.stream_thread(&k.place);
         let p = &k.place;
         let is_nccl = name.ty == NCCL_KERNEL;
-        // One buffer for every row: a kernel has a dozen pairs.
-        pairs.clear();
-        pairs.push(name);
-        pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_GRID[i], k.grid[i])));
-        pairs.extend((0..3).map(|i| EventPair::raw(KERNEL_BLOCK[i], k.block[i])));
-        pairs.extend([
+        // The name and launch configuration repeat from launch to launch: the
+        // run stores (and the writer formats) each combination once.
+        let config = [
+            name,
+            EventPair::raw(KERNEL_GRID[0], k.grid[0]),
+            EventPair::raw(KERNEL_GRID[1], k.grid[1]),
+            EventPair::raw(KERNEL_GRID[2], k.grid[2]),
+            EventPair::raw(KERNEL_BLOCK[0], k.block[0]),
+            EventPair::raw(KERNEL_BLOCK[1], k.block[1]),
+            EventPair::raw(KERNEL_BLOCK[2], k.block[2]),
             EventPair::raw(KERNEL_STATIC_SHARED, k.static_shared_memory),
             EventPair::raw(KERNEL_DYNAMIC_SHARED, k.dynamic_shared_memory),
             EventPair::raw(KERNEL_LOCAL_MEMORY, k.local_memory_total),
             EventPair::raw(KERNEL_REGISTERS, k.registers_per_thread),
-        ]);
+        ];
+        let shared = ctx.run.shared_pairs(&config);
+        // One buffer for every row: what is the kernel's own.
+        pairs.clear();
         if let Some(c) = p.correlation_id {
             pairs.push(EventPair::raw(CORRELATION_ID, c));
         }
@@ -232,7 +239,8 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         if is_nccl && with_nccl_fields {
             pairs.extend(nccl_fields(ctx, &mut nccl_fields_cache, name));
         }
-        ctx.run.interval(thread, p.start, p.end, &pairs);
+        ctx.run
+            .interval_shared(thread, p.start, p.end, shared, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
         links.add_launch(p, thread, is_nccl);
         Ok(())

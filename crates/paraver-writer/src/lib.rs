@@ -22,7 +22,7 @@ pub use names::NameTables;
 pub use output::OutputPaths;
 pub use pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};
 pub use record::{Comm, EventPair, LocalThread, Value, DISCARDED};
-pub use run::{Run, RunBuilder};
+pub use run::{Run, RunBuilder, SharedPairs};
 pub use spill::{MemoryBudget, SpillPolicy};
 pub use states::StateTiler;
 

@@ -35,7 +35,14 @@ pub(crate) struct LineFormatter {
     /// The tag of the last communication, already in `summary.comm_tags`.
     last_tag: Option<i64>,
     fixed: Vec<(u32, FxHashSet<i64>)>,
+    /// Text of each run's shared lists of pairs, opening and closing, made
+    /// the first time the list is written.
+    shared_texts: Vec<Vec<SharedTexts>>,
 }
+
+/// The text of a shared list of pairs, opening (`[0]`) and closing (`[1]`),
+/// once made.
+type SharedTexts = [Option<Box<[u8]>>; 2];
 
 impl LineFormatter {
     pub fn new(catalog: &PcfCatalog, capacity: usize) -> Self {
@@ -53,6 +60,7 @@ impl LineFormatter {
                 .fixed_types()
                 .map(|t| (t, FxHashSet::default()))
                 .collect(),
+            shared_texts: Vec::new(),
         }
     }
 
@@ -69,7 +77,10 @@ impl LineFormatter {
                     self.buf.field(time);
                     self.open_events = Some(key);
                 }
-                self.pairs(c, closing, pairs);
+                if let Some((id, shared)) = pairs.shared {
+                    self.shared_pairs(c, run_index, id, closing, shared);
+                }
+                self.pairs(c, closing, pairs.own);
             }
             View::State { end, state } => {
                 self.end_event_line();
@@ -98,6 +109,34 @@ impl LineFormatter {
                 self.end_line();
             }
         }
+    }
+
+    /// A run's shared list `id` of pairs: its text, made once.
+    fn shared_pairs(
+        &mut self,
+        c: &RunCursor,
+        run: usize,
+        id: u32,
+        closing: bool,
+        pairs: &[EventPair],
+    ) {
+        if self.shared_texts.len() <= run {
+            self.shared_texts.resize_with(run + 1, Vec::new);
+        }
+        let texts = &mut self.shared_texts[run];
+        if texts.len() <= id as usize {
+            texts.resize_with(id as usize + 1, Default::default);
+        }
+        if let Some(text) = &texts[id as usize][usize::from(closing)] {
+            // The types and values were tallied when the text was made.
+            self.buf.extend(text);
+            self.summary.events += pairs.len() as u64;
+            return;
+        }
+        let start = self.buf.len();
+        self.pairs(c, closing, pairs);
+        let text = self.buf.as_slice()[start..].into();
+        self.shared_texts[run][id as usize][usize::from(closing)] = Some(text);
     }
 
     fn pairs(&mut self, c: &RunCursor, closing: bool, pairs: &[EventPair]) {
@@ -292,6 +331,14 @@ impl LineBuf {
     pub fn thread(&mut self, prefix: &Prefix) {
         self.byte(b':');
         self.text(prefix);
+    }
+
+    /// Appends `bytes`.
+    #[inline]
+    fn extend(&mut self, bytes: &[u8]) {
+        self.room(bytes.len());
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
     }
 
     /// Appends preformatted text.

@@ -17,8 +17,8 @@ use crate::names::HandleValues as RunValues;
 use crate::names::{assign_values, HandleValues};
 use crate::output::{gzip_member, OutputFile, OutputPaths, TraceSink};
 use crate::pcf::{PcfCatalog, Timing, UsedLabels};
-use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value};
-use crate::run::Run;
+use crate::record::{Body, Comm, EventPair, LocalThread, Record, Value, NO_SHARED};
+use crate::run::{Payload, Run};
 use crate::segments::{format_segment, Segment, Segmenter};
 use crate::spill::{ChunkReader, DecodedBody, MIN_READ_BUFFER, READ_BUFFER};
 use crate::WriteError;
@@ -388,9 +388,16 @@ pub type EventVisitor<'v> = dyn FnMut(i64, LocalThread, bool, &[EventPair]) + 'v
 /// records in memory merged; ties by rank, then thread), with the run's thread
 /// numbers and the pairs' raw values (name handles unresolved).
 pub fn for_each_event(run: &Run, visit: &mut EventVisitor) -> std::io::Result<()> {
+    let mut all = Vec::new();
     for_each_record(run, &mut |time, thread, body| {
         if let View::Events { closing, pairs } = body {
-            visit(time, thread, *closing, pairs);
+            if pairs.shared.is_none() {
+                visit(time, thread, *closing, pairs.own);
+            } else {
+                all.clear();
+                all.extend(pairs.iter().copied());
+                visit(time, thread, *closing, &all);
+            }
         }
     })
 }
@@ -612,7 +619,7 @@ impl<'a> RunCursor<'a> {
             time: r.time,
             thread,
             rank: r.rank(),
-            body: View::of(r.body, &self.run.pairs, &self.run.comms),
+            body: View::of(r.body, &self.run.payload()),
         }
     }
 
@@ -669,25 +676,63 @@ pub(crate) enum View<'s> {
     },
     Events {
         closing: bool,
-        pairs: &'s [EventPair],
+        pairs: EventPairs<'s>,
     },
     Comm(Comm),
 }
 
+/// The pairs of an event record: a list the run shares between records (with
+/// its number in the run), then the record's own.
+#[derive(Clone, Copy)]
+pub(crate) struct EventPairs<'s> {
+    pub shared: Option<(u32, &'s [EventPair])>,
+    pub own: &'s [EventPair],
+}
+
+impl<'s> EventPairs<'s> {
+    /// Pairs of the record's own only.
+    pub(crate) fn own(own: &'s [EventPair]) -> Self {
+        EventPairs { shared: None, own }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.shared.map_or(0, |(_, s)| s.len()) + self.own.len()
+    }
+
+    /// Every pair, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &'s EventPair> {
+        let shared: &'s [EventPair] = self.shared.map_or(&[], |(_, s)| s);
+        shared.iter().chain(self.own.iter())
+    }
+}
+
 impl<'s> View<'s> {
-    /// A record's body, with the pairs and communications it points into.
-    pub(crate) fn of(body: Body, pairs: &'s [EventPair], comms: &[Comm]) -> Self {
+    /// A record's body, with what it points into.
+    pub(crate) fn of(body: Body, payload: &Payload<'s>) -> Self {
         match body {
             Body::State { end, state } => View::State { end, state },
             Body::Events {
                 first,
                 count,
+                shared,
                 closing,
-            } => View::Events {
-                closing,
-                pairs: &pairs[first as usize..(first + count) as usize],
-            },
-            Body::Comm { index } => View::Comm(comms[index as usize]),
+            } => {
+                let shared = (shared != NO_SHARED).then(|| {
+                    let (first, count) = payload.shared[shared as usize];
+                    (
+                        shared,
+                        &payload.pairs[first as usize..(first + count) as usize],
+                    )
+                });
+                View::Events {
+                    closing,
+                    pairs: EventPairs {
+                        shared,
+                        own: &payload.pairs[first as usize..(first + count) as usize],
+                    },
+                }
+            }
+            Body::Comm { index } => View::Comm(payload.comms[index as usize]),
         }
     }
 }
@@ -706,7 +751,7 @@ impl<'a> Stream<'a> {
                     DecodedBody::State { end, state } => View::State { end, state },
                     DecodedBody::Events { closing } => View::Events {
                         closing,
-                        pairs: &reader.pairs,
+                        pairs: EventPairs::own(&reader.pairs),
                     },
                     DecodedBody::Comm => View::Comm(Comm {
                         receiver: renumber(reader.comm.receiver),
@@ -982,7 +1027,7 @@ impl<'a> BodyWriter<'a> {
         let cut = self.cut.as_mut().expect("a cut");
         match r.body {
             View::Events { closing, pairs } => {
-                for pair in pairs {
+                for pair in pairs.iter() {
                     let value = if closing { 0 } else { c.values_of(pair) };
                     cut.track(thread, pair.ty, value);
                 }
@@ -1060,7 +1105,7 @@ impl<'a> BodyWriter<'a> {
         match r.body {
             View::Events { closing, pairs } => {
                 let cut = self.cut.as_mut().expect("a cut");
-                for pair in pairs {
+                for pair in pairs.iter() {
                     let value = if closing { 0 } else { c.values_of(pair) };
                     cut.track(thread, pair.ty, value);
                 }
@@ -1222,7 +1267,7 @@ impl Batch {
             View::State { end, state } => ItemBody::State { end, state },
             View::Events { closing, pairs } => {
                 let first = self.pairs.len() as u32;
-                self.pairs.extend_from_slice(pairs);
+                self.pairs.extend(pairs.iter());
                 ItemBody::Events {
                     closing,
                     first,
@@ -1256,7 +1301,7 @@ impl Batch {
                     count,
                 } => View::Events {
                     closing,
-                    pairs: &self.pairs[first as usize..(first + count) as usize],
+                    pairs: EventPairs::own(&self.pairs[first as usize..(first + count) as usize]),
                 },
                 ItemBody::Comm { index } => View::Comm(self.comms[index as usize]),
             };
@@ -1400,12 +1445,8 @@ mod tests {
         b.add_thread(1);
         b.events(0, 20, &[EventPair::raw(SAMPLE, 1)]);
         b.events(0, 20, &[EventPair::raw(MARK, 2)]);
-        b.interval(
-            0,
-            20,
-            60,
-            &[EventPair::raw(RANGE, 5), EventPair::raw(SAMPLE, 3)],
-        );
+        let range = b.shared_pairs(&[EventPair::raw(RANGE, 5)]);
+        b.interval_shared(0, 20, 60, range, &[EventPair::raw(SAMPLE, 3)]);
         b.interval(0, 60, 90, &[EventPair::raw(RANGE, 6)]);
         b.state(1, 0, 90, 1);
         b.interval(1, 20, 30, &[EventPair::raw(RANGE, 4)]);
@@ -1515,7 +1556,11 @@ mod tests {
                     b.add_thread(1);
                     for i in 0..40i64 {
                         let t = i * 10 + i64::from(r) * (i % 3);
-                        b.interval(0, t, t + 10, &[EventPair::raw(RANGE, 1 + i % 4)]);
+                        // Shared lists (written from a cache once formatted) with
+                        // and without pairs of their own.
+                        let range = b.shared_pairs(&[EventPair::raw(RANGE, 1 + i % 4)]);
+                        let own = [EventPair::raw(SAMPLE, i)];
+                        b.interval_shared(0, t, t + 10, range, &own[..(i % 2) as usize]);
                         b.events(1, t, &[EventPair::raw(MARK, i)]);
                         b.state(1, t, t + 5, 1);
                     }

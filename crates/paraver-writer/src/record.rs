@@ -18,7 +18,7 @@ pub enum Value {
 
 /// One `type:value` pair of an event line. Laid out flat (16 bytes, not the 24 of a
 /// type and a [`Value`]): pairs are most of a run's memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventPair {
     pub ty: u32,
     is_name: bool,
@@ -69,27 +69,34 @@ pub struct Comm {
     pub tag: i64,
 }
 
-/// A timed record on one thread. `time` is the primary time (begin of a state, time
-/// of an event, logical send of a communication) in the run's own clock.
+/// A timed record of one thread (the run keeps each thread's records apart, so
+/// the record does not say which). `time` is the primary time (begin of a
+/// state, time of an event, logical send of a communication) in the run's own
+/// clock. 24 bytes: records are the other half of a run's memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record {
     pub time: i64,
-    pub thread: LocalThread,
     pub body: Body,
 }
+
+/// No shared list of pairs (see [`Body::Events`]).
+pub const NO_SHARED: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Body {
     /// State record covering `[time, end)`.
     State { end: i64, state: u32 },
-    /// Event pairs `pairs[first..first+count]` of the run; `closing` writes every
-    /// value as 0 (the end of an interval that shares the pairs of its begin).
+    /// Event pairs: the run's shared list `shared` (one that many records
+    /// repeat, stored and formatted once; [`NO_SHARED`] for none), then
+    /// `pairs[first..first+count]` of the run; `closing` writes every value as
+    /// 0 (the end of an interval that shares the pairs of its begin).
     Events {
         first: u32,
         count: u32,
+        shared: u32,
         closing: bool,
     },
-    /// Communication `comms[index]` of the run, sent by this record's thread.
+    /// Communication `comms[index]` of the run, sent by the record's thread.
     Comm { index: u32 },
 }
 
@@ -106,3 +113,7 @@ impl Record {
         }
     }
 }
+
+// Records and pairs are what a run's memory holds: keep them this small.
+const _: () = assert!(std::mem::size_of::<Record>() == 24);
+const _: () = assert!(std::mem::size_of::<EventPair>() == 16);

@@ -14,7 +14,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::names::NameTables;
-use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED};
+use rustc_hash::FxHashMap;
+
+use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED, NO_SHARED};
 use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
 use crate::WriteError;
 
@@ -45,7 +47,18 @@ pub struct RunBuilder {
     outside_bytes: usize,
     /// Records deferred so far: the push order of pending records.
     deferred: u64,
+    /// Shared lists of pairs: where each lies in `pairs`, and each list's id.
+    shared: Vec<(u32, u32)>,
+    shared_ids: FxHashMap<Box<[EventPair]>, u32>,
 }
+
+/// A list of pairs stored once in a run (see [`RunBuilder::shared_pairs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedPairs(u32);
+
+/// Memory a shared list costs beside its pairs (its place, its key in the
+/// interning table): counted roughly.
+const SHARED_BYTES: usize = 64;
 
 /// One thread's records.
 #[derive(Default)]
@@ -189,6 +202,23 @@ impl RunBuilder {
         (first, pairs.len() as u32)
     }
 
+    /// A list of pairs that many records repeat (a kernel's name and launch
+    /// configuration), stored once and formatted once: give it to
+    /// [`RunBuilder::interval_shared`].
+    pub fn shared_pairs(&mut self, pairs: &[EventPair]) -> SharedPairs {
+        if pairs.is_empty() {
+            return SharedPairs(NO_SHARED);
+        }
+        if let Some(&id) = self.shared_ids.get(pairs) {
+            return SharedPairs(id);
+        }
+        let id = self.shared.len() as u32;
+        let list = self.push_pairs(pairs);
+        self.shared.push(list);
+        self.shared_ids.insert(pairs.into(), id);
+        SharedPairs(id)
+    }
+
     /// The records of `thread`, made when first met.
     #[inline]
     fn thread_mut(&mut self, thread: LocalThread) -> &mut ThreadRecords {
@@ -199,29 +229,29 @@ impl RunBuilder {
         &mut self.threads[t]
     }
 
-    /// Notes what `record` touches (times up to `last`).
+    /// Notes what a record of `thread` at `time` touches (times up to `last`).
     #[inline]
-    fn note(&mut self, record: &Record, last: i64) {
-        self.min_time = self.min_time.min(record.time);
-        self.max_time = self.max_time.max(last).max(record.time);
-        self.threads_seen = self.threads_seen.max(record.thread as usize + 1);
+    fn note(&mut self, thread: LocalThread, time: i64, last: i64) {
+        self.min_time = self.min_time.min(time);
+        self.max_time = self.max_time.max(last).max(time);
+        self.threads_seen = self.threads_seen.max(thread as usize + 1);
         self.held += 1;
     }
 
     #[inline]
-    fn push(&mut self, record: Record, last: i64) {
-        self.note(&record, last);
-        let thread = self.thread_mut(record.thread);
+    fn push(&mut self, thread: LocalThread, record: Record, last: i64) {
+        self.note(thread, record.time, last);
+        let thread = self.thread_mut(thread);
         thread.release(record.time);
         thread.records.push(record);
     }
 
     /// Holds `record` back until a record at or after its time is pushed on its thread.
-    fn defer(&mut self, record: Record) {
-        self.note(&record, record.time);
+    fn defer(&mut self, thread: LocalThread, record: Record) {
+        self.note(thread, record.time, record.time);
         let seq = self.deferred;
         self.deferred += 1;
-        self.thread_mut(record.thread).hold(Pending { seq, record });
+        self.thread_mut(thread).hold(Pending { seq, record });
     }
 
     /// Point event(s) at `time`.
@@ -233,9 +263,10 @@ impl RunBuilder {
         let body = Body::Events {
             first,
             count,
+            shared: NO_SHARED,
             closing: false,
         };
-        self.push(Record { time, thread, body }, time);
+        self.push(thread, Record { time, body }, time);
         self.spill_if_full();
     }
 
@@ -243,7 +274,19 @@ impl RunBuilder {
     /// A zero or negative length becomes 1 ns so the end still follows the begin.
     /// The end waits until the producer gets there.
     pub fn interval(&mut self, thread: LocalThread, begin: i64, end: i64, pairs: &[EventPair]) {
-        self.interval_with(thread, begin, end, pairs, false);
+        self.interval_with(thread, begin, end, SharedPairs(NO_SHARED), pairs, false);
+    }
+
+    /// An interval whose pairs are `shared`'s, then `pairs`.
+    pub fn interval_shared(
+        &mut self,
+        thread: LocalThread,
+        begin: i64,
+        end: i64,
+        shared: SharedPairs,
+        pairs: &[EventPair],
+    ) {
+        self.interval_with(thread, begin, end, shared, pairs, false);
     }
 
     /// An interval that begins ahead of the records the producer pushes next (a
@@ -256,7 +299,7 @@ impl RunBuilder {
         end: i64,
         pairs: &[EventPair],
     ) {
-        self.interval_with(thread, begin, end, pairs, true);
+        self.interval_with(thread, begin, end, SharedPairs(NO_SHARED), pairs, true);
     }
 
     fn interval_with(
@@ -264,29 +307,30 @@ impl RunBuilder {
         thread: LocalThread,
         begin: i64,
         end: i64,
+        shared: SharedPairs,
         pairs: &[EventPair],
         begin_ahead: bool,
     ) {
-        if pairs.is_empty() || thread == DISCARDED {
+        if (pairs.is_empty() && shared.0 == NO_SHARED) || thread == DISCARDED {
             return;
         }
         let end = end.max(begin + 1);
         let (first, count) = self.push_pairs(pairs);
         let record = |time, closing| Record {
             time,
-            thread,
             body: Body::Events {
                 first,
                 count,
+                shared: shared.0,
                 closing,
             },
         };
         if begin_ahead {
-            self.defer(record(begin, false));
+            self.defer(thread, record(begin, false));
         } else {
-            self.push(record(begin, false), end);
+            self.push(thread, record(begin, false), end);
         }
-        self.defer(record(end, true));
+        self.defer(thread, record(end, true));
         self.spill_if_full();
     }
 
@@ -297,14 +341,7 @@ impl RunBuilder {
             return;
         }
         let body = Body::State { end, state };
-        self.push(
-            Record {
-                time: begin,
-                thread,
-                body,
-            },
-            end,
-        );
+        self.push(thread, Record { time: begin, body }, end);
         self.spill_if_full();
     }
 
@@ -327,9 +364,9 @@ impl RunBuilder {
         self.min_time = self.min_time.min(first);
         let body = Body::Comm { index };
         self.push(
+            sender,
             Record {
                 time: send_logical,
-                thread: sender,
                 body,
             },
             last,
@@ -342,6 +379,7 @@ impl RunBuilder {
         self.held * std::mem::size_of::<Record>()
             + self.pairs.len() * std::mem::size_of::<EventPair>()
             + self.comms.len() * std::mem::size_of::<Comm>()
+            + self.shared.len() * SHARED_BYTES
     }
 
     /// Bytes that the producer holds for as long as it builds this run (tables
@@ -384,7 +422,12 @@ impl RunBuilder {
         let keys = &self.order_keys;
         let order = |t: LocalThread| (keys.get(t as usize).copied().unwrap_or(t as u128), t);
         let merged = BlockMerge::new(&taken, &blocks, order);
-        let chunk = write_chunk(&policy.dir, merged, self.held, &self.pairs, &self.comms)?;
+        let payload = Payload {
+            pairs: &self.pairs,
+            comms: &self.comms,
+            shared: &self.shared,
+        };
+        let chunk = write_chunk(&policy.dir, merged, self.held, &payload)?;
         // Keep the threads' buffers for the records to come.
         for (thread, mut records) in self.threads.iter_mut().zip(taken) {
             records.clear();
@@ -394,6 +437,8 @@ impl RunBuilder {
         self.held = 0;
         self.pairs.clear();
         self.comms.clear();
+        self.shared.clear();
+        self.shared_ids.clear();
         Ok(())
     }
 
@@ -453,12 +498,21 @@ impl RunBuilder {
             blocks,
             pairs: self.pairs,
             comms: self.comms,
+            shared: self.shared,
             chunks: self.chunks,
             names: self.names,
             min_time: self.min_time,
             max_time: self.max_time,
         })
     }
+}
+
+/// What a run's records point into: pairs, communications, shared lists.
+#[derive(Clone, Copy)]
+pub(crate) struct Payload<'a> {
+    pub pairs: &'a [EventPair],
+    pub comms: &'a [Comm],
+    pub shared: &'a [(u32, u32)],
 }
 
 /// Appends the blocks of one thread whose stretches end at `ends`.
@@ -551,6 +605,8 @@ pub struct Run {
     thread_records: Vec<Vec<Record>>,
     /// Sorted stretches of `thread_records`: by thread, a thread's in push order.
     blocks: Vec<Block>,
+    /// Where each shared list of pairs lies in `pairs` (see [`Body::Events`]).
+    pub(crate) shared: Vec<(u32, u32)>,
     pub pairs: Vec<EventPair>,
     pub comms: Vec<Comm>,
     pub chunks: Vec<SpilledChunk>,
@@ -597,6 +653,7 @@ impl Run {
             new_of_old,
             thread_records: Vec::new(),
             blocks: Vec::new(),
+            shared: Vec::new(),
             pairs: Vec::new(),
             comms: Vec::new(),
             chunks,
@@ -616,12 +673,18 @@ impl Run {
         })
     }
 
-    /// The records in memory in the run's order, each with its run thread
-    /// (records with that thread number, for tests and the sharded save).
-    pub fn sorted_records(&self) -> Vec<Record> {
-        BlockMerge::new(&self.thread_records, &self.blocks, |t| t)
-            .map(|(thread, r)| Record { thread, ..r })
-            .collect()
+    /// The records in memory in the run's order, each with its run thread.
+    pub fn sorted_records(&self) -> Vec<(LocalThread, Record)> {
+        BlockMerge::new(&self.thread_records, &self.blocks, |t| t).collect()
+    }
+
+    /// What the run's records point into.
+    pub(crate) fn payload(&self) -> Payload<'_> {
+        Payload {
+            pairs: &self.pairs,
+            comms: &self.comms,
+            shared: &self.shared,
+        }
     }
 }
 
@@ -639,7 +702,7 @@ mod tests {
         let seq: Vec<(i64, bool)> = run
             .sorted_records()
             .iter()
-            .map(|r| match r.body {
+            .map(|(_, r)| match r.body {
                 Body::Events { closing, .. } => (r.time, closing),
                 _ => unreachable!(),
             })
@@ -654,8 +717,8 @@ mod tests {
         b.interval(0, 7, 7, &[EventPair::raw(1, 5)]);
         let run = b.finish().unwrap();
         let records = run.sorted_records();
-        assert_eq!(records[0].time, 7);
-        assert_eq!(records[1].time, 8);
+        assert_eq!(records[0].1.time, 7);
+        assert_eq!(records[1].1.time, 8);
         assert_eq!(run.pairs[0].value(), Value::Raw(5));
     }
 
@@ -663,7 +726,7 @@ mod tests {
     /// run must hold what a stable sort of those by (time, rank, thread) gives.
     struct Pushed {
         builder: RunBuilder,
-        records: Vec<Record>,
+        records: Vec<(LocalThread, Record)>,
         pairs: u32,
         comms: u32,
     }
@@ -706,9 +769,10 @@ mod tests {
                 let body = Body::Events {
                     first: self.pairs,
                     count: pairs as u32,
+                    shared: NO_SHARED,
                     closing,
                 };
-                self.records.push(Record { time, thread, body });
+                self.records.push((thread, Record { time, body }));
             }
             self.pairs += pairs as u32;
         }
@@ -716,28 +780,20 @@ mod tests {
         fn state(&mut self, thread: LocalThread, begin: i64, end: i64, state: u32) {
             self.builder.state(thread, begin, end, state);
             let body = Body::State { end, state };
-            self.records.push(Record {
-                time: begin,
-                thread,
-                body,
-            });
+            self.records.push((thread, Record { time: begin, body }));
         }
 
         fn comm(&mut self, sender: LocalThread, time: i64, comm: Comm) {
             self.builder.comm(sender, time, comm);
             let body = Body::Comm { index: self.comms };
-            self.records.push(Record {
-                time,
-                thread: sender,
-                body,
-            });
+            self.records.push((sender, Record { time, body }));
             self.comms += 1;
         }
 
         /// The run, checked against the stable sort of what was pushed.
         fn check(self) -> Run {
             let mut expected = self.records;
-            expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
+            expected.sort_by_key(|(t, r)| (r.time, r.rank(), *t));
             let run = self.builder.finish().unwrap();
             assert_eq!(run.sorted_records(), expected);
             run
@@ -854,15 +910,45 @@ mod tests {
             };
             let p = pushed_with_ties(RunBuilder::with_spill(policy));
             let mut expected = p.records.clone();
-            expected.sort_by_key(|r| (r.time, r.rank(), r.thread));
+            expected.sort_by_key(|(t, r)| (r.time, r.rank(), *t));
             let run = p.builder.finish().unwrap();
             assert!(!run.chunks.is_empty());
             let mut times = Vec::new();
             crate::merge::for_each_record(&run, &mut |time, thread, _| times.push((time, thread)))
                 .unwrap();
             let want: Vec<(i64, LocalThread)> =
-                expected.iter().map(|r| (r.time, r.thread)).collect();
+                expected.iter().map(|(t, r)| (r.time, *t)).collect();
             assert_eq!(times, want, "chunks of {chunk_bytes} bytes");
         }
+    }
+
+    /// Lists of pairs given to `shared_pairs` are stored once, and records
+    /// that use one read it before their own pairs.
+    #[test]
+    fn shared_lists_are_stored_once_and_read_before_own_pairs() {
+        let mut b = RunBuilder::new();
+        let config = [EventPair::raw(1, 10), EventPair::raw(2, 20)];
+        for i in 0..100 {
+            let shared = b.shared_pairs(&config);
+            b.interval_shared(0, i * 10, i * 10 + 5, shared, &[EventPair::raw(3, i)]);
+        }
+        let other = b.shared_pairs(&[EventPair::raw(1, 11)]);
+        b.interval_shared(0, 2000, 2001, other, &[]);
+        let run = b.finish().unwrap();
+        assert_eq!(run.shared.len(), 2);
+        assert_eq!(run.pairs.len(), 2 + 100 + 1);
+        let payload = run.payload();
+        let records = run.sorted_records();
+        let types_of = |r: &Record| match crate::merge::View::of(r.body, &payload) {
+            crate::merge::View::Events { pairs, .. } => {
+                pairs.iter().map(|p| (p.ty, p.value())).collect::<Vec<_>>()
+            }
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            types_of(&records[0].1),
+            [(1, Value::Raw(10)), (2, Value::Raw(20)), (3, Value::Raw(0))]
+        );
+        assert_eq!(types_of(&records.last().unwrap().1), [(1, Value::Raw(11))]);
     }
 }

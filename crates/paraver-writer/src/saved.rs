@@ -167,12 +167,8 @@ mod tests {
                 b.interval(thread, t, t + 5, &[EventPair::raw(RANGE, i + 1)]);
             }
             let name = b.names.intern(KERNEL, &format!("kernel {}", i % 3));
-            b.interval(
-                1,
-                t + 2,
-                t + 4,
-                &[EventPair::new(KERNEL, Value::Name(name))],
-            );
+            let kernel = b.shared_pairs(&[EventPair::new(KERNEL, Value::Name(name))]);
+            b.interval_shared(1, t + 2, t + 4, kernel, &[EventPair::raw(RANGE, i)]);
             let comm = Comm {
                 send_physical: t + 1,
                 // Renumbered (producer 3 is the run's thread 0).

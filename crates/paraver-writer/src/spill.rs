@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::merge::View;
 use crate::record::{Comm, EventPair, LocalThread, Record, Value};
+use crate::run::Payload;
 
 /// Memory shared by every run of one conversion.
 #[derive(Debug)]
@@ -147,12 +148,11 @@ pub(crate) fn write_chunk(
     dir: &std::path::Path,
     records: impl Iterator<Item = (LocalThread, Record)>,
     count: usize,
-    pairs: &[EventPair],
-    comms: &[Comm],
+    payload: &Payload,
 ) -> io::Result<SpilledChunk> {
     let (file, mut out) = spill_file(dir)?;
     for (thread, r) in records {
-        encode(&mut out, &Record { thread, ..r }, pairs, comms)?;
+        encode_view(&mut out, r.time, thread, &View::of(r.body, payload))?;
     }
     out.flush()?;
     let bytes = out.get_mut().stream_position()?;
@@ -292,10 +292,6 @@ impl Read for SectionReader {
         self.pos += n;
         Ok(n)
     }
-}
-
-fn encode(out: &mut impl Write, r: &Record, pairs: &[EventPair], comms: &[Comm]) -> io::Result<()> {
-    encode_view(out, r.time, r.thread, &View::of(r.body, pairs, comms))
 }
 
 /// Writes one record: its tag, time and thread, then its body with the payload

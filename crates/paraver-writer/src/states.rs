@@ -417,7 +417,7 @@ mod tests {
             .unwrap()
             .sorted_records()
             .iter()
-            .map(|r| match r.body {
+            .map(|(_, r)| match r.body {
                 Body::State { end, state } => (r.time, end, state),
                 _ => unreachable!(),
             })
@@ -457,8 +457,8 @@ mod tests {
             .unwrap()
             .sorted_records()
             .iter()
-            .map(|r| match r.body {
-                Body::State { end, state } => (r.thread, r.time, end, state),
+            .map(|(thread, r)| match r.body {
+                Body::State { end, state } => (*thread, r.time, end, state),
                 _ => unreachable!(),
             })
             .collect()
@@ -516,7 +516,7 @@ mod tests {
             .unwrap()
             .sorted_records()
             .iter()
-            .map(|r| match r.body {
+            .map(|(_, r)| match r.body {
                 Body::State { end, state } => (r.time, end, state),
                 _ => unreachable!(),
             })
