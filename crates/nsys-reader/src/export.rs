@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::meta::Metadata;
-use crate::schema::Query;
+use crate::pages::{PageFile, ScanError, ScanOutcome};
+use crate::schema::{ColumnInfo, Query};
 use crate::statement::{text_of, RowView, Statement};
 use crate::{ReadError, Schema};
 
@@ -29,6 +30,9 @@ pub struct Export {
     schema: Schema,
     meta: Metadata,
     decode_ahead: bool,
+    /// The file's pages, for plain scans (see [`crate::pages`]); `None` when
+    /// SQLite reads every table.
+    pub(crate) pages: Option<PageFile>,
 }
 
 /// SQLite's page cache per connection, in KiB (its default, set explicitly: it is
@@ -79,12 +83,20 @@ impl Export {
         let schema = read_schema(path, &conn)?;
         check_is_export(path, &schema)?;
         set_page_cache(path, &conn)?;
+        // A file that may be changing (a journal or log beside it) is read
+        // through SQLite only.
+        let pages = if may_be_written(path) {
+            None
+        } else {
+            PageFile::open(path)
+        };
         let mut export = Export {
             path: path.to_path_buf(),
             conn,
             schema,
             meta: Metadata::default(),
             decode_ahead: false,
+            pages,
         };
         export.meta = Metadata::read(&export)?;
         warn_about_newer_schema(path, &export.meta);
@@ -139,6 +151,27 @@ impl Export {
         self.scan_query(table, &query, decode, f)
     }
 
+    /// [`Export::scan_rows`] of the rows `keep` keeps.
+    pub(crate) fn scan_rows_keeping<T, D, F>(
+        &self,
+        table: &str,
+        columns: &[&str],
+        keep: &crate::schema::Keep,
+        decode: D,
+        f: F,
+    ) -> Result<TableScan, ReadError>
+    where
+        T: Send,
+        D: Fn(&RowView) -> Option<T> + Sync,
+        F: FnMut(&T) -> Result<(), ReadError>,
+    {
+        if !self.schema.has_table(table) {
+            return Ok(TableScan::default());
+        }
+        let query = self.schema.query_keeping(table, columns, keep);
+        self.scan_query(table, &query, decode, f)
+    }
+
     /// [`Export::scan_rows`] of any query (`table` names it in errors).
     pub(crate) fn scan_query<T, D, F>(
         &self,
@@ -171,7 +204,8 @@ impl Export {
         F: FnMut(&T) -> Result<(), ReadError>,
     {
         let mut scan = TableScan::default();
-        for_each_row(&self.path, &self.conn, table, sql, |row| {
+        let pages = self.pages.as_ref();
+        for_each_row(&self.path, &self.conn, pages, table, sql, |row| {
             if let Some(item) = scan.count(decode(row)) {
                 f(&item)?;
             }
@@ -199,12 +233,14 @@ impl Export {
         let (full_tx, full_rx) = sync_channel::<Result<DecodedBatch<T>, ReadError>>(BATCHES_AHEAD);
         let (empty_tx, empty_rx) = channel::<Vec<T>>();
         let path = self.path.as_path();
+        let pages = self.pages.as_ref();
         let decode = &decode;
         std::thread::scope(|s| {
             let started = std::thread::Builder::new()
                 .name("decode".into())
                 .spawn_scoped(s, move || {
-                    let decoded = decode_batches(path, table, sql, decode, &full_tx, &empty_rx);
+                    let decoded =
+                        decode_batches(path, pages, table, sql, decode, &full_tx, &empty_rx);
                     if let Err(e) = decoded {
                         // The consumer may be gone already; nothing else to tell.
                         let _ = full_tx.send(Err(e));
@@ -251,7 +287,8 @@ impl Export {
             return Ok(0);
         }
         let query = self.schema.query(table, columns, condition);
-        for_each_row(&self.path, &self.conn, table, &query, |row| {
+        let pages = self.pages.as_ref();
+        for_each_row(&self.path, &self.conn, pages, table, &query, |row| {
             f(row).map(|()| true)
         })
     }
@@ -308,15 +345,30 @@ impl Export {
     }
 }
 
-/// Runs `sql` and hands each row to `on_row` until it returns `false`; returns
-/// the rows read. Errors name the table and the row.
+/// Runs `query` and hands each row to `on_row` until it returns `false`; returns
+/// the rows read. A plain scan of a table reads its rows from `pages` when it
+/// can (the same rows, see [`crate::pages`]), other queries go to SQLite.
+/// Errors name the table and the row.
 fn for_each_row(
     path: &Path,
     conn: &Connection,
+    pages: Option<&PageFile>,
     table: &str,
     query: &Query,
     mut on_row: impl FnMut(&RowView) -> Result<bool, ReadError>,
 ) -> Result<u64, ReadError> {
+    if let (Some(pages), Some(direct)) = (pages, &query.direct) {
+        let mut n: u64 = 0;
+        let scanned = pages.scan(direct, |row| {
+            n += 1;
+            on_row(&RowView::of_record(row, query.checked_times))
+        });
+        return match scanned {
+            Ok(rows) => Ok(rows),
+            Err(ScanOutcome::Stopped(e)) => Err(e),
+            Err(ScanOutcome::Failed(e)) => Err(damaged_page(path, table, n + 1, e)),
+        };
+    }
     let mut rows = Statement::prepare(conn, &query.sql, query.checked_times)
         .map_err(|e| sqlite_error(path, Some(table), e))?;
     let mut n: u64 = 0;
@@ -336,11 +388,30 @@ fn for_each_row(
     Ok(n)
 }
 
-/// The decoding side of [`Export::scan_rows_ahead`]: its own connection, batches of
-/// decoded rows sent in order, buffers reused when the consumer gives them back.
-/// Stops quietly when the consumer has gone (it failed or finished early).
+/// The error of a scan that met a damaged page: SQLite's for a damaged file
+/// (so that it reads as SQLite's own would, with the same advice), saying what
+/// is wrong.
+fn damaged_page(path: &Path, table: &str, row: u64, e: ScanError) -> ReadError {
+    match e {
+        ScanError::Io(cause) => ReadError::Io {
+            path: path.to_path_buf(),
+            cause,
+        },
+        ScanError::Damaged(what) => ReadError::Sqlite {
+            path: path.to_path_buf(),
+            table: Some(table.to_string()),
+            row: Some(row),
+            cause: Box::new(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                Some(format!("database disk image is malformed: {what}")),
+            )),
+        },
+    }
+}
+
 fn decode_batches<T, D>(
     path: &Path,
+    pages: Option<&PageFile>,
     table: &str,
     sql: &Query,
     decode: &D,
@@ -358,7 +429,7 @@ where
         scan: TableScan::default(),
     };
     let mut consumer_gone = false;
-    for_each_row(path, &conn, table, sql, |row| {
+    for_each_row(path, &conn, pages, table, sql, |row| {
         if let Some(item) = batch.scan.count(decode(row)) {
             batch.items.push(item);
         }
@@ -548,26 +619,52 @@ fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize
 /// Tables and views with their columns (name, declared type).
 fn read_schema(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
     let mut schema = Schema::default();
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    let tables: Vec<(String, String, u32, String)> = conn
+        .prepare(
+            "SELECT name, type, rootpage, sql FROM sqlite_master WHERE type IN ('table', 'view')",
+        )
         .and_then(|mut s| {
-            s.query_map([], |r| r.get::<_, String>(0))?
-                .collect::<Result<_, _>>()
+            s.query_map([], |r| {
+                let root: Option<i64> = r.get(2)?;
+                let sql: Option<String> = r.get(3)?;
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    root.and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+                    sql.unwrap_or_default(),
+                ))
+            })?
+            .collect::<Result<_, _>>()
         })
         .map_err(|e| sqlite_error(path, Some("sqlite_master"), e))?;
-    for table in tables {
-        let columns: Vec<(String, String)> = conn
-            .prepare(&format!("PRAGMA table_info(\"{table}\")"))
+    for (table, kind, root, sql) in tables {
+        let columns: Vec<ColumnInfo> = conn
+            .prepare(&format!("PRAGMA table_xinfo(\"{table}\")"))
             .and_then(|mut s| {
                 // A column without a declared type has '' (or NULL).
                 s.query_map([], |r| {
                     let declared: Option<String> = r.get(2)?;
-                    Ok((r.get(1)?, declared.unwrap_or_default()))
+                    let default: rusqlite::types::ValueRef = r.get_ref(4)?;
+                    Ok(ColumnInfo {
+                        name: r.get(1)?,
+                        declared: declared.unwrap_or_default(),
+                        has_default: default != rusqlite::types::ValueRef::Null,
+                        pk: r.get::<_, Option<u32>>(5)?.unwrap_or(0),
+                        hidden: r.get::<_, Option<i64>>(6)?.unwrap_or(0) != 0,
+                    })
                 })?
                 .collect::<Result<_, _>>()
             })
             .map_err(|e| sqlite_error(path, Some(&table), e))?;
-        schema.insert(table, columns);
+        if kind == "table" {
+            schema.insert_stored(&table, root, &sql, &columns);
+        }
+        let visible = columns
+            .into_iter()
+            .filter(|c| !c.hidden)
+            .map(|c| (c.name, c.declared))
+            .collect();
+        schema.insert(table, visible);
     }
     Ok(schema)
 }
@@ -596,6 +693,40 @@ fn check_is_export(path: &Path, schema: &Schema) -> Result<(), ReadError> {
         }
     };
     Err(err)
+}
+
+/// Rows of `table` (every column), through the pages and through SQLite, when
+/// the table is read from its pages.
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+pub(crate) fn rows_of_table(
+    export: &Export,
+    table: &str,
+) -> Option<(
+    Result<Vec<Vec<rusqlite::types::Value>>, ReadError>,
+    Result<Vec<Vec<rusqlite::types::Value>>, ReadError>,
+)> {
+    let columns: Vec<&str> = export
+        .schema
+        .columns(table)
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let query = export.schema.query(table, &columns, "1");
+    query.direct.as_ref()?;
+    let pages = export.pages.as_ref()?;
+    let read = |pages: Option<&PageFile>| {
+        let mut rows = Vec::new();
+        for_each_row(&export.path, &export.conn, pages, table, &query, |row| {
+            let values = (0..columns.len())
+                .map(|i| crate::pages_tests::owned(row.value_ref(i)))
+                .collect();
+            rows.push(values);
+            Ok(true)
+        })
+        .map(|_| rows)
+    };
+    Some((read(Some(pages)), read(None)))
 }
 
 #[cfg(test)]

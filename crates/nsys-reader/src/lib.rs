@@ -21,6 +21,9 @@ pub mod nvtx;
 pub mod openacc;
 pub mod openmp;
 pub mod osrt;
+mod pages;
+#[cfg(test)]
+mod pages_tests;
 pub mod sampling;
 pub mod sched;
 mod schema;

@@ -90,17 +90,10 @@ impl Export {
         kinds: &[i64],
         f: impl FnMut(&NvtxEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
-        // `=` terms joined by OR: SQLite tests `IN` lists of more than two values
-        // with a lookup in a temporary index, several times the cost per row.
-        let terms: Vec<String> = kinds
-            .iter()
-            .map(|k| format!("\"eventType\" = {k}"))
-            .collect();
-        let filter = if terms.is_empty() {
-            "0".to_string()
-        } else {
-            terms.join(" OR ")
+        let keep = crate::schema::ColumnIn {
+            column: 2,
+            values: kinds.to_vec(),
         };
-        self.scan_rows(NVTX_EVENTS, &COLUMNS, &filter, event, f)
+        self.scan_rows_keeping(NVTX_EVENTS, &COLUMNS, &keep, event, f)
     }
 }

@@ -90,6 +90,7 @@ impl Export {
             &Query {
                 sql: self.samples_query(max_depth),
                 checked_times: 0,
+                direct: None,
             },
             decode_joined,
             |row: &JoinedRow| {

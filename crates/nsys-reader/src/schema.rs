@@ -1,5 +1,8 @@
 use std::collections::{HashMap, HashSet};
 
+use crate::pages::{DirectScan, Field};
+pub(crate) use Keep::ColumnIn;
+
 /// Columns that hold event timestamps (ns).
 const TIME_COLUMNS: &[&str] = &["start", "end", "timestamp"];
 /// Largest plausible timestamp: 2^62 ns, the year 2116 for absolute (UTC) times.
@@ -12,14 +15,67 @@ pub struct Schema {
     /// (table, column) of the time columns declared with numeric affinity (INTEGER,
     /// REAL, NUMERIC): SQLite stores numbers in them, never text that reads as one.
     numeric_times: HashSet<(String, String)>,
+    /// How the tables that can be read from their pages store their columns.
+    stored: HashMap<String, StoredTable>,
 }
 
-/// A typed scan's query: its SQL, and the result columns that are timestamps whose
+/// Where a table's rows are and how its columns are stored, for scans that
+/// read its pages (see [`crate::pages`]).
+#[derive(Debug, Clone)]
+pub(crate) struct StoredTable {
+    /// Root page of the table's B-tree.
+    pub root: u32,
+    /// By column name: how a scan reads the column.
+    pub columns: HashMap<String, Field>,
+}
+
+/// A column as `PRAGMA table_xinfo` and `sqlite_master` describe it.
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnInfo {
+    pub name: String,
+    pub declared: String,
+    /// It has a default value (rows written before it was added read as that).
+    pub has_default: bool,
+    /// Its place in the primary key (0: not in it).
+    pub pk: u32,
+    /// A hidden or generated column (not stored in the record as the others).
+    pub hidden: bool,
+}
+
+/// A typed scan's query: its SQL, the result columns that are timestamps whose
 /// range the reader checks on the values (bit `i`: column `i`), as
-/// [`Schema::select`] would have SQLite do.
+/// [`Schema::select`] would have SQLite do, and, for a plain scan of a table
+/// stored in the usual way, how to read it from the file's pages.
 pub(crate) struct Query {
     pub sql: String,
     pub checked_times: u64,
+    pub direct: Option<DirectScan>,
+}
+
+/// Which rows a scan keeps: all, or those whose result column `column` is one
+/// of `values` (an `=` of an integer column, as SQLite compares).
+#[derive(Clone, Debug)]
+pub(crate) enum Keep {
+    All,
+    ColumnIn { column: usize, values: Vec<i64> },
+}
+
+impl Keep {
+    /// The SQL condition, on the result columns `columns`.
+    fn condition(&self, columns: &[&str]) -> String {
+        match self {
+            Keep::All => "1".to_string(),
+            Keep::ColumnIn { values, .. } if values.is_empty() => "0".to_string(),
+            // `=` terms joined by OR: SQLite tests `IN` lists of more than two
+            // values with a lookup in a temporary index, several times the cost
+            // per row.
+            Keep::ColumnIn { column, values } => values
+                .iter()
+                .map(|v| format!("\"{}\" = {v}", columns[*column]))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+        }
+    }
 }
 
 impl Schema {
@@ -32,6 +88,52 @@ impl Schema {
         }
         let names = columns.into_iter().map(|(name, _)| name).collect();
         self.tables.insert(table, names);
+    }
+
+    /// A rowid table whose B-tree has root page `root` (`sql`: its `CREATE`
+    /// statement), readable from its pages when its columns are all stored
+    /// plainly: none hidden or generated, none with a default.
+    pub(crate) fn insert_stored(
+        &mut self,
+        table: &str,
+        root: u32,
+        sql: &str,
+        columns: &[ColumnInfo],
+    ) {
+        // Table options (`WITHOUT ROWID`, `STRICT`) follow the column list;
+        // anything there that reads `WITHOUT` leaves the table to SQLite.
+        let options = sql.rfind(')').map_or(sql, |end| &sql[end + 1..]);
+        let without_rowid = options.to_ascii_uppercase().contains("WITHOUT");
+        let plain = columns.iter().all(|c| !c.hidden && !c.has_default);
+        if root == 0 || without_rowid || !plain {
+            return;
+        }
+        // The one column of an `INTEGER PRIMARY KEY` is the rowid itself, and
+        // stored as NULL in the record.
+        let single_key = columns.iter().filter(|c| c.pk > 0).count() == 1;
+        let fields = columns
+            .iter()
+            .enumerate()
+            .map(|(index, c)| {
+                let field = if single_key && c.pk == 1 && c.declared.eq_ignore_ascii_case("INTEGER")
+                {
+                    Field::RowId
+                } else {
+                    Field::Column {
+                        index,
+                        real: has_real_affinity(&c.declared),
+                    }
+                };
+                (c.name.clone(), field)
+            })
+            .collect();
+        self.stored.insert(
+            table.to_string(),
+            StoredTable {
+                root,
+                columns: fields,
+            },
+        );
     }
 
     pub fn has_table(&self, table: &str) -> bool {
@@ -69,6 +171,23 @@ impl Schema {
     /// reader ([`Query::checked_times`]): the same values come out as with
     /// SQLite's `CASE`, which reads and compares each of them twice per row.
     pub(crate) fn query(&self, table: &str, columns: &[&str], condition: &str) -> Query {
+        self.query_sql(table, columns, condition, None)
+    }
+
+    /// [`Schema::query`] of the rows `keep` keeps: read from the file's pages
+    /// too when the table can be, the rows tested here.
+    pub(crate) fn query_keeping(&self, table: &str, columns: &[&str], keep: &Keep) -> Query {
+        let condition = keep.condition(columns);
+        self.query_sql(table, columns, &condition, Some(keep))
+    }
+
+    fn query_sql(
+        &self,
+        table: &str,
+        columns: &[&str],
+        condition: &str,
+        keep: Option<&Keep>,
+    ) -> Query {
         let mut checked_times = 0u64;
         let list: Vec<String> = columns
             .iter()
@@ -83,13 +202,39 @@ impl Schema {
                 }
             })
             .collect();
+        let keep = match keep {
+            Some(keep) => Some(keep.clone()),
+            None => (condition == "1").then_some(Keep::All),
+        };
+        let direct = keep.and_then(|keep| self.direct_scan(table, columns, keep));
         Query {
             sql: format!(
                 "SELECT {} FROM \"{table}\" WHERE {condition}",
                 list.join(", ")
             ),
             checked_times,
+            direct,
         }
+    }
+
+    /// The tables read from their pages.
+    #[cfg(test)]
+    pub(crate) fn stored_tables(&self) -> Vec<&str> {
+        self.stored.keys().map(String::as_str).collect()
+    }
+
+    /// How to read `columns` of `table` from its pages, if it can be.
+    fn direct_scan(&self, table: &str, columns: &[&str], keep: Keep) -> Option<DirectScan> {
+        let stored = self.stored.get(table)?;
+        let fields = columns
+            .iter()
+            .map(|c| stored.columns.get(*c).copied().unwrap_or(Field::Null))
+            .collect();
+        Some(DirectScan {
+            root: stored.root,
+            fields,
+            keep,
+        })
     }
 
     /// How a [`Schema::select`] reads `column` of `table` (named `alias` in the
@@ -112,6 +257,17 @@ impl Schema {
             name
         }
     }
+}
+
+/// Whether a declared type gives REAL affinity (section 3.1 of "Datatypes In
+/// SQLite"): SQLite stores integral values of such columns as integers and
+/// reads them back as reals.
+fn has_real_affinity(declared: &str) -> bool {
+    let t = declared.to_ascii_uppercase();
+    let has = |word: &str| t.contains(word);
+    // The rules go in order: INT, then text, then blob (none names REAL).
+    let earlier = ["INT", "CHAR", "CLOB", "TEXT", "BLOB"];
+    !earlier.iter().any(|w| has(w)) && (has("REAL") || has("FLOA") || has("DOUB"))
 }
 
 /// SQLite's rule for the affinity of a declared column type (section 3.1 of

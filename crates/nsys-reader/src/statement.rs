@@ -13,6 +13,7 @@ use std::ptr::NonNull;
 use rusqlite::types::ValueRef;
 use rusqlite::{ffi, Connection};
 
+use crate::pages::Row;
 use crate::schema::MAX_TIME_NS;
 
 /// A prepared statement of `conn`, stepped row by row.
@@ -70,9 +71,8 @@ impl<'c> Statement<'c> {
         // `&mut self` keeps the previous row's values from being used after this.
         match unsafe { ffi::sqlite3_step(self.stmt.as_ptr()) } {
             ffi::SQLITE_ROW => Ok(Some(RowView {
-                stmt: self.stmt,
+                source: Source::Statement(self.stmt, PhantomData),
                 checked_times: self.checked_times,
-                _row: PhantomData,
             })),
             ffi::SQLITE_DONE => Ok(None),
             rc => Err(last_error(self.conn, rc)),
@@ -108,9 +108,26 @@ fn last_error(conn: &Connection, rc: c_int) -> rusqlite::Error {
 
 /// One row of a `Schema::select`, read by position; valid until the next step.
 pub struct RowView<'s> {
-    stmt: NonNull<ffi::sqlite3_stmt>,
+    source: Source<'s>,
     checked_times: u64,
-    _row: PhantomData<&'s Statement<'s>>,
+}
+
+/// Where a row's values are: a statement's current row, or a record read from
+/// the file's pages.
+enum Source<'s> {
+    Statement(NonNull<ffi::sqlite3_stmt>, PhantomData<&'s Statement<'s>>),
+    Record(&'s Row<'s>),
+}
+
+impl<'s> RowView<'s> {
+    /// A row read from the file's pages, its result columns in `checked_times`
+    /// range-checked as timestamps.
+    pub(crate) fn of_record(row: &'s Row<'s>, checked_times: u64) -> Self {
+        RowView {
+            source: Source::Record(row),
+            checked_times,
+        }
+    }
 }
 
 impl RowView<'_> {
@@ -131,6 +148,12 @@ impl RowView<'_> {
         text_of(self.value(i))
     }
 
+    /// Column `i` as it is read (for comparisons in tests).
+    #[cfg(test)]
+    pub(crate) fn value_ref(&self, i: usize) -> ValueRef<'_> {
+        self.value(i)
+    }
+
     /// Column `i` (NULL past the last column, and for a timestamp out of range).
     #[inline(always)]
     fn value(&self, i: usize) -> ValueRef<'_> {
@@ -145,6 +168,10 @@ impl RowView<'_> {
     /// Column `i` as SQLite hands it over (NULL past the last column).
     #[inline(always)]
     fn stored_value(&self, i: usize) -> ValueRef<'_> {
+        let stmt = match &self.source {
+            Source::Record(row) => return row.value(i),
+            Source::Statement(stmt, _) => *stmt,
+        };
         let Ok(i) = c_int::try_from(i) else {
             return ValueRef::Null;
         };
@@ -157,7 +184,7 @@ impl RowView<'_> {
         // valid until the next step or a conversion, neither of which happens
         // while the returned slice is borrowed from `self`.
         unsafe {
-            let v = ffi::sqlite3_column_value(self.stmt.as_ptr(), i);
+            let v = ffi::sqlite3_column_value(stmt.as_ptr(), i);
             match ffi::sqlite3_value_type(v) {
                 ffi::SQLITE_INTEGER => ValueRef::Integer(ffi::sqlite3_value_int64(v)),
                 ffi::SQLITE_FLOAT => ValueRef::Real(ffi::sqlite3_value_double(v)),

@@ -27,6 +27,8 @@ pub(crate) struct LineFormatter {
     /// The event line still open at the end of `buf`.
     pub open_events: Option<EventsKey>,
     pub summary: TraceSummary,
+    /// States seen: a bit each for the small numbers states have, a set for others.
+    small_states: u128,
     states: FxHashSet<u32>,
     types: FxHashSet<u32>,
     recent_types: Vec<(u32, u16)>,
@@ -50,6 +52,7 @@ impl LineFormatter {
             buf: LineBuf::with_capacity(capacity),
             open_events: None,
             summary: TraceSummary::default(),
+            small_states: 0,
             states: FxHashSet::default(),
             types: FxHashSet::default(),
             recent_types: vec![(u32::MAX, NOT_FIXED); RECENT_TYPES],
@@ -166,7 +169,12 @@ impl LineFormatter {
         self.buf.field(begin);
         self.buf.field(end);
         self.buf.field(i64::from(state));
-        self.states.insert(state);
+        match 1u128.checked_shl(state) {
+            Some(bit) => self.small_states |= bit,
+            None => {
+                self.states.insert(state);
+            }
+        }
         self.summary.states += 1;
         self.end_line();
     }
@@ -208,6 +216,7 @@ impl LineFormatter {
         self.summary.events += other.summary.events;
         self.summary.comms += other.summary.comms;
         self.summary.comm_tags.extend(other.summary.comm_tags);
+        self.small_states |= other.small_states;
         self.states.extend(other.states);
         self.types.extend(other.types);
         for ((ty, mine), (other_ty, theirs)) in self.fixed.iter_mut().zip(other.fixed) {
@@ -218,7 +227,10 @@ impl LineFormatter {
 
     pub fn finish(self) -> (TraceSummary, UsedLabels) {
         let used = UsedLabels {
-            states: self.states.into_iter().collect(),
+            states: (0..128)
+                .filter(|s| self.small_states & (1 << s) != 0)
+                .chain(self.states)
+                .collect(),
             types: self.types.into_iter().collect(),
             fixed_values: self
                 .fixed

@@ -11,8 +11,6 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::PathBuf;
 
-use rayon::slice::ParallelSliceMut;
-
 use crate::record::LocalThread;
 use crate::run::RunBuilder;
 use crate::spill::{read_from_start, spill_file};
@@ -47,7 +45,12 @@ impl Interval {
 /// many calls a report holds.
 #[derive(Default)]
 pub struct StateTiler {
-    intervals: Vec<Interval>,
+    /// Intervals of each thread in the order they were added: producers add a
+    /// thread's intervals in begin order, pass after pass, so sorting them is
+    /// merging a few sorted stretches.
+    threads: Vec<Vec<Interval>>,
+    /// Intervals in `threads`.
+    held: usize,
     spill: Option<(PathBuf, usize)>,
     chunks: Vec<IntervalChunk>,
     spill_error: Option<io::Error>,
@@ -83,13 +86,18 @@ impl StateTiler {
         if end <= begin || thread == crate::record::DISCARDED {
             return;
         }
-        self.intervals.push(Interval {
+        let t = thread as usize;
+        if t >= self.threads.len() {
+            self.threads.resize_with(t + 1, Vec::new);
+        }
+        self.threads[t].push(Interval {
             thread,
             begin,
             end,
             state,
         });
-        if matches!(&self.spill, Some((_, max)) if self.intervals.len() >= *max) {
+        self.held += 1;
+        if matches!(&self.spill, Some((_, max)) if self.held >= *max) {
             if let Err(e) = self.spill_chunk() {
                 self.spill_error.get_or_insert(e);
             }
@@ -101,17 +109,36 @@ impl StateTiler {
         self.chunks.len()
     }
 
+    /// Sorts each thread's intervals by sweep key (stably: equal keys keep the
+    /// order they were added in).
+    fn sort_threads(&mut self) {
+        for intervals in &mut self.threads {
+            if !intervals.is_sorted_by_key(Interval::key) {
+                intervals.sort_by_key(Interval::key);
+            }
+        }
+    }
+
+    /// Every interval held, sorted by sweep key (threads in order), emptied out.
+    fn take_sorted(&mut self) -> Vec<Interval> {
+        self.sort_threads();
+        let mut all = Vec::with_capacity(self.held);
+        for intervals in &mut self.threads {
+            all.append(intervals);
+        }
+        self.held = 0;
+        all
+    }
+
     fn spill_chunk(&mut self) -> io::Result<()> {
+        if self.spill.is_none() || self.spill_error.is_some() {
+            return Ok(());
+        }
+        let sorted = self.take_sorted();
         let Some((dir, _)) = &self.spill else {
             return Ok(());
         };
-        if self.spill_error.is_some() {
-            return Ok(());
-        }
-        self.intervals.par_sort_by_key(Interval::key);
-        self.chunks
-            .push(IntervalChunk::write(dir, &self.intervals)?);
-        self.intervals.clear();
+        self.chunks.push(IntervalChunk::write(dir, &sorted)?);
         Ok(())
     }
 
@@ -131,14 +158,14 @@ impl StateTiler {
         if let Some(source) = self.spill_error.take() {
             return Err(WriteError::Spill { dir, source });
         }
-        // Stable: intervals with the same key keep the order they were added in.
-        self.intervals.par_sort_by_key(Interval::key);
         if self.chunks.is_empty() {
-            tile_sorted(self.intervals.iter().copied().map(Ok), run, fill)
-                .map_err(WriteError::SpillRead)
+            self.sort_threads();
+            let sorted = self.threads.iter().flatten().copied().map(Ok);
+            tile_sorted(sorted, run, fill).map_err(WriteError::SpillRead)
         } else {
-            let merged = MergedIntervals::new(&self.chunks, &self.intervals)
-                .map_err(WriteError::SpillRead)?;
+            let sorted = self.take_sorted();
+            let merged =
+                MergedIntervals::new(&self.chunks, &sorted).map_err(WriteError::SpillRead)?;
             tile_sorted(merged, run, fill).map_err(WriteError::SpillRead)
         }
     }

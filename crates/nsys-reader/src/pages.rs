@@ -1,0 +1,578 @@
+//! Table scans read straight from the file's pages.
+//!
+//! A plain scan (`SELECT a, b, c FROM t`) costs SQLite's virtual machine about
+//! a hundred instructions per column of every row, and its column API as many
+//! again: a third of a conversion's time. The rows of a table are the cells of
+//! the leaves of its B-tree, in rowid order, in a format that has been stable
+//! since 2004 (<https://www.sqlite.org/fileformat2.html>); reading them here
+//! costs a few instructions per column.
+//!
+//! Only what SQLite itself would return is returned: the same rows in the same
+//! order, each column as stored (a REAL column's integral values as reals, as
+//! SQLite converts them), `NULL` past the end of a short record (a column added
+//! later, without a default), the rowid for an `INTEGER PRIMARY KEY`. Anything
+//! else (a table without rowid, generated columns, defaults, a text encoding
+//! other than UTF-8, a file that may be changing) is left to SQLite: see
+//! [`PageFile::open`] and [`crate::schema::Schema::query`]. A damaged page is
+//! an error naming what is wrong, never a panic.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+
+use crate::schema::Keep;
+
+/// Pages read ahead at most: leaves of a table written in order lie one after
+/// the other in the file. The read-ahead grows while pages are read in order,
+/// so that a small table costs a page.
+const READ_AHEAD_PAGES: u32 = 16;
+
+/// Levels a table's B-tree may have: far more than any file holds (a level
+/// multiplies the pages by tens at least); more means the pages loop.
+const MAX_DEPTH: usize = 40;
+
+/// A database file whose tables can be scanned here.
+pub(crate) struct PageFile {
+    file: File,
+    page_size: usize,
+    /// Bytes of a page that hold data (the rest is reserved for extensions).
+    usable: usize,
+    /// Pages in the file.
+    pages: u32,
+}
+
+/// What a direct scan reads for each result column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Field {
+    /// Field `index` of the record; `real`: the column has REAL affinity.
+    Column { index: usize, real: bool },
+    /// The rowid (an `INTEGER PRIMARY KEY` column).
+    RowId,
+    /// A column the table does not have.
+    Null,
+}
+
+/// A direct scan of one table: its B-tree's root page, the result columns and
+/// the rows it keeps.
+#[derive(Clone, Debug)]
+pub(crate) struct DirectScan {
+    pub root: u32,
+    pub fields: Vec<Field>,
+    pub keep: Keep,
+}
+
+/// Why a scan stopped: the file is not what its pages say.
+#[derive(Debug)]
+pub(crate) enum ScanError {
+    Io(std::io::Error),
+    Damaged(String),
+}
+
+fn damaged<T>(what: impl Into<String>) -> Result<T, ScanError> {
+    Err(ScanError::Damaged(what.into()))
+}
+
+impl PageFile {
+    /// The pages of the export at `path`, when this reader can scan them: a
+    /// rollback-journal or WAL-mode file with nothing beside it that could hold
+    /// newer pages, UTF-8 text, SQLite's standard payload fractions. `None`
+    /// otherwise, and SQLite reads every table.
+    pub fn open(path: &Path) -> Option<PageFile> {
+        let file = File::open(path).ok()?;
+        let mut head = [0u8; 100];
+        file.read_exact_at(&mut head, 0).ok()?;
+        let page_size = match u16::from_be_bytes([head[16], head[17]]) {
+            1 => 65_536,
+            p => usize::from(p),
+        };
+        let reserved = usize::from(head[20]);
+        let standard = page_size.is_power_of_two()
+            && (512..=65_536).contains(&page_size)
+            && matches!(head[18], 1 | 2)
+            && matches!(head[19], 1 | 2)
+            && page_size - reserved >= 480
+            && head[21..24] == [64, 32, 32]
+            && u32::from_be_bytes([head[56], head[57], head[58], head[59]]) == 1;
+        let size = file.metadata().ok()?.len();
+        let pages = u32::try_from(size / page_size as u64).ok()?;
+        standard.then_some(PageFile {
+            file,
+            page_size,
+            usable: page_size - reserved,
+            pages,
+        })
+    }
+
+    /// Hands every row of the table `scan` describes to `on_row`, in rowid
+    /// order, until it returns `false`; returns the rows handed over. `on_row`'s
+    /// error ends the scan and is returned as it is.
+    pub fn scan<E>(
+        &self,
+        scan: &DirectScan,
+        mut on_row: impl FnMut(&Row) -> Result<bool, E>,
+    ) -> Result<u64, ScanOutcome<E>> {
+        let failed = ScanOutcome::Failed;
+        let mut reader = PageReader::new(self);
+        let mut overflow = Overflow::default();
+        let wanted = wanted_fields(scan);
+        let mut fields = Vec::with_capacity(wanted);
+        let mut rows = 0u64;
+        let mut stack: Vec<Interior> = Vec::new();
+        let mut next = Some(scan.root);
+        let mut visited: u32 = 0;
+        loop {
+            if let Some(number) = next.take() {
+                visited += 1;
+                if visited > self.pages || stack.len() > MAX_DEPTH {
+                    let what = format!("the B-tree of root page {} loops", scan.root);
+                    return Err(failed(ScanError::Damaged(what)));
+                }
+                let page = reader.page(number).map_err(failed)?;
+                let head = header_offset(number);
+                match page.get(head) {
+                    Some(0x05) => stack.push(Interior::new(number, page).map_err(failed)?),
+                    Some(0x0d) => {
+                        let cells =
+                            cell_count(page, head, 8).map_err(|e| failed(in_page(e, number)))?;
+                        for cell in 0..cells {
+                            let in_this_page = |e| failed(in_page(e, number));
+                            let (rowid, payload) =
+                                cell_payload(self, page, head, cell, &mut overflow)
+                                    .map_err(in_this_page)?;
+                            decode_header(payload, wanted, &mut fields).map_err(in_this_page)?;
+                            let row = Row {
+                                scan,
+                                rowid,
+                                payload,
+                                fields: &fields,
+                            };
+                            if !row.kept() {
+                                continue;
+                            }
+                            rows += 1;
+                            match on_row(&row) {
+                                Ok(true) => {}
+                                Ok(false) => return Ok(rows),
+                                Err(e) => return Err(ScanOutcome::Stopped(e)),
+                            }
+                        }
+                    }
+                    Some(kind) => {
+                        let what =
+                            format!("page {number} of the table's B-tree has type {kind:#04x}");
+                        return Err(failed(ScanError::Damaged(what)));
+                    }
+                    None => {
+                        return Err(failed(ScanError::Damaged(format!(
+                            "page {number} is empty"
+                        ))))
+                    }
+                }
+            }
+            let Some(top) = stack.last_mut() else {
+                return Ok(rows);
+            };
+            match top.next_child().map_err(failed)? {
+                Some(child) => next = Some(child),
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+    }
+
+    fn check_page(&self, page: u32) -> Result<(), ScanError> {
+        if page == 0 || page > self.pages {
+            return damaged(format!(
+                "page {page} is past the end of the file ({} pages)",
+                self.pages
+            ));
+        }
+        Ok(())
+    }
+
+    /// The most a leaf cell of a table keeps on its page; more overflows.
+    fn max_local(&self) -> usize {
+        self.usable - 35
+    }
+
+    /// The least a leaf cell that overflows keeps on its page.
+    fn min_local(&self) -> usize {
+        (self.usable - 12) * 32 / 255 - 23
+    }
+}
+
+/// How a scan ended early: its pages were damaged, or the row handler failed.
+#[derive(Debug)]
+pub(crate) enum ScanOutcome<E> {
+    Failed(ScanError),
+    Stopped(E),
+}
+
+fn in_page(e: ScanError, page: u32) -> ScanError {
+    match e {
+        ScanError::Damaged(what) => ScanError::Damaged(format!("page {page}: {what}")),
+        io => io,
+    }
+}
+
+/// Page 1 begins with the file's 100-byte header.
+fn header_offset(page: u32) -> usize {
+    if page == 1 {
+        100
+    } else {
+        0
+    }
+}
+
+/// Reads pages through a window of consecutive pages.
+struct PageReader<'f> {
+    file: &'f PageFile,
+    window: Vec<u8>,
+    first: u32,
+    count: u32,
+    /// Pages to read next time.
+    ahead: u32,
+}
+
+impl<'f> PageReader<'f> {
+    fn new(file: &'f PageFile) -> Self {
+        PageReader {
+            file,
+            window: Vec::new(),
+            first: 0,
+            count: 0,
+            ahead: 1,
+        }
+    }
+
+    fn page(&mut self, page: u32) -> Result<&[u8], ScanError> {
+        self.file.check_page(page)?;
+        if !(self.first..self.first + self.count).contains(&page) {
+            let in_order = page == self.first + self.count;
+            self.ahead = if in_order {
+                (self.ahead * 2).min(READ_AHEAD_PAGES)
+            } else {
+                1
+            };
+            let count = (self.file.pages - page + 1).min(self.ahead);
+            self.window.resize(count as usize * self.file.page_size, 0);
+            let offset = u64::from(page - 1) * self.file.page_size as u64;
+            self.file
+                .file
+                .read_exact_at(&mut self.window, offset)
+                .map_err(ScanError::Io)?;
+            self.first = page;
+            self.count = count;
+        }
+        let at = (page - self.first) as usize * self.file.page_size;
+        Ok(&self.window[at..at + self.file.page_size])
+    }
+}
+
+/// Bytes `at..at + n` of `bytes`, or an error.
+fn slice(bytes: &[u8], at: usize, n: usize) -> Result<&[u8], ScanError> {
+    at.checked_add(n)
+        .and_then(|end| bytes.get(at..end))
+        .map_or_else(
+            || damaged(format!("{n} bytes at offset {at} lie past its end")),
+            Ok,
+        )
+}
+
+fn be16(bytes: &[u8], at: usize) -> Result<usize, ScanError> {
+    let b = slice(bytes, at, 2)?;
+    Ok(usize::from(u16::from_be_bytes([b[0], b[1]])))
+}
+
+fn be32(bytes: &[u8], at: usize) -> Result<u32, ScanError> {
+    let b = slice(bytes, at, 4)?;
+    Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// SQLite's variable-length integer at `at`: its value and length.
+#[inline]
+fn varint(bytes: &[u8], at: usize) -> Result<(u64, usize), ScanError> {
+    let mut value: u64 = 0;
+    for i in 0..9 {
+        let Some(&b) = bytes.get(at + i) else {
+            return damaged("a number runs past the end of its cell");
+        };
+        if i == 8 {
+            return Ok(((value << 8) | u64::from(b), 9));
+        }
+        value = (value << 7) | u64::from(b & 0x7f);
+        if b & 0x80 == 0 {
+            return Ok((value, i + 1));
+        }
+    }
+    unreachable!("the loop returns by its ninth byte")
+}
+
+/// An interior page of a table's B-tree, its children visited in order.
+struct Interior {
+    page: Vec<u8>,
+    head: usize,
+    cells: usize,
+    next: usize,
+}
+
+impl Interior {
+    fn new(number: u32, bytes: &[u8]) -> Result<Self, ScanError> {
+        let head = header_offset(number);
+        let cells = cell_count(bytes, head, 12).map_err(|e| in_page(e, number))?;
+        Ok(Interior {
+            page: bytes.to_vec(),
+            head,
+            cells,
+            next: 0,
+        })
+    }
+
+    /// The next child page (the right-most one last), or `None` when done.
+    fn next_child(&mut self) -> Result<Option<u32>, ScanError> {
+        let i = self.next;
+        self.next += 1;
+        if i < self.cells {
+            let cell = be16(&self.page, self.head + 12 + 2 * i)?;
+            be32(&self.page, cell).map(Some)
+        } else if i == self.cells {
+            be32(&self.page, self.head + 8).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// The cells of a page whose header (at `head`) is `header` bytes long, once
+/// checked that their pointers lie on the page.
+fn cell_count(page: &[u8], head: usize, header: usize) -> Result<usize, ScanError> {
+    let cells = be16(page, head + 3)?;
+    slice(page, head + header, 2 * cells)?;
+    Ok(cells)
+}
+
+/// A payload too large for its page, put together from its overflow chain.
+#[derive(Default)]
+struct Overflow {
+    bytes: Vec<u8>,
+    page: Vec<u8>,
+}
+
+/// The rowid and record of cell `cell` of a leaf page (header at `head`): on
+/// the page, or put together in `overflow` when it spans pages.
+fn cell_payload<'p>(
+    file: &PageFile,
+    page: &'p [u8],
+    head: usize,
+    cell: usize,
+    overflow: &'p mut Overflow,
+) -> Result<(i64, &'p [u8]), ScanError> {
+    let at = be16(page, head + 8 + 2 * cell)?;
+    let (size, n) = varint(page, at)?;
+    let (rowid, m) = varint(page, at + n)?;
+    let start = at + n + m;
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let local = local_size(file, size);
+    let on_page = slice(page, start, local)?;
+    if local == size {
+        return Ok((rowid as i64, on_page));
+    }
+    let first = be32(page, start + local)?;
+    overflow.bytes.clear();
+    overflow.bytes.extend_from_slice(on_page);
+    read_overflow(file, first, size, overflow)?;
+    Ok((rowid as i64, &overflow.bytes))
+}
+
+/// Fields of a record a scan reads: up to the highest one it selects.
+fn wanted_fields(scan: &DirectScan) -> usize {
+    scan.fields
+        .iter()
+        .filter_map(|f| match f {
+            Field::Column { index, .. } => Some(index + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The serial types and offsets of a record's first `wanted` fields (fewer
+/// when it has fewer), checked to lie within it.
+#[inline]
+fn decode_header(
+    payload: &[u8],
+    wanted: usize,
+    fields: &mut Vec<(u64, usize)>,
+) -> Result<(), ScanError> {
+    fields.clear();
+    let (header, mut at) = varint(payload, 0)?;
+    let header = usize::try_from(header).unwrap_or(usize::MAX);
+    if header > payload.len() || header < at {
+        let what = format!(
+            "a record's header of {header} bytes does not fit its {} bytes",
+            payload.len()
+        );
+        return damaged(what);
+    }
+    let mut offset = header;
+    while at < header && fields.len() < wanted {
+        // Serial types below 128 (numbers, short strings) take one byte.
+        let ty = match payload[at] {
+            b if b < 0x80 => {
+                at += 1;
+                u64::from(b)
+            }
+            _ => {
+                let (ty, n) = varint(payload, at)?;
+                at += n;
+                ty
+            }
+        };
+        fields.push((ty, offset));
+        offset = offset.saturating_add(field_size(ty)?);
+    }
+    // Offsets only grow: the last field's end within the record is enough.
+    if offset > payload.len() {
+        return damaged("a record's field lies past its end");
+    }
+    Ok(())
+}
+
+/// The current row of a scan: its rowid, and its record's fields as far as the
+/// scan reads them.
+pub(crate) struct Row<'a> {
+    scan: &'a DirectScan,
+    rowid: i64,
+    payload: &'a [u8],
+    /// (serial type, offset in `payload`) of each field read.
+    fields: &'a [(u64, usize)],
+}
+
+impl Row<'_> {
+    /// Whether the scan keeps the row (as SQLite's `=` on the column would).
+    fn kept(&self) -> bool {
+        match &self.scan.keep {
+            Keep::All => true,
+            Keep::ColumnIn { column, values } => match self.value(*column) {
+                ValueRef::Integer(v) => values.contains(&v),
+                ValueRef::Real(f) => values.iter().any(|&v| v as f64 == f),
+                _ => false,
+            },
+        }
+    }
+
+    /// Result column `i`, as SQLite would give it.
+    #[inline]
+    pub fn value(&self, i: usize) -> ValueRef<'_> {
+        match self.scan.fields.get(i) {
+            Some(&Field::Column { index, real }) => match self.fields.get(index) {
+                Some(&(ty, offset)) => match field_value(self.payload, ty, offset) {
+                    ValueRef::Integer(v) if real => ValueRef::Real(v as f64),
+                    value => value,
+                },
+                // A record written before the column was added.
+                None => ValueRef::Null,
+            },
+            Some(Field::RowId) => ValueRef::Integer(self.rowid),
+            Some(Field::Null) | None => ValueRef::Null,
+        }
+    }
+}
+
+/// Bytes of a leaf cell's payload of `size` bytes kept on its page.
+fn local_size(file: &PageFile, size: usize) -> usize {
+    if size <= file.max_local() {
+        return size;
+    }
+    let min = file.min_local();
+    let k = min + (size - min) % (file.usable - 4);
+    if k <= file.max_local() {
+        k
+    } else {
+        min
+    }
+}
+
+/// Reads a payload's overflow chain, from page `first`, after the part on the
+/// page already in `overflow.bytes`, until it holds `size` bytes.
+fn read_overflow(
+    file: &PageFile,
+    first: u32,
+    size: usize,
+    overflow: &mut Overflow,
+) -> Result<(), ScanError> {
+    overflow.page.resize(file.page_size, 0);
+    let mut page = first;
+    let mut pages = 0u32;
+    while overflow.bytes.len() < size {
+        file.check_page(page)?;
+        pages += 1;
+        if pages > file.pages {
+            return damaged("an overflow chain loops");
+        }
+        let offset = u64::from(page - 1) * file.page_size as u64;
+        file.file
+            .read_exact_at(&mut overflow.page, offset)
+            .map_err(ScanError::Io)?;
+        let take = (size - overflow.bytes.len()).min(file.usable - 4);
+        overflow
+            .bytes
+            .extend_from_slice(&overflow.page[4..4 + take]);
+        page = be32(&overflow.page, 0)?;
+    }
+    Ok(())
+}
+
+/// Bytes a field of serial type `ty` takes.
+#[inline]
+fn field_size(ty: u64) -> Result<usize, ScanError> {
+    const SIZES: [u8; 12] = [0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0];
+    match ty {
+        10 | 11 => damaged(format!("a field of reserved type {ty}")),
+        0..=9 => Ok(usize::from(SIZES[ty as usize])),
+        n => Ok(usize::try_from((n - 12) / 2).unwrap_or(usize::MAX)),
+    }
+}
+
+/// The value of a field (its bytes checked by [`decode_header`]).
+#[inline]
+fn field_value(payload: &[u8], ty: u64, at: usize) -> ValueRef<'_> {
+    let bytes = |n: usize| &payload[at..at + n];
+    match ty {
+        0 => ValueRef::Null,
+        1 => ValueRef::Integer(i64::from(bytes(1)[0] as i8)),
+        2 => ValueRef::Integer(i64::from(i16::from_be_bytes([
+            payload[at],
+            payload[at + 1],
+        ]))),
+        3 => {
+            let b = bytes(3);
+            ValueRef::Integer(i64::from(i32::from_be_bytes([b[0], b[1], b[2], 0]) >> 8))
+        }
+        4 => {
+            let b = bytes(4);
+            ValueRef::Integer(i64::from(i32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        5 => {
+            let b = bytes(6);
+            let v = i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], 0, 0]) >> 16;
+            ValueRef::Integer(v)
+        }
+        6 | 7 => {
+            let b = bytes(8);
+            let v = i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            if ty == 6 {
+                ValueRef::Integer(v)
+            } else {
+                ValueRef::Real(f64::from_bits(v as u64))
+            }
+        }
+        8 => ValueRef::Integer(0),
+        9 => ValueRef::Integer(1),
+        n if n % 2 == 0 => ValueRef::Blob(bytes(((n - 12) / 2) as usize)),
+        n => ValueRef::Text(bytes(((n - 13) / 2) as usize)),
+    }
+}
