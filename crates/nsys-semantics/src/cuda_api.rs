@@ -122,7 +122,9 @@ fn translate(
         let sync = call.correlation_id.and_then(|c| syncs.find(pid, c));
         if outputs.syncs {
             if let Some(s) = sync {
-                ctx.run.interval(
+                // Inside the call, so ahead of its begin: it waits in the run
+                // until the producer gets there.
+                ctx.run.interval_ahead(
                     thread,
                     s.start,
                     s.end,

@@ -239,18 +239,21 @@ impl LoserTree {
         self.keys[leaf]
     }
 
-    /// Gives the winner its next key and plays its way back up.
+    /// Gives the winner its next key and plays its way back up. (Selects
+    /// rather than branches: which key wins is as good as random.)
     fn replace_winner(&mut self, key: u128) {
         let leaves = self.keys.len();
         let mut winner = self.nodes[0];
         self.keys[winner] = key;
+        let mut winner_key = key;
         let mut n = (winner + leaves) / 2;
         while n > 0 {
             let loser = self.nodes[n];
-            if self.keys[loser] < self.keys[winner] {
-                self.nodes[n] = winner;
-                winner = loser;
-            }
+            let loser_key = self.keys[loser];
+            let swap = loser_key < winner_key;
+            self.nodes[n] = if swap { winner } else { loser };
+            winner = if swap { loser } else { winner };
+            winner_key = if swap { loser_key } else { winner_key };
             n /= 2;
         }
         self.nodes[0] = winner;
