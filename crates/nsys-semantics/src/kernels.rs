@@ -4,7 +4,7 @@
 
 use nsys_reader::cuda::KERNEL;
 use nsys_reader::ReadError;
-use paraver_writer::{EventPair, EventTypeInfo, Value, ValueLabels};
+use paraver_writer::{EventPair, EventTypeInfo, SharedPairs, Value, ValueLabels};
 use rustc_hash::FxHashMap;
 
 use crate::category::{Category, CategoryInfo, Pass, Stage};
@@ -183,6 +183,24 @@ fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
     ctx.with_links(rows, kernels)
 }
 
+/// A kernel's name and launch configuration (grid, block, shared memory,
+/// local memory, registers) as pairs.
+fn config_pairs(name: EventPair, v: &[i64; 10]) -> [EventPair; 11] {
+    [
+        name,
+        EventPair::raw(KERNEL_GRID[0], v[0]),
+        EventPair::raw(KERNEL_GRID[1], v[1]),
+        EventPair::raw(KERNEL_GRID[2], v[2]),
+        EventPair::raw(KERNEL_BLOCK[0], v[3]),
+        EventPair::raw(KERNEL_BLOCK[1], v[4]),
+        EventPair::raw(KERNEL_BLOCK[2], v[5]),
+        EventPair::raw(KERNEL_STATIC_SHARED, v[6]),
+        EventPair::raw(KERNEL_DYNAMIC_SHARED, v[7]),
+        EventPair::raw(KERNEL_LOCAL_MEMORY, v[8]),
+        EventPair::raw(KERNEL_REGISTERS, v[9]),
+    ]
+}
+
 /// NCCL's kernels are told apart by name, as nsys2prv does.
 fn is_nccl(name: &str) -> bool {
     name.contains("nccl")
@@ -193,6 +211,11 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
     let use_demangled = ctx.options.kernel_names == KernelNames::Demangled;
     let mut names = NameCache::default();
     let mut nccl_names = NameCache::default();
+    // The name pair of each name id (whether it is NCCL's decided once).
+    let mut name_pairs: FxHashMap<Option<i64>, EventPair> = FxHashMap::default();
+    // The last launch configuration of each kernel and its shared list: a
+    // kernel is nearly always launched as it was the time before.
+    let mut configs: FxHashMap<EventPair, ([i64; 10], SharedPairs, u32)> = FxHashMap::default();
     let with_nccl_fields = ctx.options.wants(NCCL);
     let with_graph_nodes = ctx.options.wants(GRAPHS);
     let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
@@ -204,26 +227,40 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
             (k.short_name, k.demangled_name)
         };
         let name_id = primary.or(fallback);
-        let name = kernel_name(ctx, name_id, &mut names, &mut nccl_names)?;
+        let name = match name_pairs.get(&name_id) {
+            Some(&pair) => pair,
+            None => {
+                let pair = kernel_name(ctx, name_id, &mut names, &mut nccl_names)?;
+                name_pairs.insert(name_id, pair);
+                pair
+            }
+        };
         let thread = ctx.stream_thread(&k.place);
         let p = &k.place;
         let is_nccl = name.ty == NCCL_KERNEL;
         // The name and launch configuration repeat from launch to launch: the
         // run stores (and the writer formats) each combination once.
-        let config = [
-            name,
-            EventPair::raw(KERNEL_GRID[0], k.grid[0]),
-            EventPair::raw(KERNEL_GRID[1], k.grid[1]),
-            EventPair::raw(KERNEL_GRID[2], k.grid[2]),
-            EventPair::raw(KERNEL_BLOCK[0], k.block[0]),
-            EventPair::raw(KERNEL_BLOCK[1], k.block[1]),
-            EventPair::raw(KERNEL_BLOCK[2], k.block[2]),
-            EventPair::raw(KERNEL_STATIC_SHARED, k.static_shared_memory),
-            EventPair::raw(KERNEL_DYNAMIC_SHARED, k.dynamic_shared_memory),
-            EventPair::raw(KERNEL_LOCAL_MEMORY, k.local_memory_total),
-            EventPair::raw(KERNEL_REGISTERS, k.registers_per_thread),
+        let values = [
+            k.grid[0],
+            k.grid[1],
+            k.grid[2],
+            k.block[0],
+            k.block[1],
+            k.block[2],
+            k.static_shared_memory,
+            k.dynamic_shared_memory,
+            k.local_memory_total,
+            k.registers_per_thread,
         ];
-        let shared = ctx.run.shared_pairs(&config);
+        let epoch = ctx.run.shared_epoch();
+        let shared = match configs.get(&name) {
+            Some(&(last, shared, at)) if last == values && at == epoch => shared,
+            _ => {
+                let shared = ctx.run.shared_pairs(&config_pairs(name, &values));
+                configs.insert(name, (values, shared, epoch));
+                shared
+            }
+        };
         // One buffer for every row: what is the kernel's own.
         pairs.clear();
         if let Some(c) = p.correlation_id {

@@ -50,6 +50,8 @@ pub struct RunBuilder {
     /// Shared lists of pairs: where each lies in `pairs`, and each list's id.
     shared: Vec<(u32, u32)>,
     shared_ids: FxHashMap<Box<[EventPair]>, u32>,
+    /// Chunks spilled so far: shared lists given out before a spill are gone.
+    spills: u32,
 }
 
 /// A list of pairs stored once in a run (see [`RunBuilder::shared_pairs`]).
@@ -65,8 +67,8 @@ const SHARED_BYTES: usize = 64;
 struct ThreadRecords {
     records: Vec<Record>,
     /// Records held back until the producer pushes one at or after their time
-    /// on this thread, latest last-to-leave first: the next to leave is last.
-    pending: Vec<Pending>,
+    /// on this thread, the next to leave on top.
+    pending: BinaryHeap<Reverse<Pending>>,
 }
 
 /// A record held back, and its place in push order among the held ones.
@@ -77,9 +79,29 @@ struct Pending {
 }
 
 impl Pending {
-    /// The order records leave the pending list in: time, then push order.
+    /// The order records leave the pending heap in: time, then push order.
     fn key(&self) -> (i64, u64) {
         (self.record.time, self.seq)
+    }
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Pending {}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
     }
 }
 
@@ -90,7 +112,7 @@ impl ThreadRecords {
     /// gives what it would have given on the records in push order.
     #[inline]
     fn release(&mut self, time: i64) {
-        while let Some(p) = self.pending.last() {
+        while let Some(Reverse(p)) = self.pending.peek() {
             if p.record.time > time {
                 break;
             }
@@ -99,15 +121,10 @@ impl ThreadRecords {
         }
     }
 
-    /// Holds `p` back; `pending` stays sorted by decreasing [`Pending::key`].
+    /// Holds `p` back (a thread that gets no more records from a pass may
+    /// gather many: a heap, not a sorted list).
     fn hold(&mut self, p: Pending) {
-        // Inner intervals end before outer ones: the place is nearly always last.
-        let at = self
-            .pending
-            .iter()
-            .rposition(|q| q.key() > p.key())
-            .map_or(0, |i| i + 1);
-        self.pending.insert(at, p);
+        self.pending.push(Reverse(p));
     }
 
     /// Takes every record (pending ones released) and cuts them into sorted
@@ -217,6 +234,12 @@ impl RunBuilder {
         self.shared.push(list);
         self.shared_ids.insert(pairs.into(), id);
         SharedPairs(id)
+    }
+
+    /// Changes when the shared lists given out so far stop being valid (the
+    /// run spilled them): a producer that keeps [`SharedPairs`] checks it.
+    pub fn shared_epoch(&self) -> u32 {
+        self.spills
     }
 
     /// The records of `thread`, made when first met.
@@ -439,6 +462,7 @@ impl RunBuilder {
         self.comms.clear();
         self.shared.clear();
         self.shared_ids.clear();
+        self.spills += 1;
         Ok(())
     }
 
