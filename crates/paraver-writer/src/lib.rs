@@ -1,6 +1,7 @@
 //! Paraver trace writer: records in sorted runs, merged into `.prv` (optionally
 //! gzip), `.pcf` and `.row`. Knows the Paraver formats and nothing of Nsight.
 
+mod chunked;
 pub mod layout;
 mod lines;
 pub mod merge;

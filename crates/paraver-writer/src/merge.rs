@@ -719,16 +719,13 @@ impl<'s> View<'s> {
             } => {
                 let shared = (shared != NO_SHARED).then(|| {
                     let (first, count) = payload.shared[shared as usize];
-                    (
-                        shared,
-                        &payload.pairs[first as usize..(first + count) as usize],
-                    )
+                    (shared, payload.pairs.get(first, count))
                 });
                 View::Events {
                     closing,
                     pairs: EventPairs {
                         shared,
-                        own: &payload.pairs[first as usize..(first + count) as usize],
+                        own: payload.pairs.get(first, count),
                     },
                 }
             }

@@ -13,6 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::chunked::{ChunkedRecords, Pairs};
 use crate::names::NameTables;
 use rustc_hash::FxHashMap;
 
@@ -32,7 +33,7 @@ pub struct RunBuilder {
     threads: Vec<ThreadRecords>,
     /// Records in `threads`, pending ones included.
     held: usize,
-    pairs: Vec<EventPair>,
+    pairs: Pairs,
     comms: Vec<Comm>,
     order_keys: Vec<u128>,
     pub names: NameTables,
@@ -65,7 +66,7 @@ const SHARED_BYTES: usize = 64;
 /// One thread's records.
 #[derive(Default)]
 struct ThreadRecords {
-    records: Vec<Record>,
+    records: ChunkedRecords,
     /// Records held back until the producer pushes one at or after their time
     /// on this thread, the next to leave on top.
     pending: BinaryHeap<Reverse<Pending>>,
@@ -127,38 +128,46 @@ impl ThreadRecords {
         self.pending.push(Reverse(p));
     }
 
-    /// Takes every record (pending ones released) and cuts them into sorted
-    /// stretches: the ends of the stretches. A thread fed by a few passes holds
-    /// a few stretches, each in order; one with more is sorted (stably: ties
-    /// keep push order) into one.
-    fn take_stretches(&mut self) -> (Vec<Record>, Vec<usize>) {
+    /// Takes every record (pending ones released), in chunks, and where the
+    /// sorted stretches they make end (indices over the chunks in order). A
+    /// thread fed by a few passes holds a few stretches, each in order; one
+    /// with more is sorted (stably: ties keep push order) into one.
+    fn take_stretches(&mut self) -> (Vec<Vec<Record>>, Vec<usize>) {
         self.release(i64::MAX);
-        let mut records = std::mem::take(&mut self.records);
-        let mut ends = stretch_ends(&records);
+        let ends = stretch_ends(self.records.iter());
+        let chunks = self.records.take();
         if ends.len() > MAX_STRETCHES {
-            records.sort_by_key(sort_key);
-            ends = vec![records.len()];
+            let mut all: Vec<Record> = chunks.into_iter().flatten().collect();
+            all.sort_by_key(sort_key);
+            let len = all.len();
+            return (vec![all], vec![len]);
         }
-        (records, ends)
+        (chunks, ends)
     }
 }
 
 /// Sorted stretches a thread's records may be kept in; more are sorted into one.
 const MAX_STRETCHES: usize = 16;
 
-/// Where the sorted stretches of `records` end (none for no records).
-fn stretch_ends(records: &[Record]) -> Vec<usize> {
+/// Where the sorted stretches of `records` end (none for no records); stops
+/// counting past [`MAX_STRETCHES`].
+fn stretch_ends<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<usize> {
     let mut ends = Vec::new();
-    for (i, w) in records.windows(2).enumerate() {
-        if sort_key(&w[1]) < sort_key(&w[0]) {
-            ends.push(i + 1);
+    let mut last: Option<(i64, u8)> = None;
+    let mut n = 0;
+    for r in records {
+        let key = sort_key(r);
+        if last.is_some_and(|l| key < l) {
+            ends.push(n);
             if ends.len() > MAX_STRETCHES {
-                break;
+                return ends;
             }
         }
+        last = Some(key);
+        n += 1;
     }
-    if !records.is_empty() {
-        ends.push(records.len());
+    if n > 0 {
+        ends.push(n);
     }
     ends
 }
@@ -214,9 +223,7 @@ impl RunBuilder {
     }
 
     fn push_pairs(&mut self, pairs: &[EventPair]) -> (u32, u32) {
-        let first = self.pairs.len() as u32;
-        self.pairs.extend_from_slice(pairs);
-        (first, pairs.len() as u32)
+        self.pairs.push(pairs)
     }
 
     /// A list of pairs that many records repeat (a kernel's name and launch
@@ -438,9 +445,9 @@ impl RunBuilder {
         let mut blocks = Vec::new();
         let mut taken = Vec::new();
         for (t, thread) in self.threads.iter_mut().enumerate() {
-            let (records, ends) = thread.take_stretches();
-            push_blocks(&mut blocks, t as LocalThread, &ends);
-            taken.push(records);
+            let (chunks, ends) = thread.take_stretches();
+            push_blocks(&mut blocks, t as LocalThread, &chunks, &ends);
+            taken.push(chunks);
         }
         let keys = &self.order_keys;
         let order = |t: LocalThread| (keys.get(t as usize).copied().unwrap_or(t as u128), t);
@@ -451,10 +458,9 @@ impl RunBuilder {
             shared: &self.shared,
         };
         let chunk = write_chunk(&policy.dir, merged, self.held, &payload)?;
-        // Keep the threads' buffers for the records to come.
-        for (thread, mut records) in self.threads.iter_mut().zip(taken) {
-            records.clear();
-            thread.records = records;
+        // Keep the threads' first buffers for the records to come.
+        for (thread, chunks) in self.threads.iter_mut().zip(taken) {
+            thread.records.reuse(chunks);
         }
         self.chunks.push(chunk);
         self.held = 0;
@@ -504,12 +510,17 @@ impl RunBuilder {
         let mut thread_records = Vec::with_capacity(threads);
         let mut blocks = Vec::new();
         for &old in &old_of_new {
-            let (records, ends) = match self.threads.get_mut(old as usize) {
+            let (chunks, ends) = match self.threads.get_mut(old as usize) {
                 Some(thread) => thread.take_stretches(),
                 None => Default::default(),
             };
-            push_blocks(&mut blocks, thread_records.len() as LocalThread, &ends);
-            thread_records.push(records);
+            push_blocks(
+                &mut blocks,
+                thread_records.len() as LocalThread,
+                &chunks,
+                &ends,
+            );
+            thread_records.push(chunks);
         }
         drop(self.threads);
         for c in &mut self.comms {
@@ -534,34 +545,62 @@ impl RunBuilder {
 /// What a run's records point into: pairs, communications, shared lists.
 #[derive(Clone, Copy)]
 pub(crate) struct Payload<'a> {
-    pub pairs: &'a [EventPair],
+    pub pairs: &'a Pairs,
     pub comms: &'a [Comm],
     pub shared: &'a [(u32, u32)],
 }
 
-/// Appends the blocks of one thread whose stretches end at `ends`.
-fn push_blocks(blocks: &mut Vec<Block>, thread: LocalThread, ends: &[usize]) {
+/// Appends the blocks of one thread whose records are `chunks` and whose
+/// stretches end at `ends`: a block for each part of a stretch in one chunk
+/// (they come one after the other, in push order).
+fn push_blocks(
+    blocks: &mut Vec<Block>,
+    thread: LocalThread,
+    chunks: &[Vec<Record>],
+    ends: &[usize],
+) {
+    let mut chunk = 0;
+    let mut chunk_start = 0;
     let mut start = 0;
     for &end in ends {
-        blocks.push(Block { thread, start, end });
-        start = end;
+        while start < end {
+            while start >= chunk_start + chunks[chunk].len() {
+                chunk_start += chunks[chunk].len();
+                chunk += 1;
+            }
+            let stop = end.min(chunk_start + chunks[chunk].len());
+            blocks.push(Block {
+                thread,
+                chunk: chunk as u32,
+                start: (start - chunk_start) as u32,
+                end: (stop - chunk_start) as u32,
+            });
+            start = stop;
+        }
     }
 }
 
-/// Sorted stretch `start..end` of the records of one thread.
+/// Sorted records `start..end` of chunk `chunk` of one thread's records.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Block {
     pub thread: LocalThread,
-    start: usize,
-    end: usize,
+    chunk: u32,
+    start: u32,
+    end: u32,
 }
 
-/// The records of `blocks` (stretches of `records`, by thread), merged by
+impl Block {
+    fn records<'a>(&self, records: &'a [Vec<Vec<Record>>]) -> &'a [Record] {
+        let chunk = &records[self.thread as usize][self.chunk as usize];
+        &chunk[self.start as usize..self.end as usize]
+    }
+}
+
+/// The records of `blocks` (of `records`, by thread and chunk), merged by
 /// (time, rank, `order` of the thread, block): a stable sort's order when a
 /// thread's blocks are in push order.
 pub(crate) struct BlockMerge<'a, K> {
-    records: &'a [Vec<Record>],
-    blocks: &'a [Block],
+    blocks: Vec<(LocalThread, &'a [Record])>,
     /// The next record of each block, smallest on top.
     heads: BinaryHeap<Reverse<(i64, u8, K, usize)>>,
     next: Vec<usize>,
@@ -570,19 +609,21 @@ pub(crate) struct BlockMerge<'a, K> {
 
 impl<'a, K: Ord + Copy> BlockMerge<'a, K> {
     pub(crate) fn new(
-        records: &'a [Vec<Record>],
-        blocks: &'a [Block],
+        records: &'a [Vec<Vec<Record>>],
+        blocks: &[Block],
         order: impl Fn(LocalThread) -> K + 'a,
     ) -> Self {
-        let next: Vec<usize> = blocks.iter().map(|b| b.start).collect();
+        let blocks: Vec<(LocalThread, &[Record])> = blocks
+            .iter()
+            .map(|b| (b.thread, b.records(records)))
+            .collect();
         let mut merge = BlockMerge {
-            records,
-            blocks,
             heads: BinaryHeap::with_capacity(blocks.len()),
-            next,
+            next: vec![0; blocks.len()],
+            blocks,
             order: Box::new(order),
         };
-        for i in 0..blocks.len() {
+        for i in 0..merge.blocks.len() {
             if let Some(key) = merge.key(i) {
                 merge.heads.push(key);
             }
@@ -591,12 +632,9 @@ impl<'a, K: Ord + Copy> BlockMerge<'a, K> {
     }
 
     fn key(&self, block: usize) -> Option<Reverse<(i64, u8, K, usize)>> {
-        let b = &self.blocks[block];
-        let i = self.next[block];
-        (i < b.end).then(|| {
-            let r = &self.records[b.thread as usize][i];
-            Reverse((r.time, r.rank(), (self.order)(b.thread), block))
-        })
+        let (thread, records) = self.blocks[block];
+        let r = records.get(self.next[block])?;
+        Some(Reverse((r.time, r.rank(), (self.order)(thread), block)))
     }
 }
 
@@ -606,13 +644,13 @@ impl<K: Ord + Copy> Iterator for BlockMerge<'_, K> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let Reverse((.., block)) = self.heads.pop()?;
-        let b = self.blocks[block];
-        let record = self.records[b.thread as usize][self.next[block]];
+        let (thread, records) = self.blocks[block];
+        let record = records[self.next[block]];
         self.next[block] += 1;
         if let Some(key) = self.key(block) {
             self.heads.push(key);
         }
-        Some((b.thread, record))
+        Some((thread, record))
     }
 }
 
@@ -624,14 +662,13 @@ pub struct Run {
     pub old_of_new: Vec<LocalThread>,
     /// The run's number of each producer thread number (for spilled chunks).
     pub new_of_old: Vec<LocalThread>,
-    /// The records in memory of each run thread. (A record's own `thread` is the
-    /// producer's number: read a block's instead.)
-    thread_records: Vec<Vec<Record>>,
+    /// The records in memory of each run thread, in chunks.
+    thread_records: Vec<Vec<Vec<Record>>>,
     /// Sorted stretches of `thread_records`: by thread, a thread's in push order.
     blocks: Vec<Block>,
     /// Where each shared list of pairs lies in `pairs` (see [`Body::Events`]).
     pub(crate) shared: Vec<(u32, u32)>,
-    pub pairs: Vec<EventPair>,
+    pub pairs: Pairs,
     pub comms: Vec<Comm>,
     pub chunks: Vec<SpilledChunk>,
     pub names: NameTables,
@@ -656,12 +693,12 @@ impl Run {
     }
 
     pub fn pairs_of(&self, first: u32, count: u32) -> &[EventPair] {
-        &self.pairs[first as usize..(first + count) as usize]
+        self.pairs.get(first, count)
     }
 
     /// Records held in memory.
     pub fn in_memory(&self) -> usize {
-        self.thread_records.iter().map(Vec::len).sum()
+        self.thread_records.iter().flatten().map(Vec::len).sum()
     }
 
     /// A run whose records are all in `chunks` (restored from a part file).
@@ -678,7 +715,7 @@ impl Run {
             thread_records: Vec::new(),
             blocks: Vec::new(),
             shared: Vec::new(),
-            pairs: Vec::new(),
+            pairs: Pairs::default(),
             comms: Vec::new(),
             chunks,
             names,
@@ -689,12 +726,9 @@ impl Run {
 
     /// The sorted blocks of records in memory: each block's run thread and records.
     pub(crate) fn blocks(&self) -> impl Iterator<Item = (LocalThread, &[Record])> + '_ {
-        self.blocks.iter().map(|b| {
-            (
-                b.thread,
-                &self.thread_records[b.thread as usize][b.start..b.end],
-            )
-        })
+        self.blocks
+            .iter()
+            .map(|b| (b.thread, b.records(&self.thread_records)))
     }
 
     /// The records in memory in the run's order, each with its run thread.
@@ -743,7 +777,7 @@ mod tests {
         let records = run.sorted_records();
         assert_eq!(records[0].1.time, 7);
         assert_eq!(records[1].1.time, 8);
-        assert_eq!(run.pairs[0].value(), Value::Raw(5));
+        assert_eq!(run.pairs_of(0, 1)[0].value(), Value::Raw(5));
     }
 
     /// A builder and, beside it, every record it was given in push order: the
