@@ -45,7 +45,9 @@
 #   training and one-10M; --memory-limit 256M and 1G on the two largest inputs (peak RSS
 #   against the limit).
 #
-# Each run is timed with /usr/bin/time -v (wall, user+sys, max RSS); the table shows the
+# Each run is timed with /usr/bin/time -v (wall, user+sys, max RSS); nsys2prv-rs runs three times
+# right after nsys2prv on the same input (the median wall and CPU times and the largest RSS are
+# reported, with the three walls), other runs once. The table shows the
 # 1-minute load average when the run started, the .prv's lines and bytes, input rows per
 # wall second and per CPU second (user+sys). nsys2prv is run the way it must be (from the
 # reports' directory, -t with the categories the shape has, -m for several reports), with
@@ -254,8 +256,13 @@ ratio() {
 rows_md=()
 declare -A rs_wall_of rs_cpu_of rs_rss_of rs_lines_of
 
-# run_rs NAME LABEL [BIN=path] ARGS...: times nsys2prv-rs on input NAME; adds a table row and
-# sets rs_wall/rs_cpu/rs_rss/rs_lines. A LABEL of "-> .prv.gz" writes a gzip trace.
+# median VALUES...: the middle value (the lower middle of an even count).
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# run_rs NAME LABEL [BIN=path] ARGS...: times nsys2prv-rs on input NAME ($repeat times, the
+# median wall and CPU times and the largest RSS reported); adds a table row and sets
+# rs_wall/rs_cpu/rs_rss/rs_lines. A LABEL of "-> .prv.gz" writes a gzip trace.
+repeat=1
 run_rs() {
     local name=$1 label=$2; shift 2
     local exe=$tool
@@ -273,9 +280,17 @@ run_rs() {
         log "only $free_mb MB free in $scratch, $name needs about $need_mb MB: use --dir elsewhere or --quick"
         exit 1
     fi
-    log "nsys2prv-rs $label on $name ($rows rows)"
-    # shellcheck disable=SC2086 # per-shape arguments are a list
-    timed "$scratch/out-rs/time.txt" "$exe" -q ${shape_rs[$name]} "$@" "$dir" "$out"
+    local walls=() cpus=() rss_max=0 load_first="" r
+    for ((r = 1; r <= repeat; r++)); do
+        log "nsys2prv-rs $label on $name ($rows rows)$([ "$repeat" -gt 1 ] && echo ", run $r of $repeat")"
+        rm -rf "$scratch/out-rs/$name".*
+        # shellcheck disable=SC2086 # per-shape arguments are a list
+        timed "$scratch/out-rs/time.txt" "$exe" -q ${shape_rs[$name]} "$@" "$dir" "$out"
+        walls+=("$wall"); cpus+=("$cpu")
+        [ "$rss_mb" -gt "$rss_max" ] && rss_max=$rss_mb
+        [ -n "$load_first" ] || load_first=$load
+    done
+    wall=$(median "${walls[@]}"); cpu=$(median "${cpus[@]}"); rss_mb=$rss_max; load=$load_first
     local lines bytes
     case "$out" in
         *.gz) lines=$(gzip -dc "$out" | wc -l); bytes=$(gzip -dc "$out" | wc -c) ;;
@@ -283,7 +298,9 @@ run_rs() {
     esac
     rm -rf "$scratch/out-rs/$name".*
     rs_wall=$wall; rs_cpu=$cpu; rs_rss=$rss_mb; rs_lines=$lines
-    rows_md+=("| $name | $rows | nsys2prv-rs ${label:-(default -j)} | $load | $wall | $cpu | $rss_mb | $lines \
+    local tool_label="nsys2prv-rs ${label:-(default -j)}"
+    [ "$repeat" -gt 1 ] && tool_label="$tool_label, median of $repeat (walls ${walls[*]})"
+    rows_md+=("| $name | $rows | $tool_label | $load | $wall | $cpu | $rss_mb | $lines \
 | $(awk -v b="$bytes" 'BEGIN { printf "%.0f", b / 1e6 }') | $(rate "$rows" "$wall") | $(rate "$rows" "$cpu") |")
 }
 
@@ -336,7 +353,9 @@ cmp_md=()
 largest=()
 for name in "${shape_names[@]}"; do
     if [ "$with_n2p" = 1 ] && [ "${shape_kind[$name]}" = mix ] && run_n2p "$name"; then
-        run_rs "$name" ""
+        # Right after nsys2prv, three times: the machine's speed drifts over minutes,
+        # and the median of three runs of a second or less is steadier than one.
+        repeat=3 run_rs "$name" ""
         cmp_md+=("| $name | $(cat "$scratch/$name/.rows") | $n_wall | $n_rss | $n_lines | $rs_wall | $rs_rss | $rs_lines \
 | **$(ratio "$n_wall" "$rs_wall")x** | $(ratio "$n_cpu" "$rs_cpu")x | $(ratio "$rs_lines" "$n_lines") |")
     else

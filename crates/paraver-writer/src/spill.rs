@@ -250,6 +250,21 @@ impl SectionReader {
         Ok(true)
     }
 
+    /// The next `N` bytes: straight from the buffer when it holds them (nearly
+    /// always), else across a refill.
+    #[inline]
+    fn array<const N: usize>(&mut self) -> io::Result<[u8; N]> {
+        let mut b = [0u8; N];
+        match self.buf.get(self.pos..self.pos + N) {
+            Some(bytes) if self.pos + N <= self.len => {
+                b.copy_from_slice(bytes);
+                self.pos += N;
+            }
+            _ => self.read_exact(&mut b).map_err(|e| self.damaged(e))?,
+        }
+        Ok(b)
+    }
+
     /// The buffered bytes not consumed yet, consumed.
     fn take_buffered(&mut self) -> &[u8] {
         let bytes = &self.buf[self.pos..self.len];
@@ -444,12 +459,9 @@ impl ChunkReader {
         }
     }
 
+    #[inline]
     fn bytes<const N: usize>(&mut self) -> io::Result<[u8; N]> {
-        let mut b = [0u8; N];
-        self.input
-            .read_exact(&mut b)
-            .map_err(|e| self.input.damaged(e))?;
-        Ok(b)
+        self.input.array()
     }
 
     fn u8(&mut self) -> io::Result<u8> {
