@@ -38,19 +38,9 @@ impl ChunkedRecords {
         self.chunks.iter().flatten()
     }
 
-    /// Every record, the chunks emptied (their buffers kept but the first).
+    /// Every record; none is left.
     pub fn take(&mut self) -> Vec<Vec<Record>> {
         std::mem::take(&mut self.chunks)
-    }
-
-    /// Makes `chunks` (as [`ChunkedRecords::take`] gave them) hold records
-    /// again, emptied.
-    pub fn reuse(&mut self, mut chunks: Vec<Vec<Record>>) {
-        chunks.truncate(1);
-        for chunk in &mut chunks {
-            chunk.clear();
-        }
-        self.chunks = chunks;
     }
 }
 

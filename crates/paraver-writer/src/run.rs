@@ -458,10 +458,9 @@ impl RunBuilder {
             shared: &self.shared,
         };
         let chunk = write_chunk(&policy.dir, merged, self.held, &payload)?;
-        // Keep the threads' first buffers for the records to come.
-        for (thread, chunks) in self.threads.iter_mut().zip(taken) {
-            thread.records.reuse(chunks);
-        }
+        // The threads' buffers go too: kept, a buffer each (up to a chunk) would
+        // stay resident without being counted, for every thread of every run.
+        drop(taken);
         self.chunks.push(chunk);
         self.held = 0;
         self.pairs.clear();
@@ -510,10 +509,17 @@ impl RunBuilder {
         let mut thread_records = Vec::with_capacity(threads);
         let mut blocks = Vec::new();
         for &old in &old_of_new {
-            let (chunks, ends) = match self.threads.get_mut(old as usize) {
+            let (mut chunks, ends) = match self.threads.get_mut(old as usize) {
                 Some(thread) => thread.take_stretches(),
                 None => Default::default(),
             };
+            // The run waits for the merge: a last chunk mostly empty gives back
+            // its unused room (the budget counts records, not capacity).
+            if let Some(last) = chunks.last_mut() {
+                if last.len() < last.capacity() / 2 {
+                    last.shrink_to_fit();
+                }
+            }
             push_blocks(
                 &mut blocks,
                 thread_records.len() as LocalThread,
