@@ -193,21 +193,19 @@ fn filtered_scans_keep_the_rows_sqlite_keeps() {
     drop(conn);
     let mut export = Export::open(&path).unwrap();
     let kinds = [59, 60, 70, 71];
-    let mut direct = Vec::new();
-    let scan_direct = export
-        .nvtx_events(&kinds, |e| {
-            direct.push((e.start, e.event_type));
-            Ok(())
-        })
-        .unwrap();
+    let events = |export: &Export| {
+        let mut events = Vec::new();
+        let scan = export
+            .nvtx_events(&kinds, |e| {
+                events.push((e.start, e.event_type));
+                Ok(())
+            })
+            .unwrap();
+        (scan, events)
+    };
+    let (scan_direct, direct) = events(&export);
     export.pages = None;
-    let mut sqlite = Vec::new();
-    let scan_sqlite = export
-        .nvtx_events(&kinds, |e| {
-            sqlite.push((e.start, e.event_type));
-            Ok(())
-        })
-        .unwrap();
+    let (scan_sqlite, sqlite) = events(&export);
     assert_eq!(scan_direct, scan_sqlite);
     assert_eq!(direct, sqlite);
     assert!(direct.len() > 2_000, "{}", direct.len());

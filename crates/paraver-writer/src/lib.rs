@@ -4,6 +4,7 @@
 mod chunked;
 pub mod layout;
 mod lines;
+mod loser_tree;
 pub mod merge;
 pub mod names;
 pub mod output;

@@ -14,6 +14,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::chunked::{ChunkedRecords, Pairs};
+use crate::loser_tree::{merge_key, LoserTree, DONE};
 use crate::names::NameTables;
 use rustc_hash::FxHashMap;
 
@@ -58,6 +59,11 @@ pub struct RunBuilder {
 /// A list of pairs stored once in a run (see [`RunBuilder::shared_pairs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedPairs(u32);
+
+impl SharedPairs {
+    /// No shared list: a record with its own pairs only.
+    pub const NONE: SharedPairs = SharedPairs(NO_SHARED);
+}
 
 /// Memory a shared list costs beside its pairs (its place, its key in the
 /// interning table): counted roughly.
@@ -208,6 +214,19 @@ impl RunBuilder {
             .unwrap_or(thread as u128)
     }
 
+    /// The threads in order-key order (ties by number), and the place of each
+    /// thread in that order.
+    fn thread_order(&self) -> (Vec<LocalThread>, Vec<LocalThread>) {
+        let threads = self.threads_seen.max(self.order_keys.len());
+        let mut old_of_new: Vec<LocalThread> = (0..threads as LocalThread).collect();
+        old_of_new.sort_by_key(|&t| (self.order_key(t), t));
+        let mut new_of_old = vec![0; threads];
+        for (new, &old) in old_of_new.iter().enumerate() {
+            new_of_old[old as usize] = new as LocalThread;
+        }
+        (old_of_new, new_of_old)
+    }
+
     /// Records pushed so far, spilled or not.
     pub fn len(&self) -> usize {
         self.held
@@ -222,22 +241,18 @@ impl RunBuilder {
         self.len() == 0
     }
 
-    fn push_pairs(&mut self, pairs: &[EventPair]) -> (u32, u32) {
-        self.pairs.push(pairs)
-    }
-
     /// A list of pairs that many records repeat (a kernel's name and launch
     /// configuration), stored once and formatted once: give it to
     /// [`RunBuilder::interval_shared`].
     pub fn shared_pairs(&mut self, pairs: &[EventPair]) -> SharedPairs {
         if pairs.is_empty() {
-            return SharedPairs(NO_SHARED);
+            return SharedPairs::NONE;
         }
         if let Some(&id) = self.shared_ids.get(pairs) {
             return SharedPairs(id);
         }
         let id = self.shared.len() as u32;
-        let list = self.push_pairs(pairs);
+        let list = self.pairs.push(pairs);
         self.shared.push(list);
         self.shared_ids.insert(pairs.into(), id);
         SharedPairs(id)
@@ -289,7 +304,7 @@ impl RunBuilder {
         if pairs.is_empty() || thread == DISCARDED {
             return;
         }
-        let (first, count) = self.push_pairs(pairs);
+        let (first, count) = self.pairs.push(pairs);
         let body = Body::Events {
             first,
             count,
@@ -304,7 +319,7 @@ impl RunBuilder {
     /// A zero or negative length becomes 1 ns so the end still follows the begin.
     /// The end waits until the producer gets there.
     pub fn interval(&mut self, thread: LocalThread, begin: i64, end: i64, pairs: &[EventPair]) {
-        self.interval_with(thread, begin, end, SharedPairs(NO_SHARED), pairs, false);
+        self.interval_shared(thread, begin, end, SharedPairs::NONE, pairs);
     }
 
     /// An interval whose pairs are `shared`'s, then `pairs`.
@@ -329,7 +344,7 @@ impl RunBuilder {
         end: i64,
         pairs: &[EventPair],
     ) {
-        self.interval_with(thread, begin, end, SharedPairs(NO_SHARED), pairs, true);
+        self.interval_with(thread, begin, end, SharedPairs::NONE, pairs, true);
     }
 
     fn interval_with(
@@ -341,11 +356,11 @@ impl RunBuilder {
         pairs: &[EventPair],
         begin_ahead: bool,
     ) {
-        if (pairs.is_empty() && shared.0 == NO_SHARED) || thread == DISCARDED {
+        if (pairs.is_empty() && shared == SharedPairs::NONE) || thread == DISCARDED {
             return;
         }
         let end = end.max(begin + 1);
-        let (first, count) = self.push_pairs(pairs);
+        let (first, count) = self.pairs.push(pairs);
         let record = |time, closing| Record {
             time,
             body: Body::Events {
@@ -449,9 +464,8 @@ impl RunBuilder {
             push_blocks(&mut blocks, t as LocalThread, &chunks, &ends);
             taken.push(chunks);
         }
-        let keys = &self.order_keys;
-        let order = |t: LocalThread| (keys.get(t as usize).copied().unwrap_or(t as u128), t);
-        let merged = BlockMerge::new(&taken, &blocks, order);
+        let (_, places) = self.thread_order();
+        let merged = BlockMerge::new(&taken, &blocks, &places);
         let payload = Payload {
             pairs: &self.pairs,
             comms: &self.comms,
@@ -499,14 +513,8 @@ impl RunBuilder {
         // peak capacity.
         self.pairs.shrink_to_fit();
         self.comms.shrink_to_fit();
-        let threads = self.threads_seen.max(self.order_keys.len());
-        let mut old_of_new: Vec<LocalThread> = (0..threads as LocalThread).collect();
-        old_of_new.sort_by_key(|&t| (self.order_key(t), t));
-        let mut new_of_old = vec![0; threads];
-        for (new, &old) in old_of_new.iter().enumerate() {
-            new_of_old[old as usize] = new as LocalThread;
-        }
-        let mut thread_records = Vec::with_capacity(threads);
+        let (old_of_new, new_of_old) = self.thread_order();
+        let mut thread_records = Vec::with_capacity(old_of_new.len());
         let mut blocks = Vec::new();
         for &old in &old_of_new {
             let (mut chunks, ends) = match self.threads.get_mut(old as usize) {
@@ -603,59 +611,47 @@ impl Block {
 }
 
 /// The records of `blocks` (of `records`, by thread and chunk), merged by
-/// (time, rank, `order` of the thread, block): a stable sort's order when a
+/// (time, rank, `places` of the thread, block): a stable sort's order when a
 /// thread's blocks are in push order.
-pub(crate) struct BlockMerge<'a, K> {
-    blocks: Vec<(LocalThread, &'a [Record])>,
-    /// The next record of each block, smallest on top.
-    heads: BinaryHeap<Reverse<(i64, u8, K, usize)>>,
+pub(crate) struct BlockMerge<'a> {
+    /// Each block's thread, the thread's place and the block's records.
+    blocks: Vec<(LocalThread, u32, &'a [Record])>,
     next: Vec<usize>,
-    order: Box<dyn Fn(LocalThread) -> K + 'a>,
+    tree: LoserTree,
 }
 
-impl<'a, K: Ord + Copy> BlockMerge<'a, K> {
-    pub(crate) fn new(
-        records: &'a [Vec<Vec<Record>>],
-        blocks: &[Block],
-        order: impl Fn(LocalThread) -> K + 'a,
-    ) -> Self {
-        let blocks: Vec<(LocalThread, &[Record])> = blocks
+impl<'a> BlockMerge<'a> {
+    pub(crate) fn new(records: &'a [Vec<Vec<Record>>], blocks: &[Block], places: &[u32]) -> Self {
+        let blocks: Vec<(LocalThread, u32, &[Record])> = blocks
             .iter()
-            .map(|b| (b.thread, b.records(records)))
+            .map(|b| (b.thread, places[b.thread as usize], b.records(records)))
             .collect();
-        let mut merge = BlockMerge {
-            heads: BinaryHeap::with_capacity(blocks.len()),
-            next: vec![0; blocks.len()],
-            blocks,
-            order: Box::new(order),
-        };
-        for i in 0..merge.blocks.len() {
-            if let Some(key) = merge.key(i) {
-                merge.heads.push(key);
-            }
-        }
-        merge
+        let next = vec![0; blocks.len()];
+        let keys = (0..blocks.len()).map(|i| Self::key(&blocks, &next, i));
+        let tree = LoserTree::new(keys);
+        BlockMerge { blocks, next, tree }
     }
 
-    fn key(&self, block: usize) -> Option<Reverse<(i64, u8, K, usize)>> {
-        let (thread, records) = self.blocks[block];
-        let r = records.get(self.next[block])?;
-        Some(Reverse((r.time, r.rank(), (self.order)(thread), block)))
+    fn key(blocks: &[(LocalThread, u32, &[Record])], next: &[usize], block: usize) -> u128 {
+        let (_, place, records) = blocks[block];
+        match records.get(next[block]) {
+            Some(r) => merge_key(r.time, r.rank(), place, block),
+            None => DONE,
+        }
     }
 }
 
-impl<K: Ord + Copy> Iterator for BlockMerge<'_, K> {
+impl Iterator for BlockMerge<'_> {
     /// The record, with the thread of its block.
     type Item = (LocalThread, Record);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let Reverse((.., block)) = self.heads.pop()?;
-        let (thread, records) = self.blocks[block];
+        let block = self.tree.winner()?;
+        let (thread, _, records) = self.blocks[block];
         let record = records[self.next[block]];
         self.next[block] += 1;
-        if let Some(key) = self.key(block) {
-            self.heads.push(key);
-        }
+        self.tree
+            .replace_winner(Self::key(&self.blocks, &self.next, block));
         Some((thread, record))
     }
 }
@@ -739,7 +735,9 @@ impl Run {
 
     /// The records in memory in the run's order, each with its run thread.
     pub fn sorted_records(&self) -> Vec<(LocalThread, Record)> {
-        BlockMerge::new(&self.thread_records, &self.blocks, |t| t).collect()
+        // The run's threads are numbered in their order.
+        let places: Vec<u32> = (0..self.thread_records.len() as u32).collect();
+        BlockMerge::new(&self.thread_records, &self.blocks, &places).collect()
     }
 
     /// What the run's records point into.

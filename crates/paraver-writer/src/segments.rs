@@ -9,15 +9,20 @@
 //! data only, never on the thread count.
 
 use crate::lines::LineFormatter;
+use crate::loser_tree::{merge_key, LoserTree, DONE};
 use crate::merge::RunCursor;
 use crate::record::{LocalThread, Record};
 
-/// One block's records in a segment.
+/// Sorted records of one block of a run: what the segments have not yet taken
+/// of it, or its records in one segment.
+#[derive(Clone, Copy)]
 struct Part<'a> {
     run: usize,
     thread: LocalThread,
     /// The place of the block's thread in the trace, among the threads of all runs.
     place: u32,
+    /// The run's shift to trace time.
+    shift: i64,
     records: &'a [Record],
 }
 
@@ -33,19 +38,10 @@ impl Segment<'_> {
     }
 }
 
-/// A sorted block of a run's records, and how far the segments have taken it.
-struct BlockCursor<'a> {
-    run: usize,
-    thread: LocalThread,
-    place: u32,
-    shift: i64,
-    records: &'a [Record],
-}
-
 /// Cuts the runs of `cursors` (all in memory) into consecutive segments.
 pub(crate) struct Segmenter<'a> {
-    /// Every block of every run, in run order, then block order.
-    blocks: Vec<BlockCursor<'a>>,
+    /// What is left of every block of every run, in run order, then block order.
+    blocks: Vec<Part<'a>>,
     /// Trace times where segments end (exclusive), increasing; the last segment
     /// ends with the runs.
     bounds: std::vec::IntoIter<i64>,
@@ -64,11 +60,11 @@ impl<'a> Segmenter<'a> {
         places.sort_unstable();
         places.dedup();
         let place = |order: u64| places.partition_point(|&p| p < order) as u32;
-        let blocks: Vec<BlockCursor> = cursors
+        let blocks: Vec<Part> = cursors
             .iter()
             .enumerate()
             .flat_map(|(run, c)| {
-                c.blocks().map(move |(thread, records)| BlockCursor {
+                c.blocks().map(move |(thread, records)| Part {
                     run,
                     thread,
                     place: place(c.order[thread as usize]),
@@ -106,7 +102,7 @@ impl<'a> Iterator for Segmenter<'a> {
     }
 }
 
-impl<'a> BlockCursor<'a> {
+impl<'a> Part<'a> {
     /// The block's records before trace time `bound` not yet in a segment (all
     /// that are left without one).
     fn take_before(&mut self, bound: Option<i64>) -> Option<Part<'a>> {
@@ -118,10 +114,8 @@ impl<'a> BlockCursor<'a> {
         let (taken, rest) = self.records.split_at(n);
         self.records = rest;
         (n > 0).then_some(Part {
-            run: self.run,
-            thread: self.thread,
-            place: self.place,
             records: taken,
+            ..*self
         })
     }
 }
@@ -129,7 +123,7 @@ impl<'a> BlockCursor<'a> {
 /// Trace times that cut the merged records into segments of about `target`
 /// records: every `target`-th time of a sorted sample of all records' times.
 /// A time shared by more records than that makes a larger segment.
-fn segment_bounds(blocks: &[BlockCursor], target: usize) -> Vec<i64> {
+fn segment_bounds(blocks: &[Part], target: usize) -> Vec<i64> {
     // A few samples per block and segment keep the sizes near `target` without
     // sorting every time.
     let step = (target / (4 * blocks.len().max(1))).clamp(1, 1024);
@@ -162,105 +156,31 @@ pub(crate) fn format_segment(cursors: &[RunCursor], segment: &Segment, f: &mut L
     f.end_event_line();
 }
 
-/// Merge key of a part at record `r`, packed so that keys compare as numbers:
-/// trace time, rank, the thread's place in the trace, the part (in run, then
-/// block order).
-fn part_key(c: &RunCursor, part: &Part, r: &Record, index: usize) -> u128 {
-    let time = ((r.time + c.shift) as u64) ^ (1 << 63);
-    let tail = (u64::from(r.rank()) << 62) | (u64::from(part.place) << 30) | index as u64;
-    (u128::from(time) << 64) | u128::from(tail)
+/// Merge key of a part at record `r` (the part's index breaks ties).
+fn part_key(part: &Part, r: &Record, index: usize) -> u128 {
+    merge_key(r.time + part.shift, r.rank(), part.place, index)
 }
 
-/// Key of a part with nothing left: after every other.
-const DONE: u128 = u128::MAX;
-
 fn merge_parts(cursors: &[RunCursor], parts: &[Part], f: &mut LineFormatter) {
-    debug_assert!(parts.len() < 1 << 30);
     let mut next: Vec<usize> = vec![0; parts.len()];
     let keys = parts
         .iter()
         .enumerate()
-        .map(|(i, p)| part_key(&cursors[p.run], p, &p.records[0], i));
+        .map(|(i, p)| part_key(p, &p.records[0], i));
     let mut tree = LoserTree::new(keys);
-    loop {
-        let i = tree.winner();
-        if tree.key(i) == DONE {
-            break;
-        }
+    while let Some(i) = tree.winner() {
         let part = &parts[i];
-        let c = &cursors[part.run];
-        format_record(c, part, &part.records[next[i]], f);
+        format_record(&cursors[part.run], part, &part.records[next[i]], f);
         next[i] += 1;
         let key = match part.records.get(next[i]) {
-            Some(r) => part_key(c, part, r, i),
+            Some(r) => part_key(part, r, i),
             None => DONE,
         };
         tree.replace_winner(key);
     }
 }
 
-/// A tournament tree of losers over the keys of k sorted streams: the smallest
-/// key in log2(k) comparisons per record, where a binary heap takes about twice
-/// as many and moves keys around.
-struct LoserTree {
-    /// Keys of the leaves (streams), padded to a power of two with `DONE`.
-    keys: Vec<u128>,
-    /// `nodes[1..]`: the leaf that lost at each inner node; `nodes[0]`: the winner.
-    nodes: Vec<usize>,
-}
-
-impl LoserTree {
-    fn new(keys: impl Iterator<Item = u128>) -> Self {
-        let mut keys: Vec<u128> = keys.collect();
-        let leaves = keys.len().next_power_of_two();
-        keys.resize(leaves, DONE);
-        let mut nodes = vec![0; leaves];
-        // Winners of each subtree, bottom up: `winners[n]` for node n, leaves at
-        // `leaves + i`.
-        let mut winners = vec![0; 2 * leaves];
-        for (i, w) in winners[leaves..].iter_mut().enumerate() {
-            *w = i;
-        }
-        for n in (1..leaves).rev() {
-            let (a, b) = (winners[2 * n], winners[2 * n + 1]);
-            let (win, lose) = if keys[b] < keys[a] { (b, a) } else { (a, b) };
-            winners[n] = win;
-            nodes[n] = lose;
-        }
-        nodes[0] = winners[1.min(2 * leaves - 1)];
-        LoserTree { keys, nodes }
-    }
-
-    fn winner(&self) -> usize {
-        self.nodes[0]
-    }
-
-    fn key(&self, leaf: usize) -> u128 {
-        self.keys[leaf]
-    }
-
-    /// Gives the winner its next key and plays its way back up. (Selects
-    /// rather than branches: which key wins is as good as random.)
-    fn replace_winner(&mut self, key: u128) {
-        let leaves = self.keys.len();
-        let mut winner = self.nodes[0];
-        self.keys[winner] = key;
-        let mut winner_key = key;
-        let mut n = (winner + leaves) / 2;
-        while n > 0 {
-            let loser = self.nodes[n];
-            let loser_key = self.keys[loser];
-            let swap = loser_key < winner_key;
-            self.nodes[n] = if swap { winner } else { loser };
-            winner = if swap { loser } else { winner };
-            winner_key = if swap { loser_key } else { winner_key };
-            n /= 2;
-        }
-        self.nodes[0] = winner;
-    }
-}
-
 fn format_record(c: &RunCursor, part: &Part, r: &Record, f: &mut LineFormatter) {
-    let time = r.time + c.shift;
+    let time = r.time + part.shift;
     f.record(c, part.run, &c.current(r, part.thread), time);
 }
