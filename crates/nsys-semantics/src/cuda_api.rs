@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::cuda_sync::{CUDA_SYNC, SYNC};
-use crate::handoff::{GpuLinks, NcclRanges, SyncCalls};
+use crate::handoff::{GpuLinks, NcclRanges, SyncCall, SyncCalls};
 use crate::types::{interval, state};
 use crate::view::View;
 
@@ -116,20 +116,21 @@ fn translate(
     let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
     let (mut arrows, mut synced) = (0u64, 0u64);
     let mut launched = links.finder();
+    let mut matcher = syncs.matcher();
+    let sync_pair = |s: &SyncCall| [EventPair::name(CUDA_SYNC, s.kind)];
     let scan = export.api_calls(|call| {
         let thread = ctx.cpu_thread(call.global_tid);
         let pid = pid_of(call.global_tid);
-        let sync = call.correlation_id.and_then(|c| syncs.find(pid, c));
+        let held = match call.correlation_id {
+            Some(c) if syncs.len() > 0 => matcher.take(pid, c, call.start, call.end, thread),
+            _ => Vec::new(),
+        };
         if outputs.syncs {
-            if let Some(s) = sync {
+            for s in &held {
                 // Inside the call, so ahead of its begin: it waits in the run
                 // until the producer gets there.
-                ctx.run.interval_ahead(
-                    thread,
-                    s.start,
-                    s.end,
-                    &[EventPair::name(CUDA_SYNC, s.kind)],
-                );
+                ctx.run
+                    .interval_ahead(thread, s.start, s.end, &sync_pair(s));
                 synced += 1;
             }
         }
@@ -138,7 +139,7 @@ fn translate(
         }
         let name = api_name(ctx, &mut names, call.name_id)?;
         let launches = match call.correlation_id {
-            Some(c) => launched.find(pid, c),
+            Some(c) => launched.take(pid, c),
             None => &[],
         };
         // The arrows first: they sort before the call's begin at its time, so
@@ -159,7 +160,7 @@ fn translate(
             );
             arrows += 1;
         }
-        emit_call(ctx, thread, call, name, sync.is_some());
+        emit_call(ctx, thread, call, name, !held.is_empty());
         for link in launches {
             if let Some(end) = link.nccl_end() {
                 // The NCCL call this launch was made in describes the kernel.
@@ -172,16 +173,26 @@ fn translate(
         Ok(())
     })?;
     if outputs.calls {
-        ctx.count(RUNTIME, scan.rows - scan.skipped);
+        ctx.count(RUNTIME, scan.kept());
         ctx.count("launch arrows", arrows);
         ctx.note_skipped(RUNTIME, scan.skipped);
+        if launched.repeats() > 0 {
+            ctx.count("API calls repeating a correlation id", launched.repeats());
+        }
     }
+    // Syncs no call held go to the nearest call with their id, behind what the
+    // scan pushed on its thread (the run sorts them in).
+    let (nearest, orphans) = matcher.leftovers();
     if outputs.syncs {
+        for &(s, thread) in &nearest {
+            ctx.run
+                .interval_ahead(thread, s.start, s.end, &sync_pair(s));
+        }
+        synced += nearest.len() as u64;
         ctx.count(SYNCHRONIZATION, synced);
-        let unmatched = syncs.len() as u64 - synced;
-        if unmatched > 0 {
+        if orphans > 0 {
             ctx.warnings.push(format!(
-                "{}: {unmatched} synchronizations have no API call with their correlation id and were left out",
+                "{}: {orphans} synchronizations have no API call with their correlation id and were left out",
                 export.path().display()
             ));
         }
