@@ -71,6 +71,98 @@ fn a_views_directory_the_tool_did_not_make_is_refused() {
     assert_eq!(names_in(&work), ["out.cfgs", "report.sqlite"]);
 }
 
+/// Issue 27 item 6: a `.prv`, `.pcf` or `.row` that is not a Paraver file of its
+/// kind is refused (exit 2, one line naming it), before anything is read or
+/// written; Paraver files of another tool (BSC's nsys2prv) and empty files are
+/// replaced.
+#[test]
+fn an_output_file_that_is_not_a_paraver_file_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = sample(NVTX_SAMPLE);
+    let dir = tmp.path();
+    let cases: [(&str, &[u8], &str); 7] = [
+        ("bar.prv", b"my notes\n", "not a Paraver trace"),
+        (
+            "bar.prv.gz",
+            b"#Paraver (01/01/2025 at 10:00):1_ns:0:1:1(1:1)\n",
+            "gzip",
+        ),
+        (
+            "bar.pcf",
+            b"colour notes\nEVENT_TYPE\n",
+            "not a Paraver .pcf",
+        ),
+        ("bar.row", b"thread names: main\n", "not a Paraver .row"),
+        ("bar.prv", b"\x1f\x8b\x08\x00", "not a Paraver trace"),
+        ("bar.pcf", b"\n\n# comment\nSTATES_COLOR\n", ""),
+        ("bar.row", b"\nLEVEL NODE SIZE 1\nnode1\n", ""),
+    ];
+    for (name, content, refusal) in cases {
+        let target = dir.join(name);
+        fs::write(&target, content).unwrap();
+        let output = if name.ends_with(".gz") {
+            "bar.prv.gz"
+        } else {
+            "bar.prv"
+        };
+        let out = convert(&[&input], &dir.join(output), &[]);
+        let said = stderr(&out);
+        if refusal.is_empty() {
+            assert!(out.status.success(), "{name}: {said}");
+            assert_ne!(fs::read(&target).unwrap(), content, "{name} replaced");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{name}: {said}");
+            assert_eq!(said.lines().count(), 1, "{said}");
+            assert!(said.contains(&target.display().to_string()), "{said}");
+            assert!(said.contains(refusal), "{said}");
+            assert_eq!(fs::read(&target).unwrap(), content, "{name} kept");
+            assert_eq!(names_in(dir), [name], "nothing else written");
+            // A sharded conversion refuses it when planned, before any shard runs.
+            let out = binary()
+                .arg("-q")
+                .args(["--plan-shards", "2"])
+                .arg(&input)
+                .arg(dir.join(output))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        }
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                fs::remove_dir_all(path).unwrap();
+            } else {
+                fs::remove_file(path).unwrap();
+            }
+        }
+    }
+
+    // BSC nsys2prv's output set (a Paraver trace whose .pcf begins with blank
+    // lines and an indented DEFAULT_OPTIONS), and an empty .prv, are replaced.
+    fs::write(
+        dir.join("bsc.prv"),
+        "#Paraver (27/11/2026 at 11:39):270072049_ns:0:1:1(5:1)\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("bsc.pcf"),
+        "\n    DEFAULT_OPTIONS\n\n    LEVEL THREAD\n",
+    )
+    .unwrap();
+    fs::write(dir.join("bsc.row"), "LEVEL NODE SIZE 1\nnode1\n").unwrap();
+    fs::write(dir.join("empty.prv"), "").unwrap();
+    for name in ["bsc.prv", "empty.prv"] {
+        let out = convert(&[&input], &dir.join(name), &[]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        check_trace(&dir.join(name));
+    }
+    // A directory in the trace's place is no trace.
+    fs::create_dir(dir.join("d.prv")).unwrap();
+    let out = convert(&[&input], &dir.join("d.prv"), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+}
+
 /// An empty directory, one the tool made (marker), and one of an older version
 /// (only bundled views, no marker) take the views.
 #[test]

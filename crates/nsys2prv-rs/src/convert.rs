@@ -92,6 +92,9 @@ fn convert(args: &Args) -> Result<Finished> {
         dry_run(&found, &options)?;
         return Ok(Finished::default());
     }
+    // Before any report is exported or read: a file the run would refuse to
+    // replace is found at once.
+    crate::output_set::check_targets(&paths, &cfgs_dir(args, &paths))?;
     let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
     checkpoint("inputs found");
     let options = options(args, prepared.len())?;

@@ -77,6 +77,9 @@ fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
 fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
     let (trace, parts) = trace_and_parts(args)?;
     convert::options(args, 1)?;
+    // The merge would refuse the output: say so before any shard runs.
+    let paths = OutputPaths::for_trace(&trace)?;
+    crate::output_set::check_targets(&paths, &convert::cfgs_dir(args, &paths))?;
     let names = inputs::report_files(args.inputs())?;
     let names = distinct(names);
     parts.create()?;
