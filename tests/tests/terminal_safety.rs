@@ -305,6 +305,74 @@ fn ranks_of_nsys_rep_inputs_come_from_their_names() {
     }
 }
 
+/// Issue 27 item 11: a directory is searched recursively (per-node and per-step
+/// directories of a Slurm job), but not into what the tool made (marker file:
+/// `NAME.cache/`, `NAME.parts/`, views), hidden directories, or symbolic links to
+/// directories.
+#[test]
+fn directories_are_searched_recursively_but_not_into_our_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs = tmp.path().join("jobs");
+    let ranks = workspace_root().join("samples/mpi_3ranks");
+    for (rank, rel) in [(0, "node1"), (1, "node2/step0"), (2, "")] {
+        let dir = jobs.join(rel);
+        fs::create_dir_all(&dir).unwrap();
+        fs::copy(
+            ranks.join(format!("rank{rank}.sqlite")),
+            dir.join(format!("rank{rank}.sqlite")),
+        )
+        .unwrap();
+    }
+    // Copies that must not be found: in an export cache of ours, a snapshot, a link.
+    for dir in ["old.cache", ".snapshot"] {
+        fs::create_dir(jobs.join(dir)).unwrap();
+        fs::copy(
+            ranks.join("rank0.sqlite"),
+            jobs.join(dir).join("rank0.sqlite"),
+        )
+        .unwrap();
+    }
+    fs::write(jobs.join("old.cache/.nsys2prv-rs"), "").unwrap();
+    std::os::unix::fs::symlink(&jobs, jobs.join("node1/loop")).unwrap();
+    let prv = jobs.join("out.prv");
+    // A plan leaves out.parts/ (ours) in the directory; the conversion, out.cfgs/.
+    let plan = binary()
+        .args(["-q", "--plan-shards", "2"])
+        .arg(&jobs)
+        .arg(&prv)
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    assert!(jobs.join("out.parts/.nsys2prv-rs").is_file());
+    for _ in 0..2 {
+        let dry = binary()
+            .arg("--dry-run")
+            .arg(&jobs)
+            .arg(&prv)
+            .output()
+            .unwrap();
+        assert!(dry.status.success(), "{}", stderr(&dry));
+        let listing = String::from_utf8_lossy(&dry.stdout).into_owned();
+        let found: Vec<&str> = listing
+            .lines()
+            .filter(|l| l.contains(".sqlite"))
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        let want: Vec<String> = ["node1/rank0", "node2/step0/rank1", "rank2"]
+            .iter()
+            .map(|r| jobs.join(format!("{r}.sqlite")).display().to_string())
+            .collect();
+        let mut found_sorted = found.clone();
+        found_sorted.sort();
+        assert_eq!(found_sorted, want, "{listing}");
+        let out = convert(&[&jobs], &prv, &[]);
+        let said = stderr(&out);
+        assert!(out.status.success(), "{said}");
+        assert!(!said.contains("more than once"), "{said}");
+        assert_eq!(task_names(&jobs.join("out.row")).len(), 3);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Item 6: a dry run writes nothing, and its size estimate is close.
 
