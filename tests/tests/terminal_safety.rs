@@ -399,9 +399,99 @@ fn a_dry_run_creates_exports_and_changes_nothing() {
         listing.contains("r.nsys-rep") && listing.contains("needs `nsys export`"),
         "{listing}"
     );
-    assert!(listing.contains("1 reports need exporting"), "{listing}");
+    assert!(listing.contains("1 report not exported yet"), "{listing}");
     assert_eq!(names_in(tmp.path()), before, "nothing created");
     assert!(!tmp.path().join("nsys.log").exists(), "nsys was not run");
+}
+
+/// Issue 27 item 5: the common case after a Slurm job, real `.nsys-rep` reports not
+/// exported yet. The dry run lists them, says they need `nsys export` (and how long),
+/// guesses the size from the report files and says the guess is rough; it exports
+/// nothing. Once the conversion has exported them, it counts their rows.
+#[test]
+fn a_dry_run_of_reports_not_exported_lists_them_and_guesses_the_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("job");
+    fs::create_dir(&dir).unwrap();
+    let samples = sample("samples/mpi_3ranks");
+    for rank in 0..3 {
+        fs::copy(
+            samples.join(format!("rank{rank}.nsys-rep")),
+            dir.join(format!("report_{rank}.nsys-rep")),
+        )
+        .unwrap();
+    }
+    let home = fake_nsys_home(tmp.path(), &samples.join("rank0.sqlite"), false);
+    let before = names_in(&dir);
+    let out_prv = dir.join("run.prv");
+    let dry = binary()
+        .env("NSYS_HOME", &home)
+        .arg("--dry-run")
+        .arg(&dir)
+        .arg(&out_prv)
+        .output()
+        .unwrap();
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let listing = String::from_utf8_lossy(&dry.stdout).into_owned();
+    for rank in 0..3 {
+        let line = listing
+            .lines()
+            .find(|l| l.contains(&format!("report_{rank}.nsys-rep")))
+            .unwrap_or_else(|| panic!("report_{rank} not listed: {listing}"));
+        assert!(line.contains("needs `nsys export` first (1"), "{line}");
+    }
+    assert!(!listing.contains("0 reports on 0 hosts"), "{listing}");
+    assert!(
+        listing.contains("3 reports not exported yet (495 kB of reports)"),
+        "{listing}"
+    );
+    assert!(listing.contains("the dry run exports nothing"), "{listing}");
+    let guess = listing
+        .split("roughly ")
+        .nth(1)
+        .and_then(|s| s.split(" of .prv").next())
+        .map(parse_size)
+        .unwrap_or_else(|| panic!("no guess in {listing}"));
+    assert!(
+        listing.contains("a guess from the reports' size"),
+        "{listing}"
+    );
+    assert_eq!(names_in(&dir), before, "nothing created");
+    assert!(!tmp.path().join("nsys.log").exists(), "nsys was not run");
+
+    // The real size, from the same reports' exports.
+    let exports: Vec<PathBuf> = (0..3)
+        .map(|r| samples.join(format!("rank{r}.sqlite")))
+        .collect();
+    let refs: Vec<&Path> = exports.iter().map(PathBuf::as_path).collect();
+    let real_prv = tmp.path().join("real.prv");
+    assert!(convert(&refs, &real_prv, &[]).status.success());
+    let real = fs::metadata(&real_prv).unwrap().len() as f64;
+    assert!(
+        (real / 3.0..=real * 3.0).contains(&guess),
+        "guessed {guess} bytes, {real} written"
+    );
+
+    // Exported by the conversion (with the real nsys), the dry run counts rows.
+    let has_nsys = std::process::Command::new("nsys")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_nsys {
+        not_checked("nsys", "no nsys on PATH: the dry run after a real export");
+        return;
+    }
+    let out = binary().arg("-q").arg(&dir).arg(&out_prv).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dry = binary()
+        .arg("--dry-run")
+        .arg(&dir)
+        .arg(&out_prv)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&dry.stdout).into_owned();
+    assert!(listing.contains("3 reports on 1 host: "), "{listing}");
+    assert!(!listing.contains("not exported"), "{listing}");
 }
 
 /// "12.3 kB" → bytes.

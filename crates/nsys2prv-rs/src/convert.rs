@@ -385,45 +385,57 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
             per.join(" ")
         );
     }
-    let to_export: Vec<&std::path::PathBuf> = found
+    let to_export: Vec<(&std::path::PathBuf, u64)> = found
         .iter()
         .filter_map(|f| match f {
-            Found::NeedsExport(report) => Some(report),
+            Found::NeedsExport(report) => {
+                Some((report, std::fs::metadata(report).map_or(0, |m| m.len())))
+            }
             Found::Ready(_) => None,
         })
         .collect();
-    for report in &to_export {
+    for (report, size) in &to_export {
         text += &format!(
-            "{:<40} needs `nsys export` first (its rows are counted once exported)\n",
-            report.display()
+            "{:<40} needs `nsys export` first ({} report; its rows are counted once exported)\n",
+            report.display(),
+            human_size(*size)
         );
     }
-    let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
-    let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
-    let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
-    text += &format!(
-        "{} reports on {} hosts: {rows} rows; about {} of .prv (before gzip), {} to convert on {} threads\n",
-        surveys.len(),
-        hosts.len(),
-        human_size(bytes),
-        human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * jobs() as f64)),
-        jobs()
-    );
-    if !to_export.is_empty() {
-        let report_bytes: u64 = to_export
-            .iter()
-            .filter_map(|r| std::fs::metadata(r).ok())
-            .map(|m| m.len())
-            .sum();
-        let at_once = jobs().min(to_export.len());
+    let threads = jobs();
+    let convert_time = |bytes: u64| {
+        human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * threads as f64))
+    };
+    if !surveys.is_empty() {
+        let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
+        let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
+        let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
         text += &format!(
-            "{} reports need exporting with nsys first ({} of reports): {} of `nsys export`, {at_once} at once\n",
-            to_export.len(),
+            "{} on {}: {rows} rows; about {} of .prv (before gzip), {} to convert on {}\n",
+            count(surveys.len(), "report"),
+            count(hosts.len(), "host"),
+            human_size(bytes),
+            convert_time(bytes),
+            count(threads, "thread")
+        );
+    }
+    if !to_export.is_empty() {
+        let report_bytes: u64 = to_export.iter().map(|(_, size)| size).sum();
+        let guess: u64 = to_export
+            .iter()
+            .map(|(_, size)| prv_bytes_guessed_from_report(*size))
+            .sum();
+        let at_once = threads.min(to_export.len());
+        let export_time = to_export.len() as f64 * NSYS_EXPORT_START_SECONDS / at_once as f64
+            + report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / at_once as f64;
+        text += &format!(
+            "{} not exported yet ({} of reports): the conversion runs `nsys export` on them first, {} at once, {}; the dry run exports nothing\n\
+             roughly {} of .prv from them, {} to convert: a guess from the reports' size, often off by a factor of 3 either way (a dry run counts their rows once the conversion has exported them into its cache)\n",
+            count(to_export.len(), "report"),
             human_size(report_bytes),
-            human_seconds(
-                to_export.len() as f64 * NSYS_EXPORT_START_SECONDS / at_once as f64
-                    + report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / at_once as f64
-            ),
+            at_once,
+            human_seconds(export_time),
+            human_size(guess),
+            convert_time(guess)
         );
     }
     print_stdout(&text)
@@ -441,6 +453,23 @@ fn print_stdout(text: &str) -> Result<()> {
 /// `.prv` bytes written per second and worker thread, conservatively
 /// (BENCHMARKS.md: 1.2-2.5 M lines/s of ~50 bytes on 2 cores).
 const PRV_BYTES_PER_SECOND_PER_THREAD: f64 = 25.0e6;
+
+/// A rough `.prv` size for a report not exported yet, from its file alone: the
+/// `.prv` is about 4 times what a report holds beyond the ~115 kB every report
+/// has (on the samples and the corpus's 22 reports: 0.5 to 13 times, most 2-6).
+fn prv_bytes_guessed_from_report(report_bytes: u64) -> u64 {
+    const EMPTY_REPORT_BYTES: u64 = 115_000;
+    4 * report_bytes.saturating_sub(EMPTY_REPORT_BYTES)
+}
+
+/// `1 report`, `3 reports`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
 
 /// `nsys export --type sqlite`: nsys 2022.4 exports a 167 kB sample report in
 /// 0.03 s here; the rate on large reports is a conservative guess (no large
