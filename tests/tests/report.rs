@@ -241,15 +241,16 @@ fn assert_designed_numbers(j: &Value) {
             s["name"].as_str().unwrap().to_string(),
             s["count"].as_u64().unwrap(),
             s["total_ns"].as_u64().unwrap(),
-            s["bytes"].as_u64().unwrap(),
+            s["bytes"].as_u64(),
         )
     };
-    assert_eq!(named("kernels", 0), ("gemm".into(), 4, 850, 0));
-    assert_eq!(named("kernels", 1), ("softmax".into(), 2, 250, 0));
-    assert_eq!(named("nccl", 0), ("AllReduce".into(), 4, 800, 4096));
+    // Kernels have no bytes: null in the JSON, not 0.
+    assert_eq!(named("kernels", 0), ("gemm".into(), 4, 850, None));
+    assert_eq!(named("kernels", 1), ("softmax".into(), 2, 250, None));
+    assert_eq!(named("nccl", 0), ("AllReduce".into(), 4, 800, Some(4096)));
     assert_eq!(
         named("memory", 0),
-        ("CUDA memcpy Host-to-Device".into(), 1, 50, 4096)
+        ("CUDA memcpy Host-to-Device".into(), 1, 50, Some(4096))
     );
     // AllReduce over the 4 GPUs that ran it: 4096 B in 800 ns, bus factor 2·3/4.
     let nccl = &j["nccl"][0];
@@ -765,4 +766,54 @@ fn iterations_are_kept_within_the_memory_limit() {
         "{message}"
     );
     assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+/// Issue 27: sizes the trace does not give (NCCL without its payload, MPI recorded as
+/// NVTX ranges) were printed as `bytes 0`; they are `n/a` (null in the JSON), and
+/// known sizes stay numbers.
+#[test]
+fn unknown_sizes_are_not_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = workspace_root().join("samples");
+    for (set, table) in [
+        ("synthetic/4ranks_2hosts_2022.4", "nccl"),
+        ("mpi_3ranks", "mpi"),
+    ] {
+        let prv = dir.path().join(format!("{table}.prv"));
+        let out = convert(&[&samples.join(set)], &prv, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let prv = prv.to_str().unwrap();
+        let j = report_json(&[prv]);
+        let rows = j[table].as_array().unwrap();
+        assert!(!rows.is_empty(), "{set}");
+        assert!(rows.iter().all(|r| r["bytes"].is_null()), "{set}: {rows:?}");
+        let text = String::from_utf8_lossy(&report(&[prv]).stdout).into_owned();
+        let heading = if table == "nccl" {
+            "NCCL kernels per collective"
+        } else {
+            "MPI calls"
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with(heading))
+            .skip(2)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), rows.len(), "{text}");
+        // Bytes: the 4th column from the end of an NCCL row (ranks and two
+        // bandwidths follow), the last of an MPI row.
+        let from_end = if table == "nccl" { 4 } else { 1 };
+        for line in lines {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[words.len() - from_end], "n/a", "{line}");
+        }
+        if table == "nccl" {
+            // Memory operations have sizes.
+            assert!(j["memory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["bytes"].as_u64().unwrap() > 0));
+        }
+    }
 }

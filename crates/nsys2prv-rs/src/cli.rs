@@ -5,13 +5,24 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use nsys_semantics::cuts::NvtxRangeSpec;
 
+/// `0.1.0 (commit 1a2b3c4d5e6f, x86_64-unknown-linux-musl)`: what was built,
+/// from which commit, for which target (see build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("NSYS2PRV_COMMIT"),
+    ", ",
+    env!("NSYS2PRV_TARGET"),
+    ")"
+);
+
 // Subcommands and the conversion's positionals exclude each other, and a
 // subcommand lifts the requirement of two paths: `nsys2prv-rs a.sqlite out.prv`
 // converts, `nsys2prv-rs report out.prv` reports.
 #[derive(Parser, Debug)]
 #[command(
     name = "nsys2prv-rs",
-    version,
+    version = VERSION,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
     override_usage = USAGE,
     after_help = short_guide(),
@@ -473,8 +484,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// Writes the completion script for `shell` to stdout.
 pub fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     let mut command = <Args as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut std::io::stdout());
-    Ok(())
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut script);
+    crate::stdout::write(&script)
 }
 
 /// Writes the man page (roff) to stdout: clap's sections, then the
@@ -508,9 +520,7 @@ pub fn print_man_page() -> anyhow::Result<()> {
         out.extend_from_slice(format!(".SH {title}\n{}\n", roff(text)).as_bytes());
     }
     man.render_version_section(&mut out)?;
-    use std::io::Write;
-    std::io::stdout().write_all(&out)?;
-    Ok(())
+    crate::stdout::write(&out)
 }
 
 /// Text safe in roff: backslashes and hyphens escaped, no line starting with a

@@ -173,8 +173,14 @@ pub fn write_output_set(
     checkpoint("layout planned");
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
-    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
+    // With a cut the merge reads records up to the window's end and writes those
+    // inside it (with the values in force at its start): the progress counts the
+    // records read, the closing line the records in the cut.
+    let mut progress = match cut {
+        Some(_) => Progress::new(args.quiet, "writing", None, "records read"),
+        None => Progress::new(args.quiet, "writing", Some(records), "records"),
+    };
     // The runs are finished: half the limit buffers the readers of spilled records.
     let read_budget = usize::try_from(args.memory_limit / 2).unwrap_or(usize::MAX);
     let summary = write_trace_within(
@@ -205,13 +211,14 @@ pub fn write_output_set(
     output_set.commit()?;
 
     if !args.quiet {
+        let kept = if cut.is_some() { " in the cut" } else { "" };
         eprintln!(
-            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} records ({} lines with the header), {:.3} s of trace, in {:.2} s",
+            "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s",
             paths.prv.display(),
-            report_count,
-            plan.layout.nodes.len(),
-            plan.layout.tasks.len(),
-            plan.layout.thread_count(),
+            count(report_count, "report"),
+            count(plan.layout.nodes.len(), "node"),
+            count(plan.layout.tasks.len(), "task"),
+            count(plan.layout.thread_count(), "thread"),
             summary.lines,
             summary.lines + 1,
             summary.end_time as f64 / 1e9,
@@ -314,8 +321,9 @@ fn nvtx_range(
     let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
     if !args.quiet {
         eprintln!(
-            "cut to NVTX range '{spec}': {} ranges on {} tasks",
-            window.ranges, window.tasks
+            "cut to NVTX range '{spec}': {} on {}",
+            count(window.ranges, "range"),
+            count(window.tasks, "task")
         );
     }
     Ok(Some(window))
@@ -438,16 +446,7 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
             convert_time(guess)
         );
     }
-    print_stdout(&text)
-}
-
-/// Writes to stdout; a closed pipe (`| head`) is not an error.
-fn print_stdout(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("stdout"),
-        _ => Ok(()),
-    }
+    crate::stdout::write(text.as_bytes())
 }
 
 /// `.prv` bytes written per second and worker thread, conservatively
@@ -460,6 +459,28 @@ const PRV_BYTES_PER_SECOND_PER_THREAD: f64 = 25.0e6;
 fn prv_bytes_guessed_from_report(report_bytes: u64) -> u64 {
     const EMPTY_REPORT_BYTES: u64 = 115_000;
     4 * report_bytes.saturating_sub(EMPTY_REPORT_BYTES)
+}
+
+/// One warning for `lines` that say the same thing of different files: the line
+/// itself when there is one; else `summary` (given the count) with the first few,
+/// every line at `-v`.
+pub fn warn_grouped(lines: &[String], summary: impl FnOnce(usize) -> String) {
+    const SHOWN: usize = 3;
+    match lines {
+        [] => {}
+        [line] => tracing::warn!("{line}"),
+        _ => {
+            let more = match lines.len().saturating_sub(SHOWN) {
+                0 => String::new(),
+                n => format!("; and {n} more (-v lists them)"),
+            };
+            let first: Vec<&str> = lines.iter().take(SHOWN).map(String::as_str).collect();
+            tracing::warn!("{}: {}{more}", summary(lines.len()), first.join("; "));
+            for line in lines {
+                tracing::debug!("{line}");
+            }
+        }
+    }
 }
 
 /// `1 report`, `3 reports`.
@@ -799,20 +820,26 @@ fn blame_the_right_place(e: TranslateError) -> anyhow::Error {
 fn drop_duplicate_reports(reports: Vec<ReportTranslation>) -> Vec<ReportTranslation> {
     let mut seen: Vec<(DuplicateKey, std::path::PathBuf)> = Vec::new();
     let mut kept = Vec::with_capacity(reports.len());
+    let mut duplicates = Vec::new();
     for report in reports {
         let key = duplicate_key(&report);
         match seen.iter().find(|(k, _)| *k == key) {
-            Some((_, first)) => tracing::warn!(
+            Some((_, first)) => duplicates.push(format!(
                 "{}: the same report as {}; used once",
                 report.path.display(),
                 first.display()
-            ),
+            )),
             None => {
                 seen.push((key, report.path.clone()));
                 kept.push(report);
             }
         }
     }
+    warn_grouped(&duplicates, |n| {
+        format!(
+            "{n} reports are the same report as another (a copy or a re-export), each used once"
+        )
+    });
     kept
 }
 

@@ -74,6 +74,7 @@ pub fn expand(
 ) -> Result<Vec<Prepared>> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
+    let mut repeated = Vec::new();
     for prepared in prepare(find(inputs, settings)?, settings, keep_failures)? {
         let key = match &prepared.export {
             Ok(input) => input.export.clone(),
@@ -83,13 +84,21 @@ pub fn expand(
         if seen.insert(key) {
             out.push(prepared);
         } else {
-            tracing::warn!(
+            repeated.push(format!(
                 "{}: given more than once; translated once",
                 prepared.name.display()
-            );
+            ));
         }
     }
+    warn_repeated(&repeated);
     Ok(out)
+}
+
+/// One warning for the inputs given more than once.
+pub fn warn_repeated(lines: &[String]) {
+    crate::convert::warn_grouped(lines, |n| {
+        format!("{n} inputs given more than once, each translated once")
+    });
 }
 
 /// Exports the `found` reports that need it (in parallel). A failed export stops

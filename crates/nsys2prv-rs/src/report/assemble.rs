@@ -271,7 +271,7 @@ fn stats(name: String, acc: &NamedStatsAcc) -> NamedStats {
         total_ns: acc.total,
         min_ns: acc.min,
         max_ns: acc.max,
-        bytes: acc.bytes,
+        bytes: (acc.sized > 0).then_some(acc.bytes),
         ..NamedStats::default()
     });
     stats

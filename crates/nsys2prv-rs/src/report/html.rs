@@ -85,6 +85,11 @@ fn count(pointer: &str, n: u64) -> Markup {
     fig(pointer, "n", format_count(n))
 }
 
+/// Bytes, or `n/a` when the trace gives no size.
+fn bytes(pointer: &str, b: Option<u64>) -> Markup {
+    fig(pointer, "n", b.map_or("n/a".into(), format_count))
+}
+
 fn rate(pointer: &str, x: Option<f64>) -> Markup {
     fig(
         pointer,
@@ -459,7 +464,7 @@ fn nccl(r: &Report) -> Markup {
                         td { (count(&format!("{p}/count"), c.stats.count)) }
                         td { (seconds(&format!("{p}/total_ns"), c.stats.total_ns)) }
                         td { (micros(&format!("{p}/mean_ns"), c.stats.mean_ns)) }
-                        td { (count(&format!("{p}/bytes"), c.stats.bytes)) }
+                        td { (bytes(&format!("{p}/bytes"), c.stats.bytes)) }
                         td { (count(&format!("{p}/ranks"), c.ranks as u64)) }
                         td { (rate(&format!("{p}/algorithm_gb_per_s"), c.algorithm_gb_per_s)) }
                         td { (rate(&format!("{p}/bus_gb_per_s"), c.bus_gb_per_s)) }
@@ -486,7 +491,7 @@ fn named_table(key: &str, title: &str, what: &str, list: &[NamedStats]) -> Marku
                         td { (seconds(&format!("{p}/total_ns"), s.total_ns)) }
                         td { (micros(&format!("{p}/mean_ns"), s.mean_ns)) }
                         td { (micros(&format!("{p}/max_ns"), s.max_ns as f64)) }
-                        td { (count(&format!("{p}/bytes"), s.bytes)) }
+                        td { (bytes(&format!("{p}/bytes"), s.bytes)) }
                     }
                 }
             }
@@ -509,7 +514,7 @@ fn memory(r: &Report) -> Markup {
                         td { (count(&format!("{p}/count"), s.count)) }
                         td { (seconds(&format!("{p}/total_ns"), s.total_ns)) }
                         td { (micros(&format!("{p}/mean_ns"), s.mean_ns)) }
-                        td { (count(&format!("{p}/bytes"), s.bytes)) }
+                        td { (bytes(&format!("{p}/bytes"), s.bytes)) }
                         td { (rate(&format!("{p}/gb_per_s"), s.gb_per_s)) }
                     }
                 }

@@ -108,10 +108,9 @@ pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
     }
     let report = analyze(&files, options)?;
     if json_to_stdout {
-        use std::io::Write;
-        std::io::stdout().write_all(&files::json(&report))?;
+        crate::stdout::write(&files::json(&report))?;
     } else if options.print {
-        print!("{}", report.text(options.top));
+        crate::stdout::write(report.text(options.top).as_bytes())?;
     }
     let mut written: Vec<PathBuf> = Vec::new();
     if let Some(path) = options.html.as_ref() {

@@ -179,8 +179,10 @@ pub struct NamedStats {
     pub min_ns: u64,
     pub max_ns: u64,
     pub mean_ns: f64,
-    /// Bytes (memory operations, NCCL message sizes, MPI collective send sizes).
-    pub bytes: u64,
+    /// Bytes (memory operations, NCCL message sizes, MPI collective send sizes);
+    /// `None` (JSON null, "n/a") when the trace gives none of them a size (kernels;
+    /// NCCL without its payload; MPI calls without sizes).
+    pub bytes: Option<u64>,
     /// Bytes per ns (GB/s); `None` without bytes or time.
     pub gb_per_s: Option<f64>,
 }
@@ -195,8 +197,10 @@ impl NamedStats {
 
     fn update(&mut self) {
         self.mean_ns = self.total_ns as f64 / self.count as f64;
-        self.gb_per_s =
-            (self.bytes > 0 && self.total_ns > 0).then(|| self.bytes as f64 / self.total_ns as f64);
+        self.gb_per_s = self
+            .bytes
+            .filter(|&b| b > 0 && self.total_ns > 0)
+            .map(|b| b as f64 / self.total_ns as f64);
     }
 
     pub fn merge(&mut self, other: &NamedStats) {
@@ -211,7 +215,10 @@ impl NamedStats {
         self.max_ns = self.max_ns.max(other.max_ns);
         self.count += other.count;
         self.total_ns += other.total_ns;
-        self.bytes += other.bytes;
+        self.bytes = match (self.bytes, other.bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.update();
     }
 }
@@ -355,13 +362,18 @@ mod tests {
             ..NamedStats::default()
         };
         let mut a = NamedStats::named("a".into());
-        a.merge(&part(2, 40, 10, 30, 100));
-        a.merge(&part(1, 5, 5, 5, 1));
+        a.merge(&part(2, 40, 10, 30, Some(100)));
+        a.merge(&part(1, 5, 5, 5, Some(1)));
+        a.merge(&part(1, 5, 5, 5, None));
         assert_eq!(
             (a.count, a.total_ns, a.min_ns, a.max_ns, a.bytes),
-            (3, 45, 5, 30, 101)
+            (4, 50, 5, 30, Some(101))
         );
-        assert_eq!(a.mean_ns, 15.0);
-        assert_eq!(a.gb_per_s, Some(101.0 / 45.0));
+        assert_eq!(a.mean_ns, 12.5);
+        assert_eq!(a.gb_per_s, Some(101.0 / 50.0));
+        // Without any size, the bytes are unknown, not 0.
+        let mut b = NamedStats::named("b".into());
+        b.merge(&part(1, 5, 5, 5, None));
+        assert_eq!((b.bytes, b.gb_per_s), (None, None));
     }
 }

@@ -112,7 +112,8 @@ struct OpenKernel {
     begin: u64,
     collective: i64,
     communicator: i64,
-    bytes: u64,
+    /// `None` when the trace gives the operation no size.
+    bytes: Option<u64>,
 }
 
 /// A call or range open on a CPU thread: (type, value, begin).
@@ -261,7 +262,8 @@ struct NcclAccumulator {
     gpus: BTreeSet<usize>,
 }
 
-/// count, total, min, max, bytes
+/// count, total, min, max, bytes (and how many occurrences gave a size: none,
+/// and the bytes are unknown, not 0)
 #[derive(Default, Clone, Copy)]
 pub struct NamedStatsAcc {
     pub count: u64,
@@ -269,17 +271,25 @@ pub struct NamedStatsAcc {
     pub min: u64,
     pub max: u64,
     pub bytes: u64,
+    pub sized: u64,
 }
 
 impl NamedStatsAcc {
-    fn add(&mut self, duration: u64, bytes: u64) {
+    fn add(&mut self, duration: u64, bytes: Option<u64>) {
         if self.count == 0 || duration < self.min {
             self.min = duration;
         }
         self.max = self.max.max(duration);
         self.count += 1;
         self.total += duration;
-        self.bytes += bytes;
+        self.add_bytes(bytes);
+    }
+
+    fn add_bytes(&mut self, bytes: Option<u64>) {
+        if let Some(bytes) = bytes {
+            self.bytes += bytes;
+            self.sized += 1;
+        }
     }
 }
 
@@ -654,8 +664,7 @@ impl Scan {
                         MEMORY_OP => on_line(MEMORY_SIZE),
                         _ => None,
                     }
-                    .unwrap_or(0)
-                    .max(0) as u64,
+                    .map(|b| b.max(0) as u64),
                 };
                 self.begin(index, gpu, ty, open);
             } else {
@@ -718,13 +727,16 @@ impl Scan {
                 if let Some(i) = clock.running.iter().position(|v| *v == open.value) {
                     clock.running.swap_remove(i);
                 }
-                self.kernels.entry(open.value).or_default().add(duration, 0);
+                self.kernels
+                    .entry(open.value)
+                    .or_default()
+                    .add(duration, None);
             }
             NCCL_KERNEL => {
                 clock.nccl -= 1;
                 self.seen.nccl_kernels += 1;
                 self.seen.nccl_with_collective += u64::from(open.collective != 0);
-                self.seen.nccl_with_size += u64::from(open.bytes != 0);
+                self.seen.nccl_with_size += u64::from(open.bytes.unwrap_or(0) != 0);
                 let key = match open.collective {
                     0 => (false, open.value),
                     c => (true, c),
@@ -733,7 +745,7 @@ impl Scan {
                 acc.stats.add(duration, open.bytes);
                 *acc.bytes_by_communicator
                     .entry(open.communicator)
-                    .or_default() += open.bytes;
+                    .or_default() += open.bytes.unwrap_or(0);
                 acc.gpus.insert(gpu);
                 if open.communicator != 0 {
                     self.communicators
@@ -793,14 +805,14 @@ impl Scan {
                     thread.calls.push((ty, value, time));
                     if is_mpi_type(ty) {
                         // Sizes are on the begin line; keep them with the call.
-                        let bytes = on_line(MPI_SEND_SIZE).unwrap_or(0).max(0) as u64;
-                        self.mpi.entry((ty, value)).or_default().bytes += bytes;
+                        let bytes = on_line(MPI_SEND_SIZE).map(|b| b.max(0) as u64);
+                        self.mpi.entry((ty, value)).or_default().add_bytes(bytes);
                     }
                 } else if let Some(i) = thread.calls.iter().rposition(|c| c.0 == ty) {
                     let (_, v, begin) = thread.calls.remove(i);
                     if is_mpi_type(ty) {
                         let acc = self.mpi.entry((ty, v)).or_default();
-                        acc.add(time.saturating_sub(begin), 0);
+                        acc.add(time.saturating_sub(begin), None);
                     }
                 }
             } else if is_nvtx_type(ty) {

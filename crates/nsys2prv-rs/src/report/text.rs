@@ -263,7 +263,7 @@ impl Report {
                 s.count,
                 seconds(s.total_ns),
                 s.mean_ns / 1e3,
-                s.bytes,
+                bytes(s.bytes),
                 c.ranks,
                 bandwidth(c.algorithm_gb_per_s),
                 bandwidth(c.bus_gb_per_s)
@@ -289,7 +289,7 @@ impl Report {
                 clip(&s.name, 40),
                 s.count,
                 seconds(s.total_ns),
-                s.bytes,
+                bytes(s.bytes),
                 s.gb_per_s.map_or("n/a".into(), |v| format!("{v:.3}"))
             );
         }
@@ -379,6 +379,11 @@ pub fn gap_context(gap: &Gap) -> String {
     parts.join(": ")
 }
 
+/// Bytes, or `n/a` when the trace gives no size.
+fn bytes(b: Option<u64>) -> String {
+    b.map_or("n/a".into(), |b| b.to_string())
+}
+
 fn named_table(out: &mut String, title: &str, what: &str, list: &[NamedStats], top: usize) {
     if list.is_empty() {
         return;
@@ -398,7 +403,7 @@ fn named_table(out: &mut String, title: &str, what: &str, list: &[NamedStats], t
             seconds(s.total_ns),
             s.mean_ns / 1e3,
             s.max_ns as f64 / 1e3,
-            s.bytes
+            bytes(s.bytes)
         );
     }
     out.push('\n');
