@@ -163,13 +163,20 @@ fn messages_say_what_they_count() {
     let input = workspace_root().join("samples/nvtx_osrt/nvtx_osrt.sqlite");
     let prv = tmp.path().join("t.prv");
     let said = |extra: &[&str], output: &std::path::Path| {
-        let out = binary().args(extra).arg(&input).arg(output).output().unwrap();
+        let out = binary()
+            .args(extra)
+            .arg(&input)
+            .arg(output)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{stderr}");
         stderr
     };
     let number_before = |text: &str, words: &str| -> u64 {
-        let (before, _) = text.split_once(words).unwrap_or_else(|| panic!("{words:?}: {text}"));
+        let (before, _) = text
+            .split_once(words)
+            .unwrap_or_else(|| panic!("{words:?}: {text}"));
         before.rsplit(' ').next().unwrap().parse().unwrap()
     };
 

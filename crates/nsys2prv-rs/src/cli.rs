@@ -287,6 +287,17 @@ pub struct ReportArgs {
     #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_duration)]
     pub gap_threshold: u64,
 
+    /// Report on part of the trace only: START:END from the trace's start (1.5s:3s,
+    /// 500ms:, :2s); intervals crossing its edges are clipped to it
+    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with = "nvtx_range")]
+    pub time_window: Option<TimeWindowArg>,
+
+    /// Report on the span of an NVTX range only, as the conversion's --nvtx-range:
+    /// from the first begin of a range of that name to the last end, or with #N the
+    /// N-th range of every thread that has N
+    #[arg(long, value_name = "NAME[#N]")]
+    pub nvtx_range: Option<NvtxRangeSpec>,
+
     /// Memory for what the report keeps of the trace (iterations); the trace itself
     /// is streamed
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
