@@ -352,7 +352,7 @@ fn dry_run_counts_rows_and_writes_nothing() {
         stdout.contains(&format!("cuda-api={}", counts.runtime_rows)),
         "{stdout}"
     );
-    assert!(stdout.contains("1 reports on 1 hosts"), "{stdout}");
+    assert!(stdout.contains("1 report on 1 host:"), "{stdout}");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         1,
