@@ -619,3 +619,92 @@ fn bsc_options_survive_a_sharded_conversion() {
         stderr(&out)
     );
 }
+
+/// The figure BSC 0.6's `nvtx_ranges.cfg` reads (type 9600 under "Stacked Val"
+/// at thread level, as our `views/nvtx_ranges.cfg`) is, on our trace, each
+/// push/pop range name's exclusive time in the default domain, as the export
+/// says, whatever the ranges' categories, with start/end ranges and marks on
+/// their own types. (BSC 0.6's own trace puts start/end ranges and marks on
+/// 9600, which breaks the stack, and ranges with a category on 9601 and up:
+/// docs/bsc-differences.md.)
+#[test]
+fn bscs_nvtx_ranges_view_reads_the_exports_exclusive_times() {
+    use end_to_end::paramedir::{paramedir, run, ViewResult};
+    let Some(paramedir) = paramedir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let input = sample(NVTX_SAMPLE);
+    let prv = tmp.path().join("t.prv");
+    ok(&convert(&[&input], &prv, &["-t", "nvtx"]));
+    let view = tmp.path().join("t.cfgs/views/nvtx_ranges.cfg");
+    let cfg = fs::read_to_string(&view).unwrap();
+    assert!(cfg.contains("window_filter_module evt_type 1 9600\n"));
+    assert!(cfg.contains("{compose_thread, Stacked Val}"));
+
+    // The export: per thread, the time each name is the innermost open range.
+    let conn =
+        rusqlite::Connection::open_with_flags(&input, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT e.globalTid, e.start, e.end, COALESCE(e.text, s.value) FROM NVTX_EVENTS e
+             LEFT JOIN StringIds s ON s.id = e.textId
+             WHERE e.eventType = 59 AND COALESCE(e.domainId, 0) = 0 AND e.end IS NOT NULL",
+        )
+        .unwrap();
+    let ranges: Vec<(i64, i64, i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut want: std::collections::BTreeMap<String, i64> = Default::default();
+    let mut events: Vec<(i64, i64, bool, usize)> = Vec::new();
+    for (i, r) in ranges.iter().enumerate() {
+        events.push((r.0, r.1, true, i));
+        events.push((r.0, r.2, false, i));
+    }
+    // Per thread by time, ends before begins at one time.
+    events.sort_by_key(|&(tid, t, begin, _)| (tid, t, begin));
+    let mut stack: Vec<usize> = Vec::new();
+    let mut last = (0, 0);
+    for (tid, t, begin, i) in events {
+        if let (Some(&top), true) = (stack.last(), last.0 == tid) {
+            *want.entry(ranges[top].3.clone()).or_default() += t - last.1;
+        }
+        if begin {
+            stack.push(i);
+        } else {
+            stack.retain(|&j| j != i);
+        }
+        last = (tid, t);
+    }
+    assert!(want.len() >= 5, "{want:?}");
+
+    // The view on our trace: durations by value, values named by the .pcf.
+    let pcf = fs::read_to_string(prv.with_extension("pcf")).unwrap();
+    let block = pcf
+        .split("EVENT_TYPE")
+        .find(|b| {
+            b.lines()
+                .nth(1)
+                .is_some_and(|l| l.split_whitespace().nth(1) == Some("9600"))
+        })
+        .unwrap();
+    let label = |value: i64| -> String {
+        block
+            .lines()
+            .find_map(|l| {
+                let (v, name) = l.trim().split_once(char::is_whitespace)?;
+                (v.parse::<i64>().ok()? == value).then(|| name.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("value {value} has no label"))
+    };
+    let result = run(&paramedir, &prv, &[view], &[]);
+    let Some(Ok(ViewResult::Timeline(lines))) = result.result(0) else {
+        panic!("no timeline: {}", result.stdout)
+    };
+    let mut got: std::collections::BTreeMap<String, i64> = Default::default();
+    for (_, _, duration, value) in lines.iter().filter(|l| l.3 != 0.0) {
+        *got.entry(label(*value as i64)).or_default() += duration.round() as i64;
+    }
+    assert_eq!(got, want);
+}
