@@ -1,6 +1,7 @@
 //! Command-line arguments.
 
 use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -695,19 +696,24 @@ const BSC_OPTIONS_WITHOUT_EQUIVALENT: &[(&str, &str)] = &[
 
 /// `args` (the command line after the program name) without the BSC
 /// nsys2prv options that have no equivalent here (and their values), and a
-/// message for each, so that the rest can be checked too.
-pub fn without_bsc_options(args: &[String]) -> (Vec<String>, Vec<String>) {
+/// message for each, so that the rest can be checked too. Arguments that are
+/// not UTF-8 (file names) are kept as they are.
+pub fn without_bsc_options(args: &[OsString]) -> (Vec<OsString>, Vec<String>) {
     let (mut kept, mut said) = (Vec::new(), Vec::new());
     let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
+    while let Some(os_arg) = iter.next() {
+        let Some(arg) = os_arg.to_str() else {
+            kept.push(os_arg.clone());
+            continue;
+        };
         if arg == "--" {
-            kept.push(arg.clone());
+            kept.push(os_arg.clone());
             kept.extend(iter.by_ref().cloned());
             break;
         }
         let (flag, inline_value) = match arg.split_once('=') {
             Some((f, _)) => (f, true),
-            None => (arg.as_str(), false),
+            None => (arg, false),
         };
         match BSC_OPTIONS_WITHOUT_EQUIVALENT
             .iter()
@@ -722,7 +728,7 @@ pub fn without_bsc_options(args: &[String]) -> (Vec<String>, Vec<String>) {
                     iter.next();
                 }
             }
-            None => kept.push(arg.clone()),
+            None => kept.push(os_arg.clone()),
         }
     }
     (kept, said)
@@ -970,8 +976,15 @@ mod tests {
 
     #[test]
     fn bsc_options_without_equivalent_say_what_to_use() {
-        let split =
-            |a: &[&str]| without_bsc_options(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let split = |a: &[&str]| {
+            let args: Vec<OsString> = a.iter().map(OsString::from).collect();
+            let (kept, said) = without_bsc_options(&args);
+            let kept: Vec<String> = kept
+                .iter()
+                .map(|k| k.to_string_lossy().into_owned())
+                .collect();
+            (kept, said)
+        };
         let (kept, both) = split(&["--label=x", "-L", "y", "a.sqlite", "o"]);
         assert_eq!(both.len(), 2, "{both:?}");
         assert!(both[0].starts_with("--label is an option of BSC"));
@@ -979,6 +992,11 @@ mod tests {
         let (kept, said) = split(&["-t", "nvtx", "--time-limit-start=5", "a.sqlite", "out"]);
         assert!(said.is_empty());
         assert_eq!(kept.len(), 5);
+        // A file name that is not UTF-8 goes to clap as it is.
+        use std::os::unix::ffi::OsStringExt;
+        let odd = OsString::from_vec(b"r\xe9port.sqlite".to_vec());
+        let (kept, said) = without_bsc_options(&[odd.clone(), "-L".into(), "x".into()]);
+        assert_eq!((kept, said.len()), (vec![odd], 1));
         let (kept, said) = split(&["--", "-L", "x"]);
         assert!(said.is_empty());
         assert_eq!(kept, ["--", "-L", "x"]);

@@ -43,16 +43,12 @@ fn tune_allocator() {
 fn main() -> ExitCode {
     #[cfg(feature = "mimalloc")]
     tune_allocator();
-    let command_line: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let mut command_line = std::env::args_os();
+    let program = command_line.next().unwrap_or_else(|| "nsys2prv-rs".into());
+    let command_line: Vec<std::ffi::OsString> = command_line.collect();
     // Every problem of the command line at once, not one per run.
     let (rest, mut problems) = cli::without_bsc_options(&command_line);
-    let program = std::env::args_os()
-        .next()
-        .unwrap_or_else(|| "nsys2prv-rs".into());
-    let argv = std::iter::once(program).chain(rest.into_iter().map(Into::into));
+    let argv = std::iter::once(program).chain(rest);
     let mut args = match cli::Args::try_parse_from(argv) {
         Ok(args) => args,
         Err(e) if problems.is_empty() || !e.use_stderr() => e.exit(),
