@@ -145,6 +145,24 @@ fn time_limits_keep_the_rows_wholly_between_them() {
         )
     );
 
+    // The dry run counts every row and says what the limits and filters leave out.
+    let out = binary()
+        .args([
+            "--dry-run",
+            "--time-limit-end=1",
+            "--filter-cuda-calls-duration=9",
+        ])
+        .arg(&nvtx)
+        .arg(tmp.path().join("dry.prv"))
+        .output()
+        .unwrap();
+    ok(&out);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("--time-limit-start/--time-limit-end, --filter-cuda-calls-* leave out more"),
+        "{said}"
+    );
+
     // Nothing between the limits: the report says so.
     let out = convert(
         &[&nvtx],
