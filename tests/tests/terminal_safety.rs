@@ -632,16 +632,24 @@ fn bsc_command_lines_run_unchanged() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("no_such_range"), "{}", stderr(&out));
 
-    // Options of BSC's with no equivalent say what to use instead (exit 2).
+    // Options of BSC's with no equivalent say what to use instead (exit 2);
+    // those with one (tests/bsc_cli.rs) run.
     for (flag, instead) in [
-        ("--time-limit-start=1", "--time-window"),
-        ("--exclude-kernels", "--exclude kernels"),
-        ("--clean", "NAME.cache"),
+        ("--label=run1", "no labels"),
+        ("--description-text=x", "notes"),
     ] {
         let out = run(&[flag, "report1.sqlite", "x"]);
         assert_eq!(out.status.code(), Some(2), "{flag}");
         assert!(stderr(&out).contains(instead), "{flag}: {}", stderr(&out));
     }
+    let out = run(&[
+        "--time-limit-start=1",
+        "--exclude-kernels",
+        "--clean",
+        "report1.sqlite",
+        "x",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// BSC nsys2prv always translates GPU activity with `cuda_api_trace`.
