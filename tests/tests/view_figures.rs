@@ -6,7 +6,7 @@
 //! the same figure computed here straight from the SQLite export (a kernel's
 //! share of its stream, a graph's launches, the peak GPU memory, ...).
 //!
-//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped with a note without
+//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped, and listed in the run's summary, without
 //! it, except under CI.
 
 use std::collections::{BTreeMap, BTreeSet};

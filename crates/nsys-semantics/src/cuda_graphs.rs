@@ -173,8 +173,8 @@ fn node_operations(ctx: &mut ReportContext) -> Result<(), ReadError> {
             .interval(thread, op.place.start, op.place.end, &[pair]);
         Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count("graph node copies and sets", scan.rows - scan.skipped);
+    if scan.kept() > 0 {
+        ctx.count("graph node copies and sets", scan.kept());
     }
     Ok(())
 }

@@ -142,7 +142,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     }
     let map = DeviceMap::read(export)?;
     let mut rows: Vec<Row> = Vec::new();
-    let mut unknown_operations = 0u64;
+    let (mut unknown_operations, mut usage_rows) = (0u64, 0u64);
     let usage = export.memory_usage(|u| {
         if !ctx.within_limits(u.start, u.start) {
             return Ok(());
@@ -156,6 +156,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 return Ok(());
             }
         };
+        usage_rows += 1;
         let (time, gpu, seq) = (
             u.start,
             map.gpu_of(pid, u.device_id as u32),
@@ -207,12 +208,11 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     })?;
     rows.sort_unstable();
     let tally = running_sums(ctx, &rows);
-    let usage_rows = usage.rows - usage.skipped - unknown_operations;
     if usage_rows > 0 {
         ctx.count(MEMORY_USAGE, usage_rows);
     }
-    if pools.rows > pools.skipped {
-        ctx.count(MEMORY_POOL, pools.rows - pools.skipped);
+    if pools.kept() > 0 {
+        ctx.count(MEMORY_POOL, pools.kept());
     }
     if tally > 0 {
         ctx.count("GPU memory frees beyond the allocated total", tally);

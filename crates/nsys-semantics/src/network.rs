@@ -301,8 +301,8 @@ fn nic_counters(
         Ok(())
     })?;
     tally.record(ctx, NIC_METRIC, "NIC");
-    if scan.rows > scan.skipped {
-        ctx.count(NIC_METRIC, scan.rows - scan.skipped - tally.untyped);
+    if tally.written > 0 {
+        ctx.count(NIC_METRIC, tally.written);
     }
     ctx.note_skipped(NIC_METRIC, scan.skipped);
     Ok(())
@@ -311,6 +311,7 @@ fn nic_counters(
 /// Samples written as they are, and samples changed or dropped on the way.
 #[derive(Default)]
 struct Tally {
+    written: u64,
     clamped: u64,
     untyped: u64,
 }
@@ -329,6 +330,7 @@ impl Tally {
             return;
         };
         let value = counter_value(s.value, &mut self.clamped);
+        self.written += 1;
         ctx.run
             .events(thread, s.start, &[EventPair::raw(ty, value)]);
     }
@@ -412,8 +414,8 @@ fn switch_counters(
         Ok(())
     })?;
     tally.record(ctx, IB_SWITCH_METRIC, "IB switch");
-    if scan.rows > scan.skipped {
-        ctx.count(IB_SWITCH_METRIC, scan.rows - scan.skipped - tally.untyped);
+    if tally.written > 0 {
+        ctx.count(IB_SWITCH_METRIC, tally.written);
     }
     ctx.note_skipped(IB_SWITCH_METRIC, scan.skipped);
     Ok(())
@@ -455,8 +457,8 @@ fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result
         ctx.run.events(thread, e.start, &pairs);
         Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count(IB_CONGESTION, scan.rows - scan.skipped);
+    if scan.kept() > 0 {
+        ctx.count(IB_CONGESTION, scan.kept());
     }
     if negative_fields > 0 {
         ctx.count(
