@@ -153,6 +153,8 @@ impl Registry {
             decode_ahead: false,
             keep_nsys_threads: false,
             sampling_depth: crate::options::DEFAULT_SAMPLING_DEPTH,
+            gpu_metric_types: crate::options::MetricTypes::Bsc,
+            nic_metric_types: crate::options::MetricTypes::Bsc,
         }
     }
 
