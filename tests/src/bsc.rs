@@ -6,7 +6,7 @@
 //! What a view computes is reduced to figures that do not depend on how a
 //! translator numbers names or lays out rows: for a histogram, the Total row per
 //! column label (per plane of a 3D histogram); for a timeline, the intervals with
-//! a non-zero value and their summed duration.
+//! a non-zero value (and a length) and their summed duration.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -142,10 +142,10 @@ impl Bsc {
 }
 
 /// Sorts a trace's records by time, keeping the order of records that share a
-/// time: BSC's nsys2prv writes one category after another, and Paraver reads a
-/// trace in order (a "Next Evt Val" on an unsorted trace takes whatever comes
-/// next in the file). BSC's `-s` sorts with Paraver's `sort-trace.awk.sh`,
-/// which is not installed here; this sort does what it does. Every record kind
+/// time: BSC's nsys2prv writes one category after another, and Paraver's format
+/// is in time order; BSC's `-s` sorts with Paraver's `sort-trace.awk.sh`, which
+/// is not installed here, and this sort does what it does. (On the inputs of
+/// `bsc_views.rs` paramedir gave the same figures unsorted.) Every record kind
 /// has its time (a state's begin, a communication's logical send) in its sixth
 /// field.
 pub fn sort_by_time(prv: &Path) -> Result<(), String> {
@@ -238,12 +238,14 @@ pub fn categories_of(exports: &[PathBuf], version: &str) -> Vec<&'static str> {
 pub type Figures = BTreeMap<String, f64>;
 
 /// The figures of a view's result: `Total[PLANE/]COLUMN` of a histogram,
-/// `intervals` and `duration` of a timeline.
+/// `intervals` (of non-zero value and length) and `duration` of a timeline.
 pub fn figures(result: &ViewResult) -> Figures {
     let mut out = Figures::new();
     match result {
         ViewResult::Timeline(lines) => {
-            let nonzero = lines.iter().filter(|l| l.3 != 0.0);
+            // paramedir also prints the values a time passes through when
+            // several events share it (zero-length lines): not intervals.
+            let nonzero = lines.iter().filter(|l| l.3 != 0.0 && l.2 > 0.0);
             let (n, d) = nonzero.fold((0.0, 0.0), |(n, d), l| (n + 1.0, d + l.2));
             out.insert("intervals".into(), n);
             out.insert("duration".into(), d);
@@ -406,30 +408,138 @@ pub struct Documented {
     pub view: String,
     /// The input it was seen on, as the differential test names them.
     pub input: String,
+    /// The figure that differs and its value on BSC's trace and on ours (`None`:
+    /// the view gives no output on that trace).
+    pub bsc: Option<(String, f64)>,
+    pub ours: Option<(String, f64)>,
+    /// A query on the input's exports (summed over its files) that gives the
+    /// export's truth: ours' figure. `None` when the difference is not one of
+    /// counting (a layout, a numbering).
+    pub sql: Option<String>,
     /// Why: the last column.
     pub why: String,
 }
 
-/// The rows of the differences table: lines `| `VERSION/VIEW` | `INPUT` | ... | WHY |`.
+/// The text between the first pair of backticks of a cell.
+fn code(cell: &str) -> Option<&str> {
+    let start = cell.find('`')? + 1;
+    let len = cell[start..].find('`')?;
+    Some(&cell[start..start + len])
+}
+
+/// A figure cell: `` `NAME` = VALUE `` (anything after the value is a comment),
+/// or "no output".
+fn figure_cell(cell: &str) -> Result<Option<(String, f64)>, String> {
+    let cell = cell.trim();
+    if cell.starts_with("no output") {
+        return Ok(None);
+    }
+    let name = code(cell).ok_or_else(|| format!("not a figure: {cell:?}"))?;
+    let value = cell
+        .split_once('=')
+        .and_then(|(_, v)| v.split_whitespace().next())
+        .and_then(|v| v.replace(',', "").parse().ok())
+        .ok_or_else(|| format!("no value in {cell:?}"))?;
+    Ok(Some((name.to_owned(), value)))
+}
+
+/// The rows of the differences table: lines whose first cell names a view
+/// (`` `VERSION/PATH.cfg` ``), then the input, BSC's figure, ours, the export's
+/// truth (a query in backticks, or words), and why.
 pub fn documented_differences() -> Vec<Documented> {
     let path = workspace_root().join("docs/bsc-differences.md");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let code = |cell: &str| -> Option<String> {
-        let c = cell.trim();
-        (c.len() > 2 && c.starts_with('`') && c.ends_with('`'))
-            .then(|| c[1..c.len() - 1].to_owned())
-    };
-    text.lines()
-        .filter_map(|line| {
-            let cells: Vec<&str> = line.trim().strip_prefix('|')?.split('|').collect();
-            let view = code(cells.first()?)?;
-            let input = code(cells.get(1)?)?;
-            let why = cells.iter().rev().find(|c| !c.trim().is_empty())?;
-            view.ends_with(".cfg").then(|| Documented {
-                view,
-                input,
-                why: why.trim().to_owned(),
-            })
-        })
-        .collect()
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(body) = line.trim().strip_prefix('|') else {
+            continue;
+        };
+        let cells: Vec<&str> = body.trim_end_matches('|').split('|').collect();
+        let Some(view) = cells.first().and_then(|c| code(c)) else {
+            continue;
+        };
+        if !view.ends_with(".cfg") {
+            continue;
+        }
+        let at = format!("{}:{}", path.display(), n + 1);
+        assert_eq!(cells.len(), 6, "{at}: a row has 6 cells: {line}");
+        let figure = |i: usize| figure_cell(cells[i]).unwrap_or_else(|e| panic!("{at}: {e}"));
+        rows.push(Documented {
+            view: view.to_owned(),
+            input: code(cells[1])
+                .unwrap_or_else(|| panic!("{at}: no input"))
+                .to_owned(),
+            bsc: figure(2),
+            ours: figure(3),
+            sql: code(cells[4]).map(str::to_owned),
+            why: cells[5].trim().to_owned(),
+        });
+    }
+    rows
+}
+
+/// `query` on every file of an input, summed.
+pub fn sql_truth(files: &[PathBuf], query: &str) -> Result<f64, String> {
+    let mut total = 0.0;
+    for file in files {
+        let db =
+            rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+        let value: Option<f64> = db
+            .query_row(query, [], |r| r.get(0))
+            .map_err(|e| format!("{}: {query}: {e}", file.display()))?;
+        total += value.unwrap_or(0.0);
+    }
+    Ok(total)
+}
+
+/// How a documented row's figures compare with what was measured: the
+/// mismatches, one line each.
+pub fn check_documented(
+    d: &Documented,
+    bsc: &Figures,
+    ours: &Figures,
+    files: &[PathBuf],
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (side, documented, measured) in [("BSC's", &d.bsc, bsc), ("our", &d.ours, ours)] {
+        match documented {
+            None if has_output(measured) => wrong.push(format!(
+                "documented without output on {side} trace, which gives {}",
+                key_figures(measured)
+            )),
+            Some((name, value)) => match measured.get(name) {
+                Some(m) if close(*m, *value) => {}
+                m => wrong.push(format!(
+                    "{side} `{name}` documented {value}, measured {m:?}"
+                )),
+            },
+            None => {}
+        }
+    }
+    if let (Some(query), Some((name, value))) = (&d.sql, &d.ours) {
+        match sql_truth(files, query) {
+            Ok(truth) if close(truth, *value) => {}
+            Ok(truth) => wrong.push(format!(
+                "the export's truth is {truth}, ours `{name}` {value}: {query}"
+            )),
+            Err(e) => wrong.push(e),
+        }
+    }
+    wrong
+}
+
+/// A view's figures, briefly (for messages and to fill the table).
+pub fn key_figures(f: &Figures) -> String {
+    let shown: Vec<String> = f
+        .iter()
+        .filter(|(_, v)| **v != 0.0)
+        .take(3)
+        .map(|(k, v)| format!("`{k}` = {v}"))
+        .collect();
+    if shown.is_empty() {
+        "no output".into()
+    } else {
+        shown.join(", ")
+    }
 }
