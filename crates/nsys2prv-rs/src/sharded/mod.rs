@@ -495,6 +495,8 @@ mod tests {
                 "barrier",
                 "--kernel-names",
                 "demangled",
+                "--metric-types",
+                "name",
                 "--cfgs-dir",
                 "views dir",
                 "--time-window",
