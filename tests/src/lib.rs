@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
+pub mod bsc;
 pub mod fixtures;
 pub mod paramedir;
 pub mod sharding;

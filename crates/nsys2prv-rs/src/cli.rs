@@ -63,6 +63,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
     pub kernel_names: KernelNameArg,
 
+    /// How GPU metrics and NIC counters are numbered: as BSC nsys2prv 0.6 does
+    /// (9400 + metricId, 9500 + metric index, values as recorded: its views read
+    /// them), or by metric name (the same on every GPU model; percentages x100).
+    /// A job whose reports give one id two names falls back to names, with a warning
+    #[arg(long, value_enum, default_value_t = MetricTypesArg::Bsc)]
+    pub metric_types: MetricTypesArg,
+
     /// Callers written with each CPU sample: the sampled function and its callers
     /// at levels 1..N (types 30000000 + level, as Extrae; 0: the function only)
     #[arg(long, value_name = "N", default_value_t = nsys_semantics::options::DEFAULT_SAMPLING_DEPTH,
@@ -542,6 +549,14 @@ pub enum KernelNameArg {
     Short,
     /// Full demangled signatures (`void gemm<float>(float*, int)`)
     Demangled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricTypesArg {
+    /// BSC nsys2prv 0.6's numbers and units
+    Bsc,
+    /// One type per metric name
+    Name,
 }
 
 /// A command line that asks for something impossible (exit code 2, like clap's own).

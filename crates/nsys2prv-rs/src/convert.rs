@@ -12,10 +12,13 @@ use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
 use nsys_semantics::options::{ApiCallFilter, TimeLimits};
+use nsys_semantics::metric_sets::{
+    has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
+};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
-    plan_layout_named, translate_report, KernelNames, Options, Registry, ReportTranslation,
-    RowNames, TracePlan, TranslateError,
+    plan_layout_named, translate_report, KernelNames, MetricTypes, Options, Registry,
+    ReportTranslation, RowNames, TracePlan, TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::{time_span, TraceSummary};
@@ -25,7 +28,7 @@ use paraver_writer::{
 };
 use rayon::prelude::*;
 
-use crate::cli::{Args, KernelNameArg, SyncArg};
+use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
 use crate::inputs::{self, Found, Input};
 use crate::interrupt::checkpoint;
 use crate::output_set::{file_name, marker_text, OutputSet};
@@ -99,12 +102,14 @@ fn convert(args: &Args) -> Result<Finished> {
     let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
-    let options = options(args, prepared.len())?;
+    let mut options = options(args, prepared.len())?;
     let inputs: Vec<Input> = prepared
         .iter()
         .filter_map(|p| p.export.as_ref().ok())
         .cloned()
         .collect();
+    let exports: Vec<&Path> = inputs.iter().map(|i| i.export.as_path()).collect();
+    choose_metric_types(&mut options, &exports);
     check_output_is_not_an_input(&paths, &inputs)?;
     if let Some(Some(dir)) = &args.report {
         report::check_out_dir(dir)?;
@@ -157,6 +162,9 @@ pub fn write_output_set(
     timings: &mut Timings,
 ) -> Result<Finished> {
     let report_count = reports.len();
+    if let Some(conflict) = numbering_conflict(&reports) {
+        bail!("{conflict}");
+    }
     let row_names = match args.thread_name {
         true => RowNames::Bsc,
         false => RowNames::Ours,
@@ -664,6 +672,10 @@ pub fn options(args: &Args, reports: usize) -> Result<Options> {
             .filter(|n| !n.is_empty())
             .collect()
     };
+    let metric_types = match args.metric_types {
+        MetricTypesArg::Bsc => MetricTypes::Bsc,
+        MetricTypesArg::Name => MetricTypes::Name,
+    };
     Ok(Options {
         categories: args.categories()?,
         time_limits: TimeLimits {
@@ -677,6 +689,8 @@ pub fn options(args: &Args, reports: usize) -> Result<Options> {
             exclude: names(&args.filter_cuda_calls_exclude_name),
         },
         nvtx: args.nvtx.clone(),
+        gpu_metric_types: metric_types,
+        nic_metric_types: metric_types,
         spill: Some(spill_policy(args, reports)?),
         decode_ahead: reports < jobs(),
         keep_nsys_threads: args.keep_nsys_threads,
@@ -686,6 +700,41 @@ pub fn options(args: &Args, reports: usize) -> Result<Options> {
             KernelNameArg::Demangled => KernelNames::Demangled,
         },
     })
+}
+
+/// Chooses how the metrics of the reports to translate are numbered: BSC's ids
+/// where they are unambiguous in the whole job, by name where they are not (with
+/// a warning). Reads each export's small metric tables; a report that cannot be
+/// read is left to fail in its translation.
+pub fn choose_metric_types(options: &mut Options, exports: &[&Path]) {
+    if options.gpu_metric_types == MetricTypes::Name
+        && options.nic_metric_types == MetricTypes::Name
+    {
+        return;
+    }
+    let open = |path: &&Path| nsys_reader::Export::open(path).ok();
+    let mut sets = exports
+        .par_iter()
+        .filter_map(|path| MetricSets::of_export(&open(path)?).ok())
+        .reduce(MetricSets::default, |mut a, b| {
+            a.merge(b);
+            a
+        });
+    // NIC counters share BSC's numbers with NCCL's ranges: are there any?
+    if sets.has_nic_counters()
+        && writes_nccl_ranges(options)
+        && exports
+            .par_iter()
+            .any(|path| open(path).is_some_and(|e| has_nccl_ranges(&e).unwrap_or(false)))
+    {
+        sets.set_nccl();
+    }
+    let choice = sets.choose(options.gpu_metric_types);
+    options.gpu_metric_types = choice.gpu;
+    options.nic_metric_types = choice.nic;
+    for warning in choice.warnings {
+        tracing::warn!("{warning}");
+    }
 }
 
 /// Half of `--memory-limit` is shared by the runs being translated (one per

@@ -200,7 +200,15 @@ fn translate_into_part(
     let found = inputs::find(&names, &settings)?;
     let prepared = inputs::prepare(found, &settings, true)?;
     timings.lap("Inputs and exports");
-    let options = convert::options(args, prepared.len())?;
+    let mut options = convert::options(args, prepared.len())?;
+    // Decided from this shard's reports: the merge refuses shards that decided
+    // apart (one type, two labels).
+    let export_paths: Vec<&Path> = prepared
+        .iter()
+        .filter_map(|p| p.export.as_ref().ok())
+        .map(|i| i.export.as_path())
+        .collect();
+    convert::choose_metric_types(&mut options, &export_paths);
     let outcomes = convert::translate_prepared(prepared, &options, args.quiet);
     drop(exports);
     timings.lap("Translation");
@@ -528,6 +536,8 @@ mod tests {
                 "barrier",
                 "--kernel-names",
                 "demangled",
+                "--metric-types",
+                "name",
                 "--cfgs-dir",
                 "views dir",
                 "--time-window",
