@@ -11,10 +11,10 @@ use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
-use nsys_semantics::options::{ApiCallFilter, TimeLimits};
 use nsys_semantics::metric_sets::{
     has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
 };
+use nsys_semantics::options::{ApiCallFilter, TimeLimits};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
     plan_layout_named, translate_report, KernelNames, MetricTypes, Options, Registry,
