@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
 pub mod fixtures;
+pub mod gui;
 pub mod paramedir;
 pub mod sharding;
 
