@@ -95,10 +95,10 @@ fn opening(out: &mut String, shape: &TraceShape) {
             let _ = writeln!(
                 out,
                 "Before it nothing was recorded: nsys starts the session when it launches the \
-                 program, which then starts up (and initialises CUDA) before its first traced \
-                 call. So the timelines open at {:.3} ms, on the part of the run that holds \
-                 records; Paraver's \"Fit time scale\" (or zooming out) shows the whole trace. \
-                 Histograms cover the whole trace.\n",
+                 program, which then starts up (and initialises CUDA, if it uses it) before its \
+                 first traced call. So the timelines open at {:.3} ms, on the part of the run \
+                 that holds records; Paraver's \"Fit time scale\" (or zooming out) shows the \
+                 whole trace. Histograms cover the whole trace.\n",
                 ms((at * shape.span as f64) as u64)
             );
         }
