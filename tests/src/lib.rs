@@ -9,6 +9,7 @@ use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceS
 
 pub mod bsc;
 pub mod fixtures;
+pub mod gui;
 pub mod paramedir;
 pub mod sharding;
 pub mod skips;

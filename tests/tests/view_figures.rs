@@ -58,7 +58,9 @@ impl Trace {
     fn evaluate(&self, paramedir: &Path, view: &str) -> ViewResult {
         let path = self.views.join(view);
         assert!(path.is_file(), "{view} is not written");
-        let run = run(paramedir, &self.prv, &[path], &["-npr"]);
+        // -tu: a timeline's times in ns (the trace's unit), whatever unit the
+        // view was written with for the trace's length.
+        let run = run(paramedir, &self.prv, &[path], &["-npr", "-tu"]);
         assert!(
             run.unexpected_lines().is_empty() && run.messages(0).is_empty(),
             "{view}: {}{}",

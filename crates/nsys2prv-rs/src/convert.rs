@@ -18,7 +18,7 @@ use nsys_semantics::options::{ApiCallFilter, TimeLimits};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
     plan_layout_named, translate_report, KernelNames, MetricTypes, Options, Registry,
-    ReportTranslation, RowNames, TracePlan, TranslateError,
+    ReportTranslation, RowNames, ThreadKind, TracePlan, TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::{time_span, TraceSummary};
@@ -191,6 +191,7 @@ pub fn write_output_set(
     let range = nvtx_range(args, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
     let type_owners = TypeOwners::of(&Registry::standard(), &reports);
+    let gpu_stream_rows = gpu_stream_rows(&reports, &plan);
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -218,6 +219,7 @@ pub fn write_output_set(
     };
     // The runs are finished: half the limit buffers the readers of spilled records.
     let read_budget = usize::try_from(args.memory_limit / 2).unwrap_or(usize::MAX);
+    let first_record = first_record(&merge_inputs);
     let summary = write_trace_within(
         &output_set.staged_trace(),
         &plan.layout,
@@ -237,11 +239,30 @@ pub fn write_output_set(
         write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
     }
     checkpoint("trace written");
+    let shape = views::TraceShape {
+        span: summary.end_time,
+        // With a cut, what began before its start begins at 0.
+        first_record: first_record.map_or(0, |t| {
+            t.saturating_sub(summary.origin)
+                .clamp(0, summary.end_time as i64) as u64
+        }),
+        gpu_stream_rows,
+    };
     // Giving the runs' memory back (hundreds of MB) keeps the kernel busy for tens
     // of milliseconds: on another thread, while the views are written.
     let ((), views) = rayon::join(
         || drop(merge_inputs),
-        || write_views(args, paths, &output_set, &catalog, &type_owners, &summary),
+        || {
+            write_views(
+                args,
+                paths,
+                &output_set,
+                &catalog,
+                &type_owners,
+                &summary,
+                shape,
+            )
+        },
     );
     views?;
     output_set.commit()?;
@@ -318,6 +339,7 @@ fn write_views(
     catalog: &PcfCatalog,
     type_owners: &TypeOwners,
     summary: &TraceSummary,
+    shape: views::TraceShape,
 ) -> Result<()> {
     let labels: BTreeMap<u32, &str> = catalog
         .types
@@ -332,6 +354,7 @@ fn write_views(
             .collect(),
         comm_tags: &summary.comm_tags,
         categories: type_owners.categories_in(&summary.event_types),
+        shape,
     };
     let cfgs_dir = output_set.views();
     // The index names the views directory as found from the trace's directory.
@@ -347,6 +370,36 @@ fn write_views(
     };
     views::write(&target, &Registry::standard(), &contents, args.all_views)
         .with_context(|| format!("{}: cannot write the views", paths.prv.display()))
+}
+
+/// The earliest time of any record of `inputs`, on the common clock.
+fn first_record(inputs: &[MergeInput]) -> Option<i64> {
+    inputs
+        .iter()
+        .filter(|i| !i.run.is_empty())
+        .map(|i| i.run.min_time.saturating_add(i.time_offset))
+        .min()
+}
+
+/// The rows of the trace's GPU streams, as Paraver numbers threads (from 0, task
+/// after task), in order.
+fn gpu_stream_rows(reports: &[ReportTranslation], plan: &TracePlan) -> Vec<u32> {
+    let mut first_row = Vec::with_capacity(plan.layout.tasks.len());
+    let mut rows = 0u32;
+    for task in &plan.layout.tasks {
+        first_row.push(rows);
+        rows += task.threads.len() as u32;
+    }
+    let mut streams: Vec<u32> = reports
+        .iter()
+        .zip(&plan.threads)
+        .flat_map(|(report, global)| report.threads.iter().zip(global))
+        .filter(|(key, _)| matches!(key.kind, ThreadKind::Stream { .. }))
+        .map(|(_, g)| first_row[g.task as usize] + g.thread)
+        .collect();
+    streams.sort_unstable();
+    streams.dedup();
+    streams
 }
 
 /// The window of `--nvtx-range` on the common clock (found before the merge,
