@@ -30,7 +30,6 @@ type ModulePath = Vec<String>;
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ("nsys2prv-rs", &["convert", "sharded", "sharded::parts"]),
     ("nsys2prv-rs", &["output_set", "views"]),
-    ("nsys-reader", &["pages", "schema"]),
     (
         "paraver-writer",
         &["lines", "merge", "run", "segments", "spill"],
