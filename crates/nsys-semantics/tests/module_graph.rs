@@ -30,10 +30,6 @@ type ModulePath = Vec<String>;
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ("nsys2prv-rs", &["convert", "sharded", "sharded::parts"]),
     ("nsys2prv-rs", &["output_set", "views"]),
-    (
-        "paraver-writer",
-        &["lines", "merge", "run", "segments", "spill"],
-    ),
 ];
 
 /// The crates of the workspace: every directory under `crates/` with a `src/`.

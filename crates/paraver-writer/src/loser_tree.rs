@@ -1,7 +1,8 @@
-//! The k-way merge of sorted blocks of records, shared by a run's spills
-//! ([`crate::run::BlockMerge`]) and the parallel merge of runs
-//! ([`crate::segments`]): keys packed into 128 bits, and a tournament tree of
-//! losers over them.
+//! The k-way merge of sorted streams of records, the one every merge of the
+//! writer uses: a run's spills ([`crate::run::BlockMerge`]), the parallel merge
+//! of runs in memory ([`crate::segments`]), and the record-by-record merge of
+//! runs and of each run's streams ([`crate::kmerge`]): keys packed into 128
+//! bits, and a tournament tree of losers over them.
 
 /// Merge key packed so that keys compare as numbers: trace time, rank (see
 /// [`crate::record::Record::rank`]), the thread's place among those merged

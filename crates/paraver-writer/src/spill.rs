@@ -12,9 +12,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::merge::View;
 use crate::record::{Comm, EventPair, LocalThread, Record, Value};
-use crate::run::Payload;
+use crate::view::{Payload, View};
 
 /// Memory shared by every run of one conversion.
 #[derive(Debug)]
