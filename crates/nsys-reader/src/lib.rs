@@ -4,6 +4,9 @@
 //! detected by table and column presence, never by version number alone, and every
 //! table is optional.
 
+// Unsafe code only where allowed: `statement` (SQLite's C API for table scans).
+#![deny(unsafe_code)]
+
 mod checks;
 mod connection;
 pub mod cuda;
@@ -31,6 +34,7 @@ pub mod sampling;
 mod scan;
 pub mod sched;
 mod schema;
+#[allow(unsafe_code)]
 mod statement;
 mod threads;
 

@@ -334,7 +334,7 @@ fn no_crate_has_an_import_cycle_but_the_known_ones() {
     let mut crates_read = 0;
     for (name, dir) in crates() {
         let graph = dependencies(&dir.join("src"));
-        assert!(graph.len() > 1, "{name}: no modules found");
+        assert!(!graph.is_empty(), "{name}: no sources found");
         crates_read += 1;
         for cycle in cycles(&graph) {
             found.insert((name.clone(), cycle.iter().map(|m| named(m)).collect()));

@@ -1,6 +1,9 @@
 //! Paraver trace writer: records in sorted runs, merged into `.prv` (optionally
 //! gzip), `.pcf` and `.row`. Knows the Paraver formats and nothing of Nsight.
 
+// Unsafe code only where allowed: `output::start_writeback` (one system call).
+#![deny(unsafe_code)]
+
 mod chunked;
 mod cursor;
 mod cut;
