@@ -163,7 +163,8 @@ impl CutState {
     }
 }
 
-/// Rank of interval ends among records at one time (see [`Record::rank`]).
+/// Rank of interval ends among records at one time (see
+/// [`crate::record::Record::rank`]).
 const CLOSING_RANK: u8 = 1;
 
 /// `0:1:TASK:THREAD` of a global thread key (`task << 32 | thread`).

@@ -4,12 +4,12 @@
 //!
 //! * runs all in memory, plain text, each run's threads in the trace's order:
 //!   the trace is cut by time into segments that every thread merges and
-//!   formats on its own ([`crate::segments`]);
+//!   formats on its own (`segments.rs`);
 //! * otherwise (spilled runs, part files, gzip): one thread merges record by
-//!   record ([`crate::kmerge`]) into batches that the others format
-//!   ([`crate::gather`]);
+//!   record (`kmerge.rs`) into batches that the others format
+//!   (`gather.rs`);
 //! * with a cut: record by record through the window's bookkeeping
-//!   ([`crate::cut`]).
+//!   (`cut.rs`).
 
 use std::io::Write;
 
