@@ -68,6 +68,7 @@ impl<'a> RunCursor<'a> {
 
     /// What the formatter needs of one of the run's in-memory records, of run
     /// thread `thread`.
+    #[inline]
     pub(crate) fn current(&self, r: &Record, thread: LocalThread) -> Current<'a> {
         Current {
             time: r.time,
@@ -91,6 +92,7 @@ impl<'a> RunCursor<'a> {
     }
 
     /// The value a pair is written with (names resolved to their global value).
+    #[inline]
     pub(crate) fn values_of(&self, pair: &EventPair) -> i64 {
         match pair.value() {
             Value::Raw(v) => v,
@@ -157,6 +159,7 @@ impl<'a> Stream<'a> {
     }
 
     /// The current record, with run thread numbers.
+    #[inline]
     pub(crate) fn current<'s>(&'s self, c: &'s RunCursor) -> Current<'s> {
         match &self.source {
             Source::Memory {
@@ -188,6 +191,7 @@ impl<'a> Stream<'a> {
     }
 
     /// Moves to the next record; `false` when the stream is done.
+    #[inline]
     pub(crate) fn advance(&mut self) -> std::io::Result<bool> {
         match &mut self.source {
             Source::Memory { records, pos, .. } => {
@@ -199,6 +203,7 @@ impl<'a> Stream<'a> {
     }
 
     /// Time, rank and run thread of the current record (without its body).
+    #[inline]
     pub(crate) fn position(&self, c: &RunCursor) -> (i64, u8, LocalThread) {
         match &self.source {
             Source::Memory {

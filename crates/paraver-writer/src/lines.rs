@@ -150,6 +150,7 @@ impl LineFormatter {
         self.shared_texts[run][id as usize][usize::from(closing)] = Some(text);
     }
 
+    #[inline]
     fn pairs(&mut self, c: &RunCursor, closing: bool, pairs: &[EventPair]) {
         for pair in pairs {
             let value = if closing { 0 } else { c.values_of(pair) };

@@ -61,6 +61,7 @@ impl LoserTree {
     /// Gives the winner its next key (`DONE` when it has no more) and plays its
     /// way back up. (Selects rather than branches: which key wins is as good as
     /// random.)
+    #[inline]
     pub(crate) fn replace_winner(&mut self, key: u128) {
         let leaves = self.keys.len();
         let mut winner = self.nodes[0];

@@ -56,14 +56,17 @@ impl LineBuf {
         }
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
     }

@@ -46,15 +46,18 @@ pub(crate) struct EventPairs<'s> {
 
 impl<'s> EventPairs<'s> {
     /// Pairs of the record's own only.
+    #[inline]
     pub(crate) fn own(own: &'s [EventPair]) -> Self {
         EventPairs { shared: None, own }
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.shared.map_or(0, |(_, s)| s.len()) + self.own.len()
     }
 
     /// Every pair, in order.
+    #[inline]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &'s EventPair> {
         let shared: &'s [EventPair] = self.shared.map_or(&[], |(_, s)| s);
         shared.iter().chain(self.own.iter())
@@ -63,6 +66,7 @@ impl<'s> EventPairs<'s> {
 
 impl<'s> View<'s> {
     /// A record's body, with what it points into.
+    #[inline]
     pub(crate) fn of(body: Body, payload: &Payload<'s>) -> Self {
         match body {
             Body::State { end, state } => View::State { end, state },
