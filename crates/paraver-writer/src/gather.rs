@@ -196,7 +196,12 @@ impl Batch {
             View::State { end, state } => ItemBody::State { end, state },
             View::Events { closing, pairs } => {
                 let first = self.pairs.len() as u32;
-                self.pairs.extend(pairs.iter());
+                // The two slices copied as they are (an iterator over both is
+                // not always inlined).
+                if let Some((_, shared)) = pairs.shared {
+                    self.pairs.extend_from_slice(shared);
+                }
+                self.pairs.extend_from_slice(pairs.own);
                 ItemBody::Events {
                     closing,
                     first,

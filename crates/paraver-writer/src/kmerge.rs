@@ -3,7 +3,7 @@
 //! run alone is read in its order (to save it, or to find its cut's ranges).
 
 use crate::cursor::{places_in_trace, RunCursor, Stream};
-use crate::loser_tree::{merge_key, LoserTree, DONE};
+use crate::loser_tree::{merge_key, unpack_key, LoserTree, DONE};
 use crate::record::{EventPair, LocalThread};
 use crate::run::Run;
 use crate::spill::{ChunkReader, MIN_READ_BUFFER, READ_BUFFER};
@@ -88,7 +88,7 @@ impl<'a> Merger<'a> {
         let keys = runs
             .iter()
             .enumerate()
-            .map(|(slot, r)| r.key(cursors, slot));
+            .map(|(slot, r)| r.key(&cursors[r.run], slot));
         let tree = LoserTree::new(keys);
         Ok(Merger { runs, tree })
     }
@@ -99,6 +99,7 @@ impl<'a> Merger<'a> {
 
     /// Hands the next record to `visit` and moves past it; `None` once every
     /// run is done.
+    #[inline]
     pub(crate) fn next<R>(
         &mut self,
         cursors: &[RunCursor],
@@ -118,7 +119,7 @@ impl<'a> Merger<'a> {
             record,
         });
         let key = if run.advance(c)? {
-            run.key(cursors, slot)
+            run.key(c, slot)
         } else {
             DONE
         };
@@ -136,6 +137,8 @@ struct RunStreams<'a> {
     /// Each stream's key (time, rank, run thread, stream) at its current record;
     /// `None` for a run of one stream.
     tree: Option<LoserTree>,
+    /// The stream whose record comes next in the run's order.
+    head: usize,
 }
 
 impl<'a> RunStreams<'a> {
@@ -161,52 +164,64 @@ impl<'a> RunStreams<'a> {
             let keys = streams.iter().enumerate().map(|(i, s)| stream_key(s, c, i));
             LoserTree::new(keys)
         });
+        let head = tree.as_ref().and_then(LoserTree::winner).unwrap_or(0);
         Ok(Some(RunStreams {
             run,
             places,
             streams,
             tree,
+            head,
         }))
     }
 
     /// The stream whose record comes next in the run's order.
+    #[inline]
     fn head(&self) -> &Stream<'a> {
-        match self.tree.as_ref().and_then(LoserTree::winner) {
-            Some(index) => &self.streams[index],
-            None => &self.streams[0],
-        }
+        &self.streams[self.head]
     }
 
     /// Moves past the head record; `false` once the run is done.
+    #[inline]
     fn advance(&mut self, c: &RunCursor) -> std::io::Result<bool> {
+        let stream = &mut self.streams[self.head];
+        let more = stream.advance()?;
         let Some(tree) = &mut self.tree else {
-            return self.streams[0].advance();
+            return Ok(more);
         };
-        let Some(index) = tree.winner() else {
-            return Ok(false);
-        };
-        let stream = &mut self.streams[index];
-        let key = if stream.advance()? {
-            stream_key(stream, c, index)
+        tree.replace_winner(if more {
+            stream_key(stream, c, self.head)
         } else {
             DONE
-        };
-        tree.replace_winner(key);
-        Ok(tree.winner().is_some())
+        });
+        match tree.winner() {
+            Some(head) => {
+                self.head = head;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// The run's key in the merge of all runs at its head record: time on the
     /// common clock, rank, the thread's place in the trace, then `slot` (its
     /// place among the runs).
-    fn key(&self, cursors: &[RunCursor], slot: usize) -> u128 {
-        let c = &cursors[self.run];
-        let (time, rank, thread) = self.head().position(c);
+    #[inline]
+    fn key(&self, c: &RunCursor, slot: usize) -> u128 {
+        let (time, rank, thread) = match &self.tree {
+            // The head's position, from its key in the run's merge.
+            Some(tree) => {
+                let (time, rank, thread, _) = unpack_key(tree.winner_key());
+                (time, rank, thread)
+            }
+            None => self.head().position(c),
+        };
         merge_key(time + c.shift, rank, self.places[thread as usize], slot)
     }
 }
 
 /// A stream's key in its run's merge: time, rank, run thread (the run's
 /// threads are numbered in its order), then the stream's index.
+#[inline]
 fn stream_key(stream: &Stream, c: &RunCursor, index: usize) -> u128 {
     let (time, rank, thread) = stream.position(c);
     merge_key(time, rank, thread, index)
