@@ -9,7 +9,7 @@
 #                         another target directory, and fail unless both binaries are the same bytes
 #
 # The build: target x86_64-unknown-linux-musl with `--features mimalloc` (musl's own malloc is
-# slow; musl's memcpy is replaced by the binary's own, see src/musl_memcpy.rs) and the `dist`
+# slow; musl's memcpy is replaced by the binary's own, see crates/musl-memcpy) and the `dist`
 # profile (fat LTO, one codegen unit, stripped). The musl target is added
 # with rustup and musl-gcc (for the bundled SQLite) installed with apt-get when missing. If that
 # fails, the script says so and falls back to the gnu target with `-C target-feature=+crt-static`

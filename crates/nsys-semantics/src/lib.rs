@@ -2,6 +2,8 @@
 //! the global layout, value interning and clock alignment. Knows neither SQL nor
 //! file formats: rows come from `nsys-reader`, records go to `paraver-writer`.
 
+#![forbid(unsafe_code)]
+
 pub mod catalog;
 pub mod category;
 pub mod clock;

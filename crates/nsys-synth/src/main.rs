@@ -1,5 +1,7 @@
 //! `nsys-synth`: writes synthetic Nsight Systems exports of an MPI job, one file per rank.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;

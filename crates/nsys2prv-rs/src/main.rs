@@ -5,11 +5,6 @@ mod cli;
 mod convert;
 mod inputs;
 mod interrupt;
-#[cfg(all(
-    target_arch = "x86_64",
-    any(test, all(target_env = "musl", not(debug_assertions)))
-))]
-mod musl_memcpy;
 mod nsys_export;
 mod output_set;
 mod progress;
@@ -20,6 +15,11 @@ mod timing;
 mod views;
 
 use std::process::ExitCode;
+
+// The static musl build's own memcpy and memmove (see crates/musl-memcpy): naming the crate links
+// it, and its symbols take precedence over musl's.
+#[cfg(all(target_arch = "x86_64", target_env = "musl", not(debug_assertions)))]
+use musl_memcpy as _;
 
 use clap::Parser;
 
