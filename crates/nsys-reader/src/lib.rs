@@ -4,6 +4,7 @@
 //! detected by table and column presence, never by version number alone, and every
 //! table is optional.
 
+pub mod cpu_counters;
 pub mod cuda;
 pub mod cuda_events;
 pub mod enums;
