@@ -152,6 +152,20 @@ pub struct Args {
     #[arg(short = 'm', long = "multi-report")]
     pub multi_report: bool,
 
+    /// A label for the trace, kept in its metadata file NAME.pmf (`user_labels`);
+    /// give it again for more (BSC nsys2prv 0.6's -L)
+    #[arg(short = 'L', long = "label", value_name = "LABEL")]
+    pub label: Vec<String>,
+
+    /// A description of the trace, kept in NAME.pmf (`user_description`)
+    #[arg(long, value_name = "TEXT")]
+    pub description_text: Option<String>,
+
+    /// The description from a file (its line breaks become spaces), kept in
+    /// NAME.pmf instead of --description-text (as BSC nsys2prv 0.6)
+    #[arg(long, value_name = "FILE")]
+    pub description_file: Option<PathBuf>,
+
     /// Only errors
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -325,7 +339,7 @@ fn short_guide() -> String {
 /// The long help's sections, also the man page's (title, text).
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
     ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
-    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row, NAME.pmf (the trace's metadata in BSC nsys2prv 0.6's JSON format: the job's command, directory, modules and Slurm settings, nsys versions, the options, -L labels and --description-text/--description-file, and which report each row comes from) and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2), as is a NAME.pmf another tool wrote. Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
     ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans and merges). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
     ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
@@ -600,10 +614,6 @@ const BSC_OPTIONS_WITHOUT_EQUIVALENT: &[(&str, &str)] = &[
     ("--config", "there is no configuration file: give the options on the command line"),
     ("--thread-name", "the .row names every thread already (thread names from the report)"),
     ("-N", "the .row names every thread already (thread names from the report)"),
-    ("--label", "no labels: the .row names tasks by rank and host"),
-    ("-L", "no labels: the .row names tasks by rank and host"),
-    ("--description-file", "no trace description: keep notes beside the trace"),
-    ("--description-text", "no trace description: keep notes beside the trace"),
     ("--timing", "each phase's time is printed off a terminal; use -v for per-report counts"),
     ("--filter-cuda-calls-duration", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
     ("--filter-cuda-calls-include-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),

@@ -92,6 +92,7 @@ fn convert(args: &Args) -> Result<Finished> {
         dry_run(&found, &options)?;
         return Ok(Finished::default());
     }
+    crate::pmf::check_description(args)?;
     let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
     checkpoint("inputs found");
     let options = options(args, prepared.len())?;
@@ -151,6 +152,7 @@ pub fn write_output_set(
     report_messages(&message_stats);
 
     let range = nvtx_range(args, &reports, &plan)?;
+    let mut trace_metadata = crate::pmf::TraceMetadata::new(args, paths, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
     let type_owners = TypeOwners::of(&Registry::standard(), &reports);
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
@@ -188,6 +190,8 @@ pub fn write_output_set(
     )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
+    trace_metadata.set_events(&type_owners.categories_in(&summary.event_types));
+    trace_metadata.write(&output_set.staged_pmf())?;
     if !skipped.is_empty() {
         write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
     }

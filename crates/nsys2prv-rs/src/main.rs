@@ -11,6 +11,7 @@ mod interrupt;
 mod musl_memcpy;
 mod nsys_export;
 mod output_set;
+mod pmf;
 mod progress;
 mod report;
 mod sharded;

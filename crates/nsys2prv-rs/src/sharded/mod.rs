@@ -16,7 +16,7 @@
 //!   part and merges.
 
 mod parts;
-mod plan;
+pub(crate) mod plan;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -77,6 +77,7 @@ fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
 fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
     let (trace, parts) = trace_and_parts(args)?;
     convert::options(args, 1)?;
+    crate::pmf::check_description(args)?;
     let names = inputs::report_files(args.inputs())?;
     let names = distinct(names);
     parts.create()?;
@@ -498,6 +499,13 @@ mod tests {
                 "--report=report dir",
                 "--skip-bad",
                 "--force-sqlite",
+                "-L",
+                "first label",
+                "--label=second",
+                "--description-text",
+                "a run, described",
+                "--description-file",
+                "/notes/run.txt",
                 "-z",
                 "a.sqlite",
                 "--",
