@@ -1,7 +1,7 @@
 //! `NAME.pmf`, the trace's metadata file in BSC nsys2prv 0.6's JSON format: it
 //! has exactly BSC's fields with BSC's value types (a fixed list here, and the
-//! file BSC's own tool writes for the same input, when `$NSYS2PRV_BSC06` names
-//! it), and what they hold comes from the reports; `-L`, `--description-text`
+//! file BSC's own tool writes for the same input, when `$BSC_NSYS2PRV` has it),
+//! and what they hold comes from the reports; `-L`, `--description-text`
 //! and `--description-file` fill the user's part; the file is part of the output
 //! set (another tool's `.pmf` is never replaced); a sharded conversion writes
 //! the same file.
@@ -401,24 +401,27 @@ fn what_a_report_does_not_record_is_no_data() {
     );
 }
 
-/// BSC nsys2prv 0.6 (`$NSYS2PRV_BSC06`: its `nsys2prv` command, e.g. from `pip
-/// install --pre nsys2prv==0.6.0rc1` in a virtual environment) run on the same
-/// inputs, from their directory, with `scripts/bench/nsys` standing in for
-/// `nsys stats`: its `.pmf` has the same fields with the same value types as ours.
+/// BSC nsys2prv 0.6 run on the same inputs, from their directory, with
+/// `scripts/bench/nsys` standing in for `nsys stats`: its `.pmf` has the same
+/// fields with the same value types as ours. BSC's tool is
+/// `$BSC_NSYS2PRV/0.6.0rc1/venv/bin/nsys2prv` (`$BSC_NSYS2PRV`: the cache that
+/// `scripts/bsc-nsys2prv.sh` fills, as for the comparison of BSC's views).
 #[test]
 fn the_fields_are_those_bsc_0_6_writes_for_the_same_input() {
-    let Some(bsc) = std::env::var_os("NSYS2PRV_BSC06").filter(|p| !p.is_empty()) else {
+    let Some(cache) = std::env::var_os("BSC_NSYS2PRV").filter(|p| !p.is_empty()) else {
         assert!(
             std::env::var_os("CI").is_none(),
-            "CI needs BSC nsys2prv 0.6 for this test: set NSYS2PRV_BSC06 to its nsys2prv command"
+            "CI needs BSC nsys2prv 0.6 for this test: set BSC_NSYS2PRV (scripts/bsc-nsys2prv.sh)"
         );
         eprintln!(
-            "note: NSYS2PRV_BSC06 is unset, so the .pmf is not compared with BSC nsys2prv 0.6's; \
-             to run it: python3 -m venv v && v/bin/pip install --pre nsys2prv==0.6.0rc1 && \
-             export NSYS2PRV_BSC06=$PWD/v/bin/nsys2prv"
+            "note: BSC_NSYS2PRV is unset, so the .pmf is not compared with BSC nsys2prv 0.6's; \
+             to run it: BSC_NSYS2PRV=DIR with DIR/0.6.0rc1/venv/bin/nsys2prv \
+             (python3 -m venv DIR/0.6.0rc1/venv && DIR/0.6.0rc1/venv/bin/pip install --pre nsys2prv==0.6.0rc1)"
         );
         return;
     };
+    let bsc = PathBuf::from(cache).join("0.6.0rc1/venv/bin/nsys2prv");
+    assert!(bsc.is_file(), "{}: not there", bsc.display());
     let dir = tempfile::tempdir().unwrap();
     let stand_in = workspace_root().join("scripts/bench");
     let path = format!(
@@ -459,6 +462,7 @@ fn the_fields_are_those_bsc_0_6_writes_for_the_same_input() {
             Command::new(&bsc)
                 .current_dir(work)
                 .env("PATH", &path)
+                .env_remove("NSYS_HOME")
                 .args(bsc_args)
                 .args(&names)
                 .arg("bsc"),
