@@ -124,7 +124,10 @@ impl Schedule {
             }
             Ok(())
         })?;
-        ctx.note_skipped(SCHED_EVENTS, scan.skipped);
+        // The scheduling category reports them when it runs.
+        if !ctx.options.wants(crate::sched::SCHED) {
+            ctx.note_skipped(SCHED_EVENTS, scan.skipped);
+        }
         for switches in by_cpu.values_mut() {
             switches.sort_by_key(|&(start, _)| start);
         }
