@@ -45,6 +45,11 @@ fn raw_table(db: &Connection) -> String {
 /// before its midpoint, the later row on ties; the CPU of a core, or of a
 /// cache's parent core).
 fn expected(path: &Path) -> BTreeMap<(u32, u32), (i64, i64)> {
+    expected_between(path, i64::MIN, i64::MAX)
+}
+
+/// [`expected`] of the samples that start within `[from, to]` (BSC's time limits).
+fn expected_between(path: &Path, from: i64, to: i64) -> BTreeMap<(u32, u32), (i64, i64)> {
     let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let table = raw_table(&db);
     let sql = format!(
@@ -56,7 +61,7 @@ fn expected(path: &Path) -> BTreeMap<(u32, u32), (i64, i64)> {
                (SELECT p.instance FROM TARGET_INFO_COMPONENT c
                 JOIN TARGET_INFO_COMPONENT p ON p.componentId = c.parentId
                 WHERE c.componentId = r.componentId AND p.name = 'Core')) AS cpu
-           FROM {table} r),
+           FROM {table} r WHERE r.start BETWEEN {from} AND {to}),
          t AS (
            SELECT s.*, (SELECT e.globalTid % 16777216 FROM SCHED_EVENTS e
                         WHERE e.cpu = s.cpu AND e.isSchedIn != 0 AND e.start <= s.mid
@@ -87,8 +92,11 @@ fn found(prv: &Path) -> BTreeMap<(u32, u32), (i64, i64)> {
         .skip(1)
         .take_while(|l| !l.is_empty())
         .map(|l| {
-            let tid = l.rsplit_once('(').map(|(_, t)| t.trim_end_matches(')'));
-            tid.and_then(|t| t.parse().ok()).unwrap_or(0)
+            // `name (tid)`, or `name (rank R, tid)`: the last number.
+            let inside = l
+                .strip_suffix(')')
+                .and_then(|l| l.rsplit([' ', '(']).next());
+            inside.and_then(|t| t.parse().ok()).unwrap_or(0)
         })
         .collect();
     let mut lines = Lines::new(open_body(prv, files.gzip).unwrap());
@@ -197,4 +205,32 @@ fn without_scheduling_the_samples_are_left_out_with_a_warning() {
     );
     check_trace(&prv);
     assert!(found(&prv).is_empty());
+}
+
+/// BSC's `--time-limit-start/--time-limit-end` keep the samples that start
+/// within them (attributed with every switch-in, also those before the limits).
+#[test]
+fn time_limits_keep_the_samples_that_start_within_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = export(dir.path(), SchemaVersion::V3_24);
+    let (from, to) = (350_000_000_i64, 420_000_000_i64);
+    let prv = dir.path().join("limited.prv");
+    let out = convert(
+        &[&input],
+        &prv,
+        &[
+            "-t",
+            "cpu_raw_counters",
+            &format!("--time-limit-start={from}"),
+            &format!("--time-limit-end={to}"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = expected_between(&input, from, to);
+    assert!(!want.is_empty() && want != expected(&input));
+    assert_eq!(found(&prv), want);
 }

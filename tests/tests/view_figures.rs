@@ -89,12 +89,13 @@ impl Trace {
         }
     }
 
-    /// The `.row` name of the CPU thread `tid` (`name (tid)`).
+    /// The `.row` name of the CPU thread `tid` (`name (tid)`, or `name (rank R,
+    /// tid)` in a ranked task).
     fn cpu_thread(&self, tid: i64) -> &str {
-        let suffix = format!("({tid})");
+        let (alone, ranked) = (format!(" ({tid})"), format!(", {tid})"));
         self.threads
             .iter()
-            .find(|t| t.ends_with(&suffix))
+            .find(|t| t.ends_with(&alone) || t.ends_with(&ranked))
             .unwrap_or_else(|| panic!("no thread {tid} in {:?}", self.threads))
     }
 

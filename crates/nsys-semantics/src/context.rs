@@ -124,6 +124,8 @@ pub(crate) struct ReportContext<'a> {
     pub handoff: Handoff,
     /// One more than the highest logical CPU a thread ran on (0: none seen).
     pub cpus_seen: u32,
+    /// Rows left out by `--time-limit-start`/`--time-limit-end`.
+    pub outside_limits: u64,
 }
 
 impl<'a> ReportContext<'a> {
@@ -153,6 +155,29 @@ impl<'a> ReportContext<'a> {
             p2p: Vec::new(),
             handoff: Handoff::default(),
             cpus_seen: 0,
+            outside_limits: 0,
+        }
+    }
+
+    /// Whether a row from `start` to `end` (the export's time; an instant:
+    /// `start == end`) lies within `--time-limit-start`/`--time-limit-end`;
+    /// the rows left out are counted.
+    pub fn within_limits(&mut self, start: i64, end: i64) -> bool {
+        let keep = self.options.time_limits.keeps(start, end);
+        self.outside_limits += u64::from(!keep);
+        keep
+    }
+
+    /// [`Self::within_limits`] for a row that may not have ended (an unclosed
+    /// range: kept only without an end limit).
+    pub fn within_limits_open(&mut self, start: i64, end: Option<i64>) -> bool {
+        match end {
+            Some(end) => self.within_limits(start, end),
+            None => {
+                let keep = self.options.time_limits.keeps_unended(start);
+                self.outside_limits += u64::from(!keep);
+                keep
+            }
         }
     }
 

@@ -26,6 +26,10 @@
 //! traced process that only ran gets its counters too (the scheduling category
 //! gives it a row anyway).
 //!
+//! `--time-limit-start`/`--time-limit-end` keep the samples that start within
+//! the limits (BSC's condition); the switch-ins are all read (the thread on a
+//! CPU at a limit switched in before it).
+//!
 //! Every switch-in of the report is held in memory (16 bytes each, for all
 //! processes: another process's switch-in ends a traced thread's ownership); the
 //! samples stream. Event ids outside 0..100000 (whose types would reach the
@@ -254,6 +258,10 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut period = Period::default();
     let mut tally = Tally::default();
     let scan = export.raw_counter_samples(|s| {
+        // BSC limits the samples by their start.
+        if !ctx.within_limits(s.start, s.start) {
+            return Ok(());
+        }
         let Some(&cpu) = cpus.get(&s.component) else {
             tally.no_cpu += 1;
             return Ok(());

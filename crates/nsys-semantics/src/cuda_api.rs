@@ -103,6 +103,8 @@ fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
 struct ApiName {
     handle: u32,
     state: u32,
+    /// Whether `--filter-cuda-calls-include-name`/`-exclude-name` keep it.
+    kept: bool,
 }
 
 fn translate(
@@ -114,7 +116,7 @@ fn translate(
 ) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
-    let (mut arrows, mut synced) = (0u64, 0u64);
+    let (mut arrows, mut synced, mut filtered, mut dropped) = (0u64, 0u64, 0u64, 0u64);
     let mut launched = links.finder();
     let scan = export.api_calls(|call| {
         let thread = ctx.cpu_thread(call.global_tid);
@@ -141,10 +143,15 @@ fn translate(
             Some(c) => launched.find(pid, c),
             None => &[],
         };
+        // A call left out by BSC's filters takes its launch arrows with it.
+        let by_filter = name.kept && ctx.options.api_calls.keeps_duration(call.start, call.end);
+        let kept = by_filter && ctx.within_limits(call.start, call.end);
+        filtered += u64::from(!by_filter);
+        dropped += u64::from(!kept);
         // The arrows first: they sort before the call's begin at its time, so
         // the run gets its records in order (pass order only matters between
         // records of one thread, time and kind).
-        for link in launches {
+        for link in launches.iter().filter(|_| kept) {
             ctx.run.comm(
                 thread,
                 call.start,
@@ -159,7 +166,9 @@ fn translate(
             );
             arrows += 1;
         }
-        emit_call(ctx, thread, call, name, sync.is_some());
+        if kept {
+            emit_call(ctx, thread, call, name, sync.is_some());
+        }
         for link in launches {
             if let Some(end) = link.nccl_end() {
                 // The NCCL call this launch was made in describes the kernel.
@@ -172,7 +181,13 @@ fn translate(
         Ok(())
     })?;
     if outputs.calls {
-        ctx.count(RUNTIME, scan.rows - scan.skipped);
+        ctx.count(RUNTIME, scan.rows - scan.skipped - dropped);
+        if ctx.options.api_calls.is_set() {
+            ctx.count(
+                "CUDA API calls filtered out (--filter-cuda-calls-*)",
+                filtered,
+            );
+        }
         ctx.count("launch arrows", arrows);
         ctx.note_skipped(RUNTIME, scan.skipped);
     }
@@ -223,9 +238,16 @@ fn api_name(
         .string(name_id)?
         .unwrap_or_else(|| format!("[unknown API call {name_id}]"));
     let name = strip_version_suffix(&raw);
+    let kept = ctx.options.api_calls.keeps_name(&raw, name);
     let api = ApiName {
-        handle: ctx.run.names.intern(CUDA_API, name),
+        // A name the filters leave out is no value of the trace's.
+        handle: if kept {
+            ctx.run.names.intern(CUDA_API, name)
+        } else {
+            0
+        },
         state: state_of_call(name),
+        kept,
     };
     cache.insert(name_id, api);
     Ok(api)

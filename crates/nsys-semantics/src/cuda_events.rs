@@ -169,6 +169,9 @@ fn place_records(
             tally.untimed_records += 1;
             continue;
         };
+        if !ctx.within_limits(time, time) {
+            continue;
+        }
         let thread = ctx.thread(ThreadKey::stream(
             pid,
             r.device_id as u32,
@@ -230,6 +233,9 @@ fn place_wait(
     calls: &FxHashMap<(u32, i64), CallSite>,
     tally: &mut Tally,
 ) {
+    if !ctx.within_limits(wait.start, wait.end) {
+        return;
+    }
     let pid = pid_of(wait.global_pid);
     let (thread, op) = match wait.stream_id {
         Some(stream) => (

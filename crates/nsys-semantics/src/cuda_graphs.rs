@@ -125,6 +125,9 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
     let export = ctx.export;
     let mut names: FxHashMap<(Option<i64>, Option<i64>), u32> = FxHashMap::default();
     let scan = export.graph_executions(|g| {
+        if !ctx.within_limits(g.place.start, g.place.end) {
+            return Ok(());
+        }
         let name = *names
             .entry((g.graph_id, g.graph_exec_id))
             .or_insert_with(|| {
@@ -161,6 +164,9 @@ fn executions(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadE
 fn node_operations(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let scan = export.graph_node_operations(|op| {
+        if !ctx.options.time_limits.keeps(op.place.start, op.place.end) {
+            return Ok(());
+        }
         let thread = ctx.stream_thread(&op.place);
         let pair = EventPair::raw(GRAPH_NODE_ID, op.graph_node_id);
         ctx.run
@@ -183,6 +189,9 @@ fn construction(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut handles: FxHashMap<i64, u32> = FxHashMap::default();
     for table in [GRAPH_NODE_EVENTS, GRAPH_EVENTS] {
         let scan = export.graph_events(table, |e| {
+            if !ctx.within_limits(e.start, e.end) {
+                return Ok(());
+            }
             let name = *handles.entry(e.event_class).or_insert_with(|| {
                 let label = classes
                     .get(&e.event_class)

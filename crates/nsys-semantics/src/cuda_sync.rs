@@ -68,6 +68,9 @@ fn collect(ctx: &mut ReportContext) -> Result<SyncCalls, ReadError> {
     let mut calls = Vec::new();
     let mut uncorrelated = 0u64;
     let scan = export.syncs(|s| {
+        if !ctx.within_limits(s.place.start, s.place.end) {
+            return Ok(());
+        }
         let Some(correlation) = s.place.correlation_id else {
             uncorrelated += 1;
             return Ok(());

@@ -144,6 +144,9 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut rows: Vec<Row> = Vec::new();
     let mut unknown_operations = 0u64;
     let usage = export.memory_usage(|u| {
+        if !ctx.within_limits(u.start, u.start) {
+            return Ok(());
+        }
         let pid = pid_of(u.global_pid);
         let freed = match u.operation {
             OPERATION_ALLOCATION => false,
@@ -185,6 +188,9 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         Ok(())
     })?;
     let pools = export.memory_pool_events(|p| {
+        if !ctx.within_limits(p.start, p.start) {
+            return Ok(());
+        }
         let pid = pid_of(p.global_pid);
         rows.push(Row {
             pid,
@@ -271,6 +277,9 @@ fn running_sums(ctx: &mut ReportContext, rows: &[Row]) -> u64 {
 fn page_faults(ctx: &mut ReportContext, map: &DeviceMap) -> Result<(), ReadError> {
     let export = ctx.export;
     let gpu = export.gpu_page_faults(|f| {
+        if !ctx.within_limits(f.start, f.end) {
+            return Ok(());
+        }
         let pid = pid_of(f.global_pid);
         let thread = ctx.thread(ThreadKey {
             pid,
@@ -288,6 +297,9 @@ fn page_faults(ctx: &mut ReportContext, map: &DeviceMap) -> Result<(), ReadError
         Ok(())
     })?;
     let cpu = export.cpu_page_faults(|f| {
+        if !ctx.within_limits(f.start, f.start) {
+            return Ok(());
+        }
         let pid = pid_of(f.global_pid);
         let thread = ctx.thread(ThreadKey::cpu(pid, pid));
         ctx.run

@@ -447,6 +447,9 @@ fn current(
     let mut pairs: Vec<EventPair> = Vec::with_capacity(32);
     let (mut written, mut unnamed, mut untyped) = (0u64, 0u64, 0u64);
     let scan = export.gpu_metrics(|m| {
+        if !ctx.within_limits(m.timestamp, m.timestamp) {
+            return Ok(());
+        }
         let Some(thread) = rows.thread(ctx, m.type_id) else {
             rows.unowned += 1;
             return Ok(());
@@ -516,6 +519,9 @@ fn legacy(
     let mut pairs: Vec<EventPair> = Vec::with_capacity(32);
     let (mut samples, mut values, mut untyped) = (0u64, 0u64, 0u64);
     let scan = export.generic_gpu_metrics(&metric_types, |s| {
+        if !ctx.within_limits(s.timestamp, s.timestamp) {
+            return Ok(());
+        }
         let Some(thread) = rows.thread(ctx, s.type_id) else {
             rows.unowned += 1;
             return Ok(());

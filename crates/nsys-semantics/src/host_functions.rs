@@ -90,6 +90,9 @@ fn gpu_side(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<GpuSides, R
     let launch = ctx.run.names.intern(HOST_FUNCTION, "Host function launch");
     let scan = export.host_launches(|h| {
         let p = &h.place;
+        if !ctx.within_limits(p.start, p.end) {
+            return Ok(());
+        }
         let thread = ctx.thread(ThreadKey::stream(
             pid_of(p.global_pid),
             p.device_id as u32,
@@ -147,6 +150,9 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
     let mut names = NameCache::default();
     let mut arrows = 0u64;
     let scan = export.host_callbacks(|c| {
+        if !ctx.within_limits(c.start, c.end) {
+            return Ok(());
+        }
         let name = ctx.name(HOST_CALLBACK_CALL, &mut names, c.name_id, |n| n.to_string())?;
         let thread = ctx.cpu_thread(c.global_tid);
         let mut pairs = vec![EventPair::name(HOST_CALLBACK_CALL, name)];

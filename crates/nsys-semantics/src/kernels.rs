@@ -221,6 +221,9 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
     let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
     let mut pairs: Vec<EventPair> = Vec::with_capacity(24);
     let scan = export.kernels(|k| {
+        if !ctx.within_limits(k.place.start, k.place.end) {
+            return Ok(());
+        }
         let (primary, fallback) = if use_demangled {
             (k.demangled_name, k.short_name)
         } else {

@@ -30,7 +30,28 @@ struct TaskKey<'a> {
     report: usize,
 }
 
+/// How the `.row` names tasks and CPU threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowNames {
+    /// `rank 3 (host:pid)`; threads `name (rank 3, tid)` (`name (tid)`
+    /// in a task without a rank), so two ranks' threads are told apart.
+    #[default]
+    Ours,
+    /// BSC nsys2prv's `-N`: threads `name (1.T.t)` and tasks by their first
+    /// thread's name, `name (1.T)`, with Paraver's task and thread numbers.
+    Bsc,
+}
+
 pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePlan {
+    plan_layout_named(reports, application, RowNames::Ours)
+}
+
+/// [`plan_layout`] with the `.row` names of `names`.
+pub fn plan_layout_named(
+    reports: &[ReportTranslation],
+    application: &str,
+    row_names: RowNames,
+) -> TracePlan {
     let order = canonical_order(reports);
     let hosts: BTreeSet<&str> = reports.iter().map(host_of).collect();
     let nodes: Vec<&str> = hosts.into_iter().collect();
@@ -80,10 +101,33 @@ pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePla
                 task: task_index as u32,
                 thread: thread_index as u32,
             };
-            names.push(thread_name(report, thread));
+            let name = thread_name(report, thread);
+            names.push(match (thread.kind, row_names, key.rank) {
+                (ThreadKind::Cpu { tid }, RowNames::Ours, Some(rank)) => {
+                    format!(
+                        "{} (rank {rank}, {tid})",
+                        cpu_thread_name(report, thread.pid, tid)
+                    )
+                }
+                (ThreadKind::Cpu { tid }, RowNames::Bsc, _) => format!(
+                    "{} (1.{}.{})",
+                    cpu_thread_name(report, thread.pid, tid),
+                    task_index + 1,
+                    thread_index + 1
+                ),
+                _ => name,
+            });
         }
+        let first_cpu_thread = locals.iter().find_map(|(t, _)| match t.kind {
+            ThreadKind::Cpu { tid } => Some(cpu_thread_name(report, t.pid, tid)),
+            _ => None,
+        });
+        let task_label = match (row_names, first_cpu_thread) {
+            (RowNames::Bsc, Some(first)) => format!("{first} (1.{})", task_index + 1),
+            _ => task_name(report, key),
+        };
         tasks.push(TaskInfo {
-            name: task_name(report, key),
+            name: task_label,
             node: nodes.binary_search(&key.host).unwrap_or(0) as u32,
             threads: names,
         });
@@ -178,18 +222,21 @@ fn process_name(report: &ReportTranslation, pid: u32) -> Option<String> {
     Some(name.rsplit('/').next().unwrap_or(name).to_string())
 }
 
+/// A CPU thread's name: the name nsys or NVTX gave it, else its process's.
+fn cpu_thread_name(report: &ReportTranslation, pid: u32, tid: u32) -> String {
+    let name = report
+        .thread_names
+        .get(&(pid, tid))
+        .cloned()
+        .or_else(|| process_name(report, pid))
+        .unwrap_or_else(|| "thread".to_string());
+    name.replace(['\n', '\r'], " ")
+}
+
 fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
     let pid = thread.pid;
     match thread.kind {
-        ThreadKind::Cpu { tid } => {
-            let name = report
-                .thread_names
-                .get(&(pid, tid))
-                .cloned()
-                .or_else(|| process_name(report, pid))
-                .unwrap_or_else(|| "thread".to_string());
-            format!("{} ({tid})", name.replace(['\n', '\r'], " "))
-        }
+        ThreadKind::Cpu { tid } => format!("{} ({tid})", cpu_thread_name(report, pid, tid)),
         ThreadKind::Stream { device, stream } => format!("CUDA-D{device}.S{stream}"),
         ThreadKind::Metrics { device } => format!("GPU{device} metrics"),
         ThreadKind::Nic { nic } => labelled(format!("NIC{nic} counters"), report, thread),

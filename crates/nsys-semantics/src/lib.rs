@@ -26,6 +26,7 @@ mod mpi_values;
 mod nccl;
 mod network;
 mod nvtx;
+pub mod nvtx_config;
 mod openacc;
 mod openmp;
 pub mod options;
@@ -43,7 +44,7 @@ pub mod view;
 
 pub use category::CategoryInfo;
 pub use context::{ThreadKey, ThreadKind};
-pub use layout::{plan_layout, TracePlan};
+pub use layout::{plan_layout, plan_layout_named, RowNames, TracePlan};
 pub use options::{Category, KernelNames, Options};
 pub use registry::{DeclaredView, Registry, UnknownCategory};
 pub use report::{translate_report, translate_with, ReportTranslation};

@@ -22,7 +22,8 @@ pub const MEMORY: Category = Category::named("memory");
 pub static CATEGORY: CategoryInfo = CategoryInfo {
     category: MEMORY,
     aliases: &["memcpy", "memset"],
-    bsc_names: &["cuda_api_trace", "cuda_gpu_trace"],
+    // BSC's `kernels` translates memory operations too.
+    bsc_names: &["cuda_api_trace", "cuda_gpu_trace", "kernels"],
     groups: &["cuda"],
     tables: &["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
     table_prefixes: &[],
@@ -98,6 +99,9 @@ fn memory(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadError
 }
 
 fn memory_op(ctx: &mut ReportContext, links: &mut GpuLinks, p: &GpuPlace, name: u32, bytes: i64) {
+    if !ctx.within_limits(p.start, p.end) {
+        return;
+    }
     let thread = ctx.stream_thread(p);
     let pairs = [
         EventPair::name(CUDA_MEMORY_OP, name),

@@ -193,6 +193,9 @@ struct CallScan<'c> {
 
 impl CallScan<'_> {
     fn call(&mut self, ctx: &mut ReportContext, call: &MpiCall) -> Result<(), ReadError> {
+        if !ctx.within_limits_open(call.start, call.end) {
+            return Ok(());
+        }
         let end = call.end.unwrap_or(call.start).max(call.start);
         let pid = pid_of(call.global_tid);
         if let MpiDetail::StartWait { request } = call.detail {

@@ -279,6 +279,9 @@ fn nic_counters(
     let mut rows: FxHashMap<i64, LocalThread> = FxHashMap::default();
     let mut tally = Tally::default();
     let scan = export.nic_samples(|s| {
+        if !ctx.within_limits(s.start, s.end) {
+            return Ok(());
+        }
         let thread = *rows.entry(s.global_id).or_insert_with(|| {
             let nic = nic_ids
                 .get(&s.global_id)
@@ -401,6 +404,9 @@ fn switch_counters(
     let mut types = CounterTypes::new(IB_SWITCH_COUNTERS_FIRST, "IB switch", true);
     let mut tally = Tally::default();
     let scan = export.ib_switch_samples(|s| {
+        if !ctx.within_limits(s.start, s.end) {
+            return Ok(());
+        }
         let thread = switches.thread(ctx, s.global_id);
         tally.sample(ctx, &mut types, metrics, thread, s);
         Ok(())
@@ -423,6 +429,9 @@ fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result
     let mut pairs: Vec<EventPair> = Vec::with_capacity(9);
     let mut negative_fields = 0u64;
     let scan = export.ib_congestion_events(|e| {
+        if !ctx.within_limits(e.start, e.start) {
+            return Ok(());
+        }
         let name = *names.entry(e.congestion_type).or_insert_with(|| {
             let label = match e.congestion_type {
                 Some(t) => labels

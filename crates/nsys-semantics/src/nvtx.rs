@@ -2,12 +2,15 @@
 //! may overlap: each gets a lane of its own), marks, domains, categories, payloads
 //! and thread names. The NCCL domain's ranges go to [`crate::nccl`]'s types.
 //!
-//! Types: the default domain uses 9600-9606; every other domain a block
-//! `9600 + 100·k` keyed by a hash of its name (the same in every trace), with
-//! +0 ranges, +1 integer payload, +2 floating-point payload (×1000),
-//! +3 category, +4 marks, +5/+6 magnitudes of negative payloads (BSC's pertalde
-//! rejects negative values). Start/end ranges use 9004 for the first lane and
-//! 9005.. for overlapping ones.
+//! Types: the default domain uses 9600-9606; a domain BSC nsys2prv 0.6's
+//! configuration lists (`--config`; by default `neSmiK`) the block at its
+//! `event_type`; every other domain a block `9600 + 100·k` keyed by a hash of
+//! its name (the same in every trace, the next free one if a configured block
+//! holds it), with +0 ranges, +1 integer payload, +2 floating-point payload
+//! (×1000, or rounded onto +1), +3 category, +4 marks, +5/+6 magnitudes of
+//! negative payloads (BSC's pertalde rejects negative values). Start/end ranges
+//! use 9004 for the first lane and 9005.. for overlapping ones, unless the
+//! configuration projects a domain's onto its push/pop type.
 
 use std::rc::Rc;
 
@@ -23,6 +26,7 @@ use crate::context::ReportContext;
 use crate::handoff::{NcclRange, NcclRanges};
 use crate::mpi::MPI;
 use crate::nccl::{self, NCCL, NCCL_REGIONS};
+use crate::nvtx_config::{FloatStrategy, NvtxConfig};
 use crate::types::{interval, point, state};
 use crate::view::{between, TypeFamily, View};
 
@@ -39,8 +43,11 @@ const MARK: u32 = 4;
 /// Negative payloads, as magnitudes: BSC's pertalde rejects negative event values.
 const NEGATIVE_PAYLOAD_INT: u32 = 5;
 const NEGATIVE_PAYLOAD_FLOAT: u32 = 6;
-/// One past the last domain block.
-const DOMAIN_TYPES_END: u32 = DEFAULT_DOMAIN + DOMAIN_STRIDE * (DOMAIN_SLOTS as u32 + 1);
+/// Types a domain's block takes: ranges, payloads, category, marks, negatives.
+pub const DOMAIN_BLOCK_WIDTH: u32 = NEGATIVE_PAYLOAD_FLOAT + 1;
+/// Where a configured domain's block may start (a multiple of 100): the hashed
+/// blocks' range and above, up to here (Extrae's OMPT types at 60000 excluded).
+pub const CONFIGURED_DOMAIN_TYPES: std::ops::Range<u32> = DEFAULT_DOMAIN..1_000_000;
 
 pub const NVTX: Category = Category::named("nvtx");
 
@@ -139,17 +146,26 @@ fn domain_of_float_payloads(ty: u32, label: &str) -> Option<String> {
     domain_of(ty, PAYLOAD_FLOAT, label, prefix, ")")
 }
 
-/// The domain named in `label` when `ty` is type `offset` of a named domain's block.
+/// The domain named in `label` when `ty` is type `offset` of a named domain's
+/// block (hashed or configured).
 fn domain_of(ty: u32, offset: u32, label: &str, prefix: &str, suffix: &str) -> Option<String> {
-    let named = DEFAULT_DOMAIN + DOMAIN_STRIDE..DOMAIN_TYPES_END;
+    let named = DEFAULT_DOMAIN + DOMAIN_STRIDE..CONFIGURED_DOMAIN_TYPES.end;
     (named.contains(&ty) && ty % DOMAIN_STRIDE == offset).then(|| between(label, prefix, suffix))?
 }
 
-/// Whether `ty` holds NVTX ranges: push/pop ranges of any domain, start/end lanes.
+/// Whether `ty` holds NVTX ranges: push/pop ranges of any domain (hashed or
+/// configured blocks: multiples of 100 from 9600 up to 1,000,000 but the
+/// OpenMP types' 60000-60199), start/end lanes.
 pub fn is_range_type(ty: u32) -> bool {
-    ((DEFAULT_DOMAIN..DOMAIN_TYPES_END).contains(&ty) && ty.is_multiple_of(DOMAIN_STRIDE))
+    (CONFIGURED_DOMAIN_TYPES.contains(&ty)
+        && ty.is_multiple_of(DOMAIN_STRIDE)
+        && !OPENMP_TYPES.contains(&ty))
         || (START_END_FIRST_LANE..START_END_FIRST_LANE + START_END_LANES).contains(&ty)
 }
+
+/// Extrae's OpenMP types (60000-60019) and ours beside them (60100-60103): no
+/// domain block.
+const OPENMP_TYPES: std::ops::Range<u32> = 60_000..60_200;
 
 /// States of the communication libraries' ranges (MPI, UCX, SHMEM), see
 /// [`communication_state`].
@@ -180,12 +196,28 @@ fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
     Ok(())
 }
 
-/// The block of types of a domain.
-fn domain_base(name: &str) -> u32 {
-    if name.is_empty() {
-        return DEFAULT_DOMAIN;
+/// The block of types of a domain: the configured one, else the hashed one.
+fn domain_base(name: &str, config: &NvtxConfig) -> u32 {
+    match config.event_type(name) {
+        Some(ty) => ty,
+        None if name.is_empty() => DEFAULT_DOMAIN,
+        None => hashed_base(name, config),
     }
-    DEFAULT_DOMAIN + DOMAIN_STRIDE * (1 + (stable_hash(name) % DOMAIN_SLOTS) as u32)
+}
+
+/// The block `9600 + 100·k` of a domain, `k` from a hash of its name (the same
+/// in every trace), or the next block no configured domain takes.
+fn hashed_base(name: &str, config: &NvtxConfig) -> u32 {
+    let first = stable_hash(name) % DOMAIN_SLOTS;
+    (0..DOMAIN_SLOTS)
+        .map(|i| DEFAULT_DOMAIN + DOMAIN_STRIDE * (1 + ((first + i) % DOMAIN_SLOTS) as u32))
+        .find(|&base| {
+            let block = base..base + DOMAIN_BLOCK_WIDTH;
+            !config
+                .blocks(DOMAIN_BLOCK_WIDTH)
+                .any(|(taken, _)| taken.start < block.end && block.start < taken.end)
+        })
+        .unwrap_or(DEFAULT_DOMAIN + DOMAIN_STRIDE * (1 + first as u32))
 }
 
 fn domain_types(base: u32, domain: &str) -> Vec<EventTypeInfo> {
@@ -251,25 +283,24 @@ fn lane_type(lane: u32) -> EventTypeInfo {
     interval(START_END_FIRST_LANE + lane, &label, ValueLabels::Names)
 }
 
-/// What a domain is, per (pid, domain id).
+/// What a domain is, per (pid, domain id), and what the configuration says of it.
 #[derive(Clone, Debug)]
 struct Domain {
     name: String,
     base: u32,
     comm_library: bool,
+    translate: bool,
+    payloads: bool,
+    float_strategy: FloatStrategy,
+    /// Its start/end ranges go on its push/pop type.
+    project: bool,
 }
 
-/// Ranges of a domain that was never created are in the default domain.
-static UNDECLARED_DOMAIN: Domain = Domain {
-    name: String::new(),
-    base: DEFAULT_DOMAIN,
-    comm_library: false,
-};
-
-#[derive(Default)]
 struct Definitions {
     domains: FxHashMap<(u32, i64), Domain>,
     categories: FxHashMap<(u32, i64, i64), String>,
+    /// Ranges of a domain that was never created are in the default domain.
+    undeclared: Domain,
 }
 
 /// A start/end range waiting for its lane.
@@ -361,7 +392,12 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
     )?;
     // The latest name of a thread wins, whatever order the rows come in.
     rows.sort_by_key(|e| e.start);
-    let mut defs = Definitions::default();
+    let config = &ctx.options.nvtx;
+    let mut defs = Definitions {
+        domains: FxHashMap::default(),
+        categories: FxHashMap::default(),
+        undeclared: describe_domain("", config),
+    };
     for e in rows {
         let pid = pid_of(e.global_tid);
         let text = match (&e.text, e.text_id) {
@@ -371,10 +407,10 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
         };
         match e.event_type {
             kind::DOMAIN_CREATE => {
-                let domain = describe_domain(&text);
+                let domain = describe_domain(&text, &ctx.options.nvtx);
                 if domain.base == NCCL_REGIONS {
-                    // Its ranges have types of their own; its marks, its block's.
-                    let base = domain_base(nccl::DOMAIN);
+                    // Its ranges have types of their own; its marks, its hashed block's.
+                    let base = hashed_base(nccl::DOMAIN, &ctx.options.nvtx);
                     register_types(ctx, vec![mark_type(base, "domain NCCL")]);
                 } else if domain.base != DEFAULT_DOMAIN {
                     register_types(ctx, domain_types(domain.base, &domain.name));
@@ -398,16 +434,20 @@ fn read_definitions(ctx: &mut ReportContext) -> Result<Definitions, ReadError> {
     Ok(defs)
 }
 
-fn describe_domain(name: &str) -> Domain {
+fn describe_domain(name: &str, config: &NvtxConfig) -> Domain {
     let base = if name == nccl::DOMAIN {
         NCCL_REGIONS
     } else {
-        domain_base(name)
+        domain_base(name, config)
     };
     Domain {
         name: name.to_string(),
         base,
         comm_library: matches!(name, "MPI" | "UCX" | "SHMEM" | "OpenSHMEM" | "NVSHMEM"),
+        translate: config.translates(name),
+        payloads: config.payloads(name),
+        float_strategy: config.float_strategy(name),
+        project: config.projects(name),
     }
 }
 
@@ -442,11 +482,19 @@ impl<'d> RangePass<'d> {
         let is_nccl = domain.base == NCCL_REGIONS;
         let as_mpi = domain.name == "MPI" && self.wanted.mpi;
         let wanted = if is_nccl {
-            self.wanted.nccl
+            self.wanted.nccl && domain.translate
         } else {
-            self.wanted.nvtx || as_mpi
+            (self.wanted.nvtx && domain.translate) || as_mpi
         };
         if !wanted {
+            return Ok(());
+        }
+        // Marks are instants; a range that never ended has no end to compare.
+        let end = match e.event_type {
+            kind::MARK => Some(e.start),
+            _ => e.end,
+        };
+        if !ctx.within_limits_open(e.start, end) {
             return Ok(());
         }
         let text = self.text(ctx, e)?;
@@ -455,13 +503,16 @@ impl<'d> RangePass<'d> {
         match e.event_type {
             kind::MARK => {
                 let base = if is_nccl {
-                    domain_base(nccl::DOMAIN)
+                    hashed_base(nccl::DOMAIN, &ctx.options.nvtx)
                 } else {
                     domain.base
                 };
                 let h = self.cache.handle(ctx, base + MARK, &text);
                 ctx.run
                     .events(thread, e.start, &[EventPair::name(base + MARK, h)]);
+            }
+            kind::START_END | kind::NVTXT_START_END if domain.project => {
+                self.push_pop(ctx, thread, e, domain, &text)?
             }
             kind::START_END | kind::NVTXT_START_END => self.start_ends.push(StartEnd {
                 thread,
@@ -482,7 +533,7 @@ impl<'d> RangePass<'d> {
         self.defs
             .domains
             .get(&(pid, id))
-            .unwrap_or(&UNDECLARED_DOMAIN)
+            .unwrap_or(&self.defs.undeclared)
     }
 
     fn text(&mut self, ctx: &ReportContext, e: &NvtxEvent) -> Result<RangeText, ReadError> {
@@ -519,7 +570,11 @@ impl<'d> RangePass<'d> {
         pairs.clear();
         pairs.push(EventPair::name(base, self.cache.handle(ctx, base, text)));
         if base == NCCL_REGIONS {
-            if let Some(payload) = self.nccl_payload(ctx, e)? {
+            let payload = match domain.payloads {
+                true => self.nccl_payload(ctx, e)?,
+                false => None,
+            };
+            if let Some(payload) = payload {
                 let end = e.end.unwrap_or(i64::MAX);
                 self.nccl.add(
                     thread,
@@ -532,7 +587,7 @@ impl<'d> RangePass<'d> {
                 pairs.extend(payload);
             }
         } else {
-            self.extras(ctx, e, base, &mut pairs);
+            self.extras(ctx, e, domain, &mut pairs);
         }
         if domain.comm_library {
             if let Some(end) = e.end {
@@ -610,12 +665,22 @@ impl<'d> RangePass<'d> {
         &self,
         ctx: &mut ReportContext,
         e: &NvtxEvent,
-        base: u32,
+        domain: &Domain,
         pairs: &mut Vec<EventPair>,
     ) {
-        match e.payload {
+        let base = domain.base;
+        match e.payload.filter(|_| domain.payloads) {
             Some(Payload::Int(v)) => {
                 pairs.push(payload_pair(base, v, PAYLOAD_INT, NEGATIVE_PAYLOAD_INT))
+            }
+            Some(Payload::Float(v)) if domain.float_strategy == FloatStrategy::Round => {
+                let rounded = v.round() as i64;
+                pairs.push(payload_pair(
+                    base,
+                    rounded,
+                    PAYLOAD_INT,
+                    NEGATIVE_PAYLOAD_INT,
+                ));
             }
             Some(Payload::Float(v)) => {
                 let scaled = (v * 1000.0).round() as i64;
@@ -737,10 +802,35 @@ mod tests {
 
     #[test]
     fn domain_types_are_stable_and_outside_other_ranges() {
-        assert_eq!(domain_base(""), DEFAULT_DOMAIN);
-        let b = domain_base("Compute Domain");
-        assert_eq!(b, domain_base("Compute Domain"));
+        let config = NvtxConfig::default();
+        assert_eq!(domain_base("", &config), DEFAULT_DOMAIN);
+        let b = domain_base("Compute Domain", &config);
+        assert_eq!(b, domain_base("Compute Domain", &config));
         assert!((9700..=59900).contains(&b) && b.is_multiple_of(100));
+        assert!(is_range_type(b));
+    }
+
+    #[test]
+    fn configured_domains_take_their_block_and_hashed_ones_step_aside() {
+        let mut config = NvtxConfig::default();
+        assert_eq!(domain_base("neSmiK", &config), 81_000);
+        assert!(is_range_type(81_000));
+        let hashed = domain_base("Compute Domain", &config);
+        config.domains.insert(
+            "mine".into(),
+            crate::nvtx_config::DomainConfig {
+                event_type: Some(hashed),
+                translate: true,
+                payloads: true,
+                payload: None,
+                project: None,
+            },
+        );
+        assert_eq!(domain_base("mine", &config), hashed);
+        let moved = domain_base("Compute Domain", &config);
+        assert_ne!(moved, hashed);
+        assert!((9700..=59900).contains(&moved) && moved.is_multiple_of(100));
+        assert!(!is_range_type(60_000) && !is_range_type(60_100) && !is_range_type(9650));
     }
 
     #[test]

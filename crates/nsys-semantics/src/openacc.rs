@@ -196,6 +196,9 @@ fn emit(
     table: AccTable,
     e: &AccEvent,
 ) -> Result<(), ReadError> {
+    if !ctx.within_limits(e.start, e.end) {
+        return Ok(());
+    }
     let thread = ctx.cpu_thread(e.global_tid);
     let mut pairs = Pairs::default();
     pairs.push(EventPair::raw(acc_type(table, KIND), e.event_kind + 1));

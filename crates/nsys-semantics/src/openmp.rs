@@ -389,6 +389,10 @@ fn mutex_value(kind: Option<i64>) -> i64 {
 }
 
 fn emit(ctx: &mut ReportContext, table: OmpTable, e: &OmpEvent, end: i64) {
+    // The time limits take the row as repaired (its end found).
+    if !ctx.within_limits(e.start, end) {
+        return;
+    }
     let mapped = map_event(table, e);
     let thread = ctx.cpu_thread(e.global_tid);
     ctx.run.interval(thread, e.start, end, mapped.pairs());

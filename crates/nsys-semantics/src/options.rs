@@ -51,6 +51,73 @@ pub struct Options {
     /// Callers of a sampled function written with each CPU sample (levels
     /// 1..=depth; 0: the sampled function only).
     pub sampling_depth: u32,
+    /// BSC nsys2prv's `--time-limit-start`/`--time-limit-end`: rows outside are
+    /// left out.
+    pub time_limits: TimeLimits,
+    /// BSC nsys2prv's `--filter-cuda-calls-*`: which CUDA API calls are written.
+    pub api_calls: ApiCallFilter,
+    /// How NVTX domains are numbered and which are translated (BSC nsys2prv
+    /// 0.6's `--config`).
+    pub nvtx: crate::nvtx_config::NvtxConfig,
+}
+
+/// Rows kept by BSC nsys2prv's `--time-limit-start`/`--time-limit-end`: those
+/// that lie wholly between the limits, in the report's own time (ns from its
+/// session start, as the export stores them), as BSC's queries select them
+/// (`start >= limit_start AND end <= limit_end`). Rows that cross a limit are
+/// left out, not cut; the trace keeps its times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeLimits {
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+}
+
+impl TimeLimits {
+    pub fn is_set(&self) -> bool {
+        self.start.is_some() || self.end.is_some()
+    }
+
+    /// Whether a row from `start` to `end` is kept (an instant: `start == end`).
+    pub fn keeps(&self, start: i64, end: i64) -> bool {
+        self.start.is_none_or(|s| start >= s) && self.end.is_none_or(|e| end <= e)
+    }
+
+    /// Whether a row that never ended (an unclosed range) is kept: only
+    /// without an end limit, as SQL's `NULL <= limit` is not true.
+    pub fn keeps_unended(&self, start: i64) -> bool {
+        self.end.is_none() && self.start.is_none_or(|s| start >= s)
+    }
+}
+
+/// BSC nsys2prv's `--filter-cuda-calls-duration`, `--filter-cuda-calls-include-name`
+/// and `--filter-cuda-calls-exclude-name`: CUDA API calls shorter than the
+/// threshold, not named in the include list, or named in the exclude list are
+/// not written (nor their launch arrows). Names are compared as the trace shows
+/// them (without `_vNNNN`) and as the export has them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApiCallFilter {
+    /// Shortest call kept, ns.
+    pub min_duration: Option<i64>,
+    pub include: Option<Vec<String>>,
+    pub exclude: Vec<String>,
+}
+
+impl ApiCallFilter {
+    pub fn is_set(&self) -> bool {
+        self.min_duration.is_some() || self.include.is_some() || !self.exclude.is_empty()
+    }
+
+    /// Whether a call named `raw` (as exported) or `shown` (as the trace
+    /// writes it) is kept by name.
+    pub fn keeps_name(&self, raw: &str, shown: &str) -> bool {
+        let named = |list: &[String]| list.iter().any(|n| n == raw || n == shown);
+        self.include.as_deref().is_none_or(named) && !named(&self.exclude)
+    }
+
+    pub fn keeps_duration(&self, start: i64, end: i64) -> bool {
+        self.min_duration
+            .is_none_or(|d| end.saturating_sub(start) >= d)
+    }
 }
 
 /// Callers written with each CPU sample unless told otherwise (Extrae's default).

@@ -102,6 +102,9 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             markers += 1;
             return Ok(());
         }
+        if !ctx.within_limits(call.start, call.end) {
+            return Ok(());
+        }
         let name = osrt_name(ctx, &mut names, call.name_id)?;
         pthread_calls += u64::from(name.pthread.is_some());
         emit_call(ctx, call, name);

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::category::{normalize, Category, CategoryInfo, Pass};
 use crate::kernels::KERNELS;
+use crate::nvtx_config::NvtxConfig;
 use crate::options::{KernelNames, Options};
 use crate::view::View;
 use crate::{
@@ -156,6 +157,9 @@ impl Registry {
             decode_ahead: false,
             keep_nsys_threads: false,
             sampling_depth: crate::options::DEFAULT_SAMPLING_DEPTH,
+            time_limits: Default::default(),
+            api_calls: Default::default(),
+            nvtx: Default::default(),
         }
     }
 
@@ -252,6 +256,70 @@ impl Registry {
     /// Whether `ty` holds ranges a `--nvtx-range` cut can name.
     pub fn is_range_type(&self, ty: u32) -> bool {
         self.iter().any(|c| c.names_ranges.is_some_and(|f| f(ty)))
+    }
+
+    /// What is wrong with the event types an NVTX configuration gives domains,
+    /// one line per problem: the default domain stays on 9600 and NCCL on 9500
+    /// (with their payload fields beside); another domain's block (its first
+    /// type, a multiple of 100, and the next six) may hold no type of any
+    /// category nor another domain's block.
+    pub fn nvtx_config_problems(&self, config: &NvtxConfig) -> Vec<String> {
+        use crate::nvtx::{CONFIGURED_DOMAIN_TYPES, DEFAULT_DOMAIN, DOMAIN_BLOCK_WIDTH};
+        let declared: Vec<(u32, String)> = self
+            .iter()
+            .flat_map(|c| (c.event_types)())
+            .map(|t| (t.ty, t.label))
+            .collect();
+        let width = DOMAIN_BLOCK_WIDTH;
+        let mut problems = Vec::new();
+        let blocks: Vec<_> = config.blocks(width).collect();
+        for (block, name) in &blocks {
+            let ty = block.start;
+            let fixed = match *name {
+                crate::nvtx_config::DEFAULT_DOMAIN_NAME => Some(DEFAULT_DOMAIN),
+                crate::nccl::DOMAIN => Some(crate::nccl::NCCL_REGIONS),
+                _ => None,
+            };
+            let at = format!("domains.{name}.event_type = {ty}");
+            match fixed {
+                Some(f) if f != ty => problems.push(format!(
+                    "{at}: the {name} domain's ranges are on {f} here (BSC's views and ours read them there)"
+                )),
+                Some(_) => {}
+                None if !CONFIGURED_DOMAIN_TYPES.contains(&ty)
+                    || ty == DEFAULT_DOMAIN
+                    || !ty.is_multiple_of(100)
+                    || !crate::nvtx::is_range_type(ty) =>
+                {
+                    problems.push(format!(
+                        "{at}: a domain's first type must be a multiple of 100 from {} to {}, but not 60000 or 60100 (the domain takes it and the next {})",
+                        DEFAULT_DOMAIN + 100,
+                        CONFIGURED_DOMAIN_TYPES.end - 100,
+                        width - 1
+                    ))
+                }
+                None => {
+                    if let Some((other, label)) = declared
+                        .iter()
+                        .find(|(t, _)| block.contains(t) && !(DEFAULT_DOMAIN..DEFAULT_DOMAIN + width).contains(t))
+                    {
+                        problems.push(format!(
+                            "{at}: its types {ty}-{} would take {other} ({label})",
+                            block.end - 1
+                        ));
+                    }
+                    if let Some((_, other)) = blocks.iter().find(|(b, n)| {
+                        n != name && b.start < block.end && block.start < b.end
+                    }) {
+                        problems.push(format!(
+                            "{at}: its types {ty}-{} overlap those of the domain {other}",
+                            block.end - 1
+                        ));
+                    }
+                }
+            }
+        }
+        problems
     }
 
     /// Every view the categories declare, then the general ones.
@@ -459,6 +527,50 @@ mod tests {
             assert_eq!(one(word), name, "{word}");
         }
         assert_eq!(registry.select("all").unwrap().len(), STANDARD.len());
+    }
+
+    #[test]
+    fn nvtx_domain_blocks_are_checked() {
+        let registry = Registry::standard();
+        let mut config = NvtxConfig::default();
+        assert_eq!(registry.nvtx_config_problems(&config), Vec::<String>::new());
+        let domain = |ty| crate::nvtx_config::DomainConfig {
+            event_type: Some(ty),
+            translate: true,
+            payloads: true,
+            payload: None,
+            project: None,
+        };
+        config.domains.insert("a".into(), domain(100_500));
+        config.domains.insert("b".into(), domain(100_500));
+        config.domains.insert("c".into(), domain(12_345));
+        config.domains.insert("Default".into(), domain(9700));
+        config.domains.insert("d".into(), domain(60_000));
+        let problems = registry.nvtx_config_problems(&config);
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        assert!(problems
+            .iter()
+            .any(|p| p.contains("domains.a.") && p.contains("domain b")));
+        assert!(problems
+            .iter()
+            .any(|p| p.starts_with("domains.c.event_type = 12345")));
+        assert!(problems
+            .iter()
+            .any(|p| p.contains("Default domain's ranges are on 9600")));
+        assert!(problems.iter().any(|p| p.starts_with("domains.d.")));
+    }
+
+    /// The NVTX range types (multiples of 100 from 9600 up) are no other
+    /// category's: a configured domain's block can be told by its number.
+    #[test]
+    fn only_nvtx_declares_range_types() {
+        for c in STANDARD {
+            for t in (c.event_types)() {
+                if crate::nvtx::is_range_type(t.ty) {
+                    assert_eq!(c.category, crate::nvtx::NVTX, "{} {}", t.ty, t.label);
+                }
+            }
+        }
     }
 
     #[test]

@@ -95,8 +95,12 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         mut p2p,
         row_labels,
         cpus_seen,
+        outside_limits,
         ..
     } = ctx;
+    if outside_limits > 0 {
+        counts.insert("rows outside the time limits".to_string(), outside_limits);
+    }
     // CPU threads run user code between calls; GPU streams idle between operations.
     if states.spilled_chunks() > 0 {
         counts.insert(

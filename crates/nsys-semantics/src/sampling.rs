@@ -142,6 +142,9 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut pairs: Vec<EventPair> = Vec::new();
     let mut tally = Tally::default();
     let scan = export.samples(depth, |sample| {
+        if !ctx.within_limits(sample.start, sample.start) {
+            return Ok(());
+        }
         if !processes.keeps(ctx, pid_of(sample.global_tid)) {
             tally.other_processes += 1;
             return Ok(());

@@ -106,6 +106,8 @@ struct SchedRows {
     last_time: i64,
     other_processes: u64,
     invalid_cpu: u64,
+    /// Rows outside `--time-limit-start`/`--time-limit-end`.
+    outside_limits: u64,
 }
 
 /// How the rows paired up, for the counts.
@@ -123,6 +125,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         return Ok(());
     }
     let (sched, skipped) = collect_rows(ctx)?;
+    ctx.outside_limits += sched.outside_limits;
     let mut reasons = SwitchOutNames::read(export)?;
     let mut tally = Tally::default();
     for events in sched.rows.chunk_by(|a, b| a.global_tid == b.global_tid) {
@@ -174,8 +177,14 @@ fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
         last_time: i64::MIN,
         other_processes: 0,
         invalid_cpu: 0,
+        outside_limits: 0,
     };
+    let limits = ctx.options.time_limits;
     let scan = ctx.export.sched_events(|ev| {
+        if !limits.keeps(ev.start, ev.start) {
+            sched.outside_limits += 1;
+            return Ok(());
+        }
         sched.last_time = sched.last_time.max(ev.start);
         if !kept.keeps(ctx, pid_of(ev.global_tid)) {
             sched.other_processes += 1;

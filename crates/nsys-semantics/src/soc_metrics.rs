@@ -132,6 +132,9 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut tally = Tally::default();
     let (mut written, mut unnamed, mut untyped) = (0u64, 0u64, 0u64);
     let scan = export.soc_metrics(|m| {
+        if !ctx.within_limits(m.timestamp, m.timestamp) {
+            return Ok(());
+        }
         let t = *by_id.entry((m.type_id, m.metric_id)).or_insert_with(|| {
             let name = names.get(&(m.type_id, m.metric_id)).cloned();
             let name = name.unwrap_or_else(|| {

@@ -1,9 +1,14 @@
 //! Command-line arguments.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nsys_semantics::cuts::NvtxRangeSpec;
+use nsys_semantics::nvtx_config::NvtxConfig;
+use nsys_semantics::Category;
+
+use crate::bsc_config::BscConfig;
 
 // Subcommands and the conversion's positionals exclude each other, and a
 // subcommand lifts the requirement of two paths: `nsys2prv-rs a.sqlite out.prv`
@@ -166,6 +171,71 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub description_file: Option<PathBuf>,
 
+    /// BSC nsys2prv's: leave out what starts before NS, in each report's own
+    /// time (ns from its session start, as the export stores it; 2.5s also
+    /// reads): rows that cross a limit are left out, not cut, and times are
+    /// kept (--time-window cuts the merged trace instead)
+    #[arg(long, value_name = "NS", allow_hyphen_values = true, value_parser = parse_limit)]
+    pub time_limit_start: Option<i64>,
+
+    /// BSC nsys2prv's: leave out what ends after NS, in each report's own time
+    /// (see --time-limit-start)
+    #[arg(long, value_name = "NS", allow_hyphen_values = true, value_parser = parse_limit)]
+    pub time_limit_end: Option<i64>,
+
+    /// BSC nsys2prv's: leave out kernels and memory operations (its kernels
+    /// include both): the same as --exclude kernels,memory
+    #[arg(long)]
+    pub exclude_kernels: bool,
+
+    /// BSC nsys2prv's: write only the CUDA API calls that last at least NS
+    /// (and their launch arrows)
+    #[arg(long, value_name = "NS", value_parser = parse_limit)]
+    pub filter_cuda_calls_duration: Option<i64>,
+
+    /// BSC nsys2prv's: write only the CUDA API calls of these names,
+    /// comma-separated (cudaLaunchKernel or its exported name
+    /// cudaLaunchKernel_v7000)
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub filter_cuda_calls_include_name: Vec<String>,
+
+    /// BSC nsys2prv's: leave out the CUDA API calls of these names,
+    /// comma-separated
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub filter_cuda_calls_exclude_name: Vec<String>,
+
+    /// BSC nsys2prv's -N: name the .row as BSC does with it: threads "name
+    /// (1.T.t)", tasks by their first thread, "name (1.T)" (by default tasks
+    /// are "rank R (host:pid)" and threads "name (rank R, tid)")
+    #[arg(short = 'N', long)]
+    pub thread_name: bool,
+
+    /// BSC nsys2prv's -c: once the trace is written, remove the exports this
+    /// tool made of .nsys-rep reports (NAME.cache/); never a .sqlite it was given
+    #[arg(short = 'c', long)]
+    pub clean: bool,
+
+    /// BSC nsys2prv's: print each phase's time and append it to timings.csv in
+    /// the current directory (BSC's columns: timestamp, region, duration_s,
+    /// num_reports, total_events, trace_size_b)
+    #[arg(long)]
+    pub timing: bool,
+
+    /// BSC nsys2prv 0.6's configuration file (TOML): NVTX domains (event
+    /// types, which are translated, payloads, start/end ranges), clean,
+    /// force_export; see BSC NSYS2PRV below
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The NVTX configuration as the plan of a sharded conversion records it
+    #[arg(long, value_name = "JSON", hide = true, conflicts_with = "config")]
+    pub nvtx_config_json: Option<String>,
+
+    /// The NVTX configuration in force (`--config`'s, else BSC's defaults), set
+    /// by [`Args::resolve_config`].
+    #[arg(skip)]
+    pub nvtx: NvtxConfig,
+
     /// Only errors
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -218,6 +288,10 @@ pub struct MergeArgs {
     /// Worker threads formatting the trace (default: all cores)
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+
+    /// Print each phase's time and append it to timings.csv (BSC nsys2prv's --timing)
+    #[arg(long)]
+    pub timing: bool,
 
     /// Only errors
     #[arg(short, long, conflicts_with = "verbose")]
@@ -305,6 +379,18 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     parse_time(text).map(|ns| ns as u64)
 }
 
+/// A time in ns as BSC nsys2prv takes it (a bare number: `1500000000`), or
+/// with a unit (`1.5s`).
+pub fn parse_limit(text: &str) -> Result<i64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(ns) => Ok(ns),
+        Err(_) if text.trim().parse::<f64>().is_ok() => Err(format!(
+            "'{text}': nanoseconds as a whole number (or with a unit: 2.5s, 300ms)"
+        )),
+        Err(_) => parse_time(text),
+    }
+}
+
 const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
        nsys2prv-rs --shard <I/N|slurm> [OPTIONS] <INPUT>... <OUTPUT>
        nsys2prv-rs merge [OPTIONS] <OUTPUT>
@@ -344,7 +430,7 @@ pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
     ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
-    ("BSC NSYS2PRV", "Its command lines run unchanged: its -t names are accepted; -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; an output name without extension gets .prv. Its options without an equivalent are refused with what to use instead."),
+    ("BSC NSYS2PRV", "Its command lines run unchanged, with its meaning: its -t names (0.5.8's and 0.6's; its kernels include memory operations); -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; --time-limit-start/--time-limit-end NS keep the rows wholly between them in each report's own time; --exclude-kernels; --filter-cuda-calls-duration/-include-name/-exclude-name; -N names the .row as BSC does (name (1.T.t)); -c removes NAME.cache/ once the trace is written; --timing appends its phases to ./timings.csv; an output name without extension gets .prv. --config FILE reads BSC 0.6's TOML: source, multi, clean, [nsys] force_export, and [capabilities.nvtx]: default (include or exclude), base_event_type (9600), project (start/end ranges on the push/pop type; by default they keep lanes of their own, 9004+), payload = {float_strategy = scale or round, attach = true}, and per domain [capabilities.nvtx.domains.NAME] (Default: ranges of no domain) event_type (a multiple of 100: the domain's block of seven types), translate, payloads, project, payload. Without it: BSC 0.6's defaults (Default 9600, NCCL 9500, neSmiK 81000, others by a hash of their name). An unknown key or value is an error naming it with its file, line and column. -L, --description-text and --description-file are refused (exit 2). Every problem of a command line is named at once."),
 ];
 
 const EXAMPLE: &str = "Example: nsys2prv-rs --sync mpi-init report_*.nsys-rep run.prv";
@@ -603,38 +689,138 @@ pub fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, U
     Ok(output.with_file_name(trace))
 }
 
-/// Options of BSC nsys2prv (0.5.8 and 0.6) that have no equivalent here, and
-/// what to use instead.
-const BSC_OPTIONS_WITHOUT_EQUIVALENT: &[(&str, &str)] = &[
-    ("--time-limit-start", "use --time-window START:END (e.g. --time-window 2s:5s)"),
-    ("--time-limit-end", "use --time-window START:END (e.g. --time-window :5s)"),
-    ("--exclude-kernels", "use --exclude kernels"),
-    ("--clean", "nothing to clean: no intermediate files are left; .nsys-rep exports are cached in NAME.cache/ (delete it to free the space)"),
-    ("-c", "nothing to clean: no intermediate files are left; .nsys-rep exports are cached in NAME.cache/ (delete it to free the space)"),
-    ("--config", "there is no configuration file: give the options on the command line"),
-    ("--thread-name", "the .row names every thread already (thread names from the report)"),
-    ("-N", "the .row names every thread already (thread names from the report)"),
-    ("--timing", "each phase's time is printed off a terminal; use -v for per-report counts"),
-    ("--filter-cuda-calls-duration", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
-    ("--filter-cuda-calls-include-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
-    ("--filter-cuda-calls-exclude-name", "no per-call filter: use --exclude cuda-api, or cut with --time-window or --nvtx-range"),
-];
-
-/// The message for a BSC nsys2prv option that has no equivalent, if `args`
-/// (the command line after the program name) holds one.
-pub fn bsc_option_without_equivalent(args: &[String]) -> Option<String> {
-    for arg in args.iter().take_while(|a| a.as_str() != "--") {
-        let flag = arg.split_once('=').map_or(arg.as_str(), |(f, _)| f);
-        if let Some((_, instead)) = BSC_OPTIONS_WITHOUT_EQUIVALENT
-            .iter()
-            .find(|(f, _)| *f == flag)
-        {
-            return Some(format!(
-                "{flag} is an option of BSC nsys2prv with no equivalent here: {instead}"
-            ));
+/// Every problem of a command line, in one message: one problem on its line,
+/// several listed below a count.
+pub fn problems_message(problems: &[String]) -> String {
+    match problems {
+        [one] => one.clone(),
+        many => {
+            let mut text = format!("{} problems with the command line:", many.len());
+            for p in many {
+                text += &format!("\n  - {p}");
+            }
+            text
         }
     }
-    None
+}
+
+impl Args {
+    /// What a conversion's arguments ask for that cannot be done, all of it
+    /// (empty when nothing is wrong): unknown categories, an output name that
+    /// is not a trace's, a bad `--config`, limits in the wrong order, a foreign
+    /// `timings.csv`; with any of those, inputs that do not exist too.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let registry = nsys_semantics::Registry::standard();
+        for (flag, words) in [("-t/--trace", &self.trace), ("--exclude", &self.exclude)] {
+            for word in words.iter().filter(|w| !w.trim().is_empty()) {
+                if registry.select(word).is_none() {
+                    problems.push(format!(
+                        "{flag}: {}",
+                        registry
+                            .parse_list(std::slice::from_ref(word))
+                            .expect_err("an unknown word")
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            if let Err(e) = self.categories() {
+                problems.push(e.0);
+            }
+        }
+        if let Err(e) = self.output_trace() {
+            problems.push(e.0);
+        }
+        match self.read_config() {
+            Ok(config) => problems.extend(
+                registry
+                    .nvtx_config_problems(&config.nvtx)
+                    .into_iter()
+                    .map(|p| match &self.config {
+                        Some(file) => format!("{}: capabilities.nvtx.{p}", file.display()),
+                        None => format!("capabilities.nvtx.{p}"),
+                    }),
+            ),
+            Err(config_problems) => problems.extend(config_problems),
+        }
+        if let (Some(start), Some(end)) = (self.time_limit_start, self.time_limit_end) {
+            if end <= start {
+                problems.push(format!(
+                    "--time-limit-end {end} is not after --time-limit-start {start}"
+                ));
+            }
+        }
+        if self.timing {
+            problems.extend(crate::timing::problem_with_csv());
+        }
+        if let Err(e) = crate::pmf::check_description(self) {
+            problems.push(e.to_string());
+        }
+        if !problems.is_empty() && self.command.is_none() {
+            for input in self.inputs().iter().filter(|i| !i.exists()) {
+                problems.push(format!("{}: no such file", input.display()));
+            }
+        }
+        problems
+    }
+
+    /// The categories to translate: `-t` (default: all) less `--exclude` and,
+    /// with `--exclude-kernels`, kernels and memory operations.
+    pub fn categories(&self) -> Result<BTreeSet<Category>, UsageError> {
+        let registry = nsys_semantics::Registry::standard();
+        let parse = |words: &[String]| {
+            registry
+                .parse_list(words)
+                .map_err(|e| UsageError(e.to_string()))
+        };
+        let mut categories = match self.trace.is_empty() {
+            true => registry.all(),
+            false => parse(&self.trace)?,
+        };
+        for c in parse(&self.exclude)? {
+            categories.remove(&c);
+        }
+        if self.exclude_kernels {
+            for c in parse(&["kernels".to_string(), "memory".to_string()])? {
+                categories.remove(&c);
+            }
+        }
+        if categories.is_empty() {
+            return Err(UsageError(
+                "no category left to translate (see --trace and --exclude)".into(),
+            ));
+        }
+        Ok(categories)
+    }
+
+    /// The `--config` file (or the plan's record of it), else BSC's defaults.
+    pub fn read_config(&self) -> Result<BscConfig, Vec<String>> {
+        if let Some(json) = &self.nvtx_config_json {
+            let nvtx = serde_json::from_str(json)
+                .map_err(|e| vec![format!("the plan's NVTX configuration does not read: {e}")])?;
+            return Ok(BscConfig {
+                nvtx,
+                ..BscConfig::default()
+            });
+        }
+        match &self.config {
+            Some(path) => crate::bsc_config::load(path),
+            None => Ok(BscConfig::default()),
+        }
+    }
+
+    /// Applies the configuration file: its NVTX settings, `clean` and
+    /// `force_export` (as -c and --force-sqlite).
+    pub fn resolve_config(&mut self) -> Result<(), UsageError> {
+        let config = self
+            .read_config()
+            .map_err(|problems| UsageError(problems_message(&problems)))?;
+        self.clean |= config.clean;
+        self.force_sqlite |= config.force_export;
+        self.nvtx = config.nvtx;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -747,18 +933,60 @@ mod tests {
     }
 
     #[test]
-    fn bsc_options_without_equivalent_say_what_to_use() {
-        let said = |a: &[&str]| {
-            bsc_option_without_equivalent(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-        };
-        assert!(said(&["--time-limit-start=5", "a.sqlite", "o"])
-            .unwrap()
-            .contains("--time-window"));
-        assert!(said(&["--exclude-kernels", "a"])
-            .unwrap()
-            .contains("--exclude kernels"));
-        assert_eq!(said(&["-t", "nvtx", "a.sqlite", "out"]), None);
-        assert_eq!(said(&["--", "-c"]), None);
+    fn every_problem_is_named_at_once() {
+        let args = Args::try_parse_from([
+            "nsys2prv-rs",
+            "-t",
+            "nvtx,bogus",
+            "--exclude",
+            "other",
+            "--time-limit-start",
+            "5",
+            "--time-limit-end",
+            "5",
+            "missing.sqlite",
+            "out.pcf",
+        ])
+        .unwrap();
+        let problems = args.problems();
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        assert!(problems[0].starts_with("-t/--trace: unknown category 'bogus'"));
+        assert!(problems[1].starts_with("--exclude: unknown category 'other'"));
+        assert!(problems[2].contains("out.pcf"));
+        assert!(problems[3].contains("--time-limit-end 5 is not after"));
+        assert_eq!(problems[4], "missing.sqlite: no such file");
+        let message = problems_message(&problems);
+        assert!(message.starts_with("5 problems with the command line:\n  - -t/--trace"));
+        // A missing input alone is the input's own error (exit 1), not a usage one.
+        let args = Args::try_parse_from(["nsys2prv-rs", "missing.sqlite", "out"]).unwrap();
+        assert!(args.problems().is_empty());
+    }
+
+    #[test]
+    fn bsc_limits_take_bare_nanoseconds() {
+        assert_eq!(parse_limit("1500000000"), Ok(1_500_000_000));
+        assert_eq!(parse_limit("-20"), Ok(-20));
+        assert_eq!(parse_limit("1.5s"), Ok(1_500_000_000));
+        assert!(parse_limit("1.5").is_err());
+        assert!(parse_limit("soon").is_err());
+        let args = Args::try_parse_from([
+            "nsys2prv-rs",
+            "--time-limit-start",
+            "-5",
+            "--filter-cuda-calls-include-name",
+            "cudaMalloc,cudaFree",
+            "-N",
+            "-c",
+            "a.sqlite",
+            "out",
+        ])
+        .unwrap();
+        assert_eq!(args.time_limit_start, Some(-5));
+        assert_eq!(
+            args.filter_cuda_calls_include_name,
+            ["cudaMalloc", "cudaFree"]
+        );
+        assert!(args.thread_name && args.clean);
     }
 
     #[test]

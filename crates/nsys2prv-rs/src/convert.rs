@@ -11,11 +11,11 @@ use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
+use nsys_semantics::options::{ApiCallFilter, TimeLimits};
 use nsys_semantics::survey::{survey_report, Survey};
-use nsys_semantics::TracePlan;
 use nsys_semantics::{
-    plan_layout, translate_report, Category, KernelNames, Options, Registry, ReportTranslation,
-    TranslateError,
+    plan_layout_named, translate_report, KernelNames, Options, Registry, ReportTranslation,
+    RowNames, TracePlan, TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::{time_span, TraceSummary};
@@ -25,12 +25,13 @@ use paraver_writer::{
 };
 use rayon::prelude::*;
 
-use crate::cli::{Args, KernelNameArg, SyncArg, UsageError};
+use crate::cli::{Args, KernelNameArg, SyncArg};
 use crate::inputs::{self, Found, Input};
 use crate::interrupt::checkpoint;
 use crate::output_set::{file_name, marker_text, OutputSet};
 use crate::progress::Progress;
 use crate::report;
+use crate::timing::Timings;
 use crate::views;
 
 /// How a conversion ended well: every report converted, or some skipped
@@ -83,7 +84,7 @@ pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool> {
 }
 
 fn convert(args: &Args) -> Result<Finished> {
-    let started = Instant::now();
+    let mut timings = Timings::new(Instant::now());
     let paths = OutputPaths::for_trace(&args.output_trace()?)?;
     let settings = export_settings(args, &paths);
     if args.dry_run {
@@ -92,9 +93,9 @@ fn convert(args: &Args) -> Result<Finished> {
         dry_run(&found, &options)?;
         return Ok(Finished::default());
     }
-    crate::pmf::check_description(args)?;
     let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
     checkpoint("inputs found");
+    timings.lap("Inputs and exports");
     let options = options(args, prepared.len())?;
     let inputs: Vec<Input> = prepared
         .iter()
@@ -110,7 +111,27 @@ fn convert(args: &Args) -> Result<Finished> {
     let outcomes = translate_prepared(prepared, &options, args.quiet);
     let (reports, skipped) = gather(outcomes, &options, args.skip_bad)?;
     checkpoint("reports translated");
-    write_output_set(args, &paths, output_set, reports, &skipped, started)
+    timings.lap("Translation");
+    let finished = write_output_set(args, &paths, output_set, reports, &skipped, &mut timings)?;
+    if args.clean {
+        clean_exports(&settings.cache_dir, args.quiet)?;
+    }
+    Ok(finished)
+}
+
+/// `-c/--clean`: the exports this tool made for the run go once the trace is
+/// written (BSC nsys2prv removes the exports it made in the current directory).
+fn clean_exports(cache_dir: &Path, quiet: bool) -> Result<()> {
+    let (removed, bytes) = crate::nsys_export::remove_cache(cache_dir)?;
+    if removed > 0 && !quiet {
+        eprintln!(
+            "removed {removed} export{} ({}) made for this run: {} (-c)",
+            if removed == 1 { "" } else { "s" },
+            human_size(bytes),
+            cache_dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// The views' directory: `--cfgs-dir`, else `NAME.cfgs/` beside the trace.
@@ -130,10 +151,14 @@ pub fn write_output_set(
     output_set: OutputSet,
     reports: Vec<ReportTranslation>,
     skipped: &[Skipped],
-    started: Instant,
+    timings: &mut Timings,
 ) -> Result<Finished> {
     let report_count = reports.len();
-    let mut plan = plan_layout(&reports, &paths.stem());
+    let row_names = match args.thread_name {
+        true => RowNames::Bsc,
+        false => RowNames::Ours,
+    };
+    let mut plan = plan_layout_named(&reports, &paths.stem(), row_names);
     warn_about_limits(&plan.layout);
     let sync = align_clocks(&mut plan, &reports, sync_mode(args.sync));
     report_alignment(&sync, &reports, args.quiet);
@@ -150,6 +175,7 @@ pub fn write_output_set(
     }
     let (messages, message_stats) = match_messages(&reports, &plan);
     report_messages(&message_stats);
+    timings.lap("Layout, clocks and messages");
 
     let range = nvtx_range(args, &reports, &plan)?;
     let mut trace_metadata = crate::pmf::TraceMetadata::new(args, paths, &reports, &plan)?;
@@ -190,6 +216,7 @@ pub fn write_output_set(
     )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
+    timings.lap("Merge and write");
     trace_metadata.set_events(&type_owners.categories_in(&summary.event_types));
     trace_metadata.write(&output_set.staged_pmf())?;
     if !skipped.is_empty() {
@@ -204,6 +231,7 @@ pub fn write_output_set(
     );
     views?;
     output_set.commit()?;
+    timings.lap("Views and install");
 
     if !args.quiet {
         eprintln!(
@@ -216,7 +244,7 @@ pub fn write_output_set(
             summary.lines,
             summary.lines + 1,
             summary.end_time as f64 / 1e9,
-            started.elapsed().as_secs_f64()
+            timings.started().elapsed().as_secs_f64()
         );
     }
     report_skipped(paths, skipped);
@@ -230,6 +258,10 @@ pub fn write_output_set(
                 ..report::ReportOptions::default()
             },
         )?;
+    }
+    if args.timing {
+        let size = std::fs::metadata(&paths.prv).map_or(0, |m| m.len());
+        timings.report(report_count, summary.lines, size)?;
     }
     Ok(Finished {
         skipped: skipped.len(),
@@ -410,6 +442,22 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
         human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * jobs() as f64)),
         jobs()
     );
+    let mut filters = Vec::new();
+    if options.time_limits.is_set() {
+        filters.push("--time-limit-start/--time-limit-end");
+    }
+    if options.api_calls.is_set() {
+        filters.push("--filter-cuda-calls-*");
+    }
+    if options.nvtx.domains.values().any(|d| !d.translate) || !options.nvtx.include_unlisted {
+        filters.push("--config's untranslated NVTX domains");
+    }
+    if !filters.is_empty() {
+        text += &format!(
+            "rows and size count every row of the tables: {} leave out more while translating\n",
+            filters.join(", ")
+        );
+    }
     if !to_export.is_empty() {
         let report_bytes: u64 = to_export
             .iter()
@@ -560,27 +608,34 @@ fn report_messages(stats: &MessageStats) {
 }
 
 pub fn options(args: &Args, reports: usize) -> Result<Options> {
-    let mut options = Options::default();
-    if !args.trace.is_empty() {
-        options.categories = parse_categories(&args.trace)?;
-    }
-    for c in parse_categories(&args.exclude)? {
-        options.categories.remove(&c);
-    }
-    if options.categories.is_empty() {
-        return Err(
-            UsageError("no category left to translate (see --trace and --exclude)".into()).into(),
-        );
-    }
-    options.spill = Some(spill_policy(args, reports)?);
-    options.decode_ahead = reports < jobs();
-    options.keep_nsys_threads = args.keep_nsys_threads;
-    options.sampling_depth = args.sampling_depth;
-    options.kernel_names = match args.kernel_names {
-        KernelNameArg::Short => KernelNames::Short,
-        KernelNameArg::Demangled => KernelNames::Demangled,
+    let names = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect()
     };
-    Ok(options)
+    Ok(Options {
+        categories: args.categories()?,
+        time_limits: TimeLimits {
+            start: args.time_limit_start,
+            end: args.time_limit_end,
+        },
+        api_calls: ApiCallFilter {
+            min_duration: args.filter_cuda_calls_duration,
+            include: (!args.filter_cuda_calls_include_name.is_empty())
+                .then(|| names(&args.filter_cuda_calls_include_name)),
+            exclude: names(&args.filter_cuda_calls_exclude_name),
+        },
+        nvtx: args.nvtx.clone(),
+        spill: Some(spill_policy(args, reports)?),
+        decode_ahead: reports < jobs(),
+        keep_nsys_threads: args.keep_nsys_threads,
+        sampling_depth: args.sampling_depth,
+        kernel_names: match args.kernel_names {
+            KernelNameArg::Short => KernelNames::Short,
+            KernelNameArg::Demangled => KernelNames::Demangled,
+        },
+    })
 }
 
 /// Half of `--memory-limit` is shared by the runs being translated (one per
@@ -616,12 +671,6 @@ fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
 /// Worker threads: `-j`, or one per core (the size of the pool `run` set up).
 fn jobs() -> usize {
     rayon::current_num_threads().max(1)
-}
-
-fn parse_categories(words: &[String]) -> Result<std::collections::BTreeSet<Category>> {
-    Registry::standard()
-        .parse_list(words)
-        .map_err(|e| UsageError(e.to_string()).into())
 }
 
 pub fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Result<()> {
@@ -735,6 +784,15 @@ pub fn gather(
 /// Why a report gave no records, from what it holds (see
 /// [`nsys_semantics::survey::Contents::why_empty`]).
 fn why_empty(input: &Input, options: &Options) -> String {
+    let limits = options.time_limits;
+    if limits.is_set() {
+        let bound = |b: Option<i64>| b.map_or("-".to_string(), |ns| format!("{ns} ns"));
+        return format!(
+            "no row of the selected categories lies wholly between --time-limit-start {} and --time-limit-end {} (the report's own time: ns from its session start)",
+            bound(limits.start),
+            bound(limits.end)
+        );
+    }
     match nsys_semantics::survey::contents(&input.export) {
         Ok(contents) => contents.why_empty(|c| options.wants(c)),
         Err(_) => "the report has no events to translate".into(),

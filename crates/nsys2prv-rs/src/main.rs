@@ -1,5 +1,6 @@
 //! `nsys2prv-rs`: Nsight Systems reports → one Paraver trace.
 
+mod bsc_config;
 mod cli;
 mod convert;
 mod inputs;
@@ -15,6 +16,7 @@ mod pmf;
 mod progress;
 mod report;
 mod sharded;
+mod timing;
 mod views;
 
 use std::process::ExitCode;
@@ -42,15 +44,29 @@ fn tune_allocator() {
 fn main() -> ExitCode {
     #[cfg(feature = "mimalloc")]
     tune_allocator();
-    let command_line: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    if let Some(message) = cli::bsc_option_without_equivalent(&command_line) {
-        eprintln!("error: {message}");
+    // Every option of BSC nsys2prv (0.5.8, 0.6.0rc1) has its equivalent: clap
+    // parses them all.
+    let mut args = match cli::Args::try_parse_from(std::env::args_os()) {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
+    // Every problem of the command line at once, not one per run.
+    let mut problems: Vec<String> = Vec::new();
+    match &args.command {
+        None => problems.extend(args.problems()),
+        Some(cli::Command::Merge(m)) if m.timing => {
+            problems.extend(timing::problem_with_csv());
+        }
+        Some(_) => {}
+    }
+    if !problems.is_empty() {
+        eprintln!("error: {}", cli::problems_message(&problems));
         return ExitCode::from(2);
     }
-    let args = cli::Args::parse();
+    if let Err(e) = args.resolve_config() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     match &args.command {
         Some(cli::Command::Merge(m)) => progress::init_logging(m.quiet, m.verbose),
         _ => progress::init_logging(args.quiet, args.verbose),

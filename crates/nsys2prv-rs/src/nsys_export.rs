@@ -109,15 +109,9 @@ fn holds_only_cached_exports(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
-    entries.flatten().all(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let key = name
-            .strip_suffix(".sqlite")
-            .and_then(|n| n.rsplit_once('.'))
-            .map(|(_, key)| key);
-        e.path().is_file()
-            && key.is_some_and(|k| k.len() == 16 && k.chars().all(|c| c.is_ascii_hexdigit()))
-    })
+    entries
+        .flatten()
+        .all(|e| e.path().is_file() && is_cached_export_name(&e.file_name().to_string_lossy()))
 }
 
 /// Removes partial exports of killed runs on this host
@@ -141,6 +135,47 @@ fn clean_partials(dir: &Path) {
             }
         }
     }
+}
+
+/// `-c/--clean`: removes the exports in the cache `dir` (ours: it has the
+/// marker), then the directory when nothing else is left in it. Returns the
+/// exports removed and the bytes they took.
+pub fn remove_cache(dir: &Path) -> Result<(usize, u64)> {
+    if !dir.join(MARKER).is_file() {
+        return Ok((0, 0));
+    }
+    clean_partials(dir);
+    let (mut removed, mut bytes) = (0, 0);
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("{}: cannot read", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = is_cached_export_name(&entry.file_name().to_string_lossy());
+        if ours && path.is_file() {
+            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            std::fs::remove_file(&path)
+                .with_context(|| format!("{}: cannot remove", path.display()))?;
+            removed += 1;
+            bytes += size;
+        }
+    }
+    remove_if_empty(dir);
+    if dir.exists() {
+        tracing::warn!(
+            "{}: kept, it holds files nsys2prv-rs did not make",
+            dir.display()
+        );
+    }
+    Ok((removed, bytes))
+}
+
+/// Whether `name` is an export's of the cache: `NAME.0123456789abcdef.sqlite`.
+fn is_cached_export_name(name: &str) -> bool {
+    let key = name
+        .strip_suffix(".sqlite")
+        .and_then(|n| n.rsplit_once('.'))
+        .map(|(_, key)| key);
+    key.is_some_and(|k| k.len() == 16 && k.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 fn remove_if_empty(dir: &Path) {

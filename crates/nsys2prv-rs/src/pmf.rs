@@ -183,9 +183,10 @@ pub fn is_ours(path: &Path) -> bool {
         .is_some_and(|v| v.starts_with(&format!("{TRANSLATOR} ")))
 }
 
-/// Checks up front that `--description-file` can be read (it is read when the
-/// metadata is written, at the end of the conversion or by the merge).
-pub fn check_description(args: &Args) -> Result<()> {
+/// Checks up front (among the command line's problems) that
+/// `--description-file` can be read: it is read when the metadata is written,
+/// at the end of the conversion or by the merge.
+pub fn check_description(args: &Args) -> Result<(), UsageError> {
     if let Some(file) = &args.description_file {
         std::fs::read(file).map_err(|e| {
             UsageError(format!(

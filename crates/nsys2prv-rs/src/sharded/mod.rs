@@ -30,6 +30,7 @@ use crate::convert::{self, Finished, Outcome};
 use crate::inputs;
 use crate::interrupt::checkpoint;
 use crate::output_set::OutputSet;
+use crate::timing::Timings;
 use parts::{PartsDir, ShardState};
 use plan::Plan;
 
@@ -77,7 +78,6 @@ fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
 fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
     let (trace, parts) = trace_and_parts(args)?;
     convert::options(args, 1)?;
-    crate::pmf::check_description(args)?;
     let names = inputs::report_files(args.inputs())?;
     let names = distinct(names);
     parts.create()?;
@@ -164,7 +164,7 @@ fn translate_into_part(
     plan_id: &str,
     shard: u32,
 ) -> Result<()> {
-    let started = Instant::now();
+    let mut timings = Timings::new(Instant::now());
     plan.check_unchanged(shard, &parts.plan_path())?;
     let numbers = plan.inputs_of(shard);
     let names: Vec<PathBuf> = numbers
@@ -181,9 +181,18 @@ fn translate_into_part(
     };
     let found = inputs::find(&names, &settings)?;
     let prepared = inputs::prepare(found, &settings, true)?;
+    timings.lap("Inputs and exports");
     let options = convert::options(args, prepared.len())?;
     let outcomes = convert::translate_prepared(prepared, &options, args.quiet);
     drop(exports);
+    timings.lap("Translation");
+    let records: u64 = outcomes
+        .iter()
+        .map(|(_, o)| match o {
+            Outcome::Translated(r) => r.run.len() as u64,
+            _ => 0,
+        })
+        .sum();
     let mut numbered = Vec::with_capacity(outcomes.len());
     let mut skipped = 0;
     for (&number, (name, outcome)) in numbers.iter().zip(outcomes) {
@@ -198,6 +207,7 @@ fn translate_into_part(
     }
     checkpoint("shard translated");
     parts.write_part(plan_id, shard, numbered)?;
+    timings.lap("Part written");
     if !args.quiet {
         eprintln!(
             "shard {shard} of {}: {} reports{} into {} in {:.2} s",
@@ -209,8 +219,12 @@ fn translate_into_part(
                 String::new()
             },
             parts.part_path(shard).display(),
-            started.elapsed().as_secs_f64()
+            timings.started().elapsed().as_secs_f64()
         );
+    }
+    if args.timing {
+        let size = std::fs::metadata(parts.part_path(shard)).map_or(0, |m| m.len());
+        timings.report(numbers.len(), records, size)?;
     }
     Ok(())
 }
@@ -263,17 +277,23 @@ fn merge_args(plan: &Plan, m: &MergeArgs) -> Result<Args> {
     if m.keep_parts {
         argv.push("--keep-parts".into());
     }
+    if m.timing {
+        argv.push("--timing".into());
+    }
     argv.push("--".into());
     argv.extend(plan.inputs.iter().map(|i| i.name.clone()));
     argv.push(plan.trace.clone());
-    Args::try_parse_from(&argv).map_err(|e| anyhow!("the plan's options do not parse: {e}"))
+    let mut args =
+        Args::try_parse_from(&argv).map_err(|e| anyhow!("the plan's options do not parse: {e}"))?;
+    args.resolve_config()?;
+    Ok(args)
 }
 
 /// Merges every part into the trace (once every shard is done; else the error
 /// lists the shards to run again), then removes the parts unless
 /// `--keep-parts`. `step`: the Slurm step whose failures count (all when None).
 fn merge(args: &Args, parts: &PartsDir, plan: &Plan, step: Option<&str>) -> Result<Finished> {
-    let started = Instant::now();
+    let mut timings = Timings::new(Instant::now());
     let plan_id = plan.id();
     check_every_shard_done(parts, plan, &plan_id, step)?;
     raise_open_file_limit(u64::from(plan.shards));
@@ -283,7 +303,9 @@ fn merge(args: &Args, parts: &PartsDir, plan: &Plan, step: Option<&str>) -> Resu
     let options = convert::options(args, 1)?;
     let (reports, skipped) = convert::gather(outcomes, &options, args.skip_bad)?;
     checkpoint("parts read");
-    let finished = convert::write_output_set(args, &paths, output_set, reports, &skipped, started)?;
+    timings.lap("Parts read");
+    let finished =
+        convert::write_output_set(args, &paths, output_set, reports, &skipped, &mut timings)?;
     if !args.keep_parts {
         parts.remove();
     }
@@ -513,8 +535,25 @@ mod tests {
                 "out",
             ][..],
             &["-f", "step#3", "--report", "a.sqlite", "out.prv.gz"][..],
+            &[
+                "--time-limit-start",
+                "-20",
+                "--time-limit-end=3s",
+                "--exclude-kernels",
+                "--filter-cuda-calls-duration",
+                "700",
+                "--filter-cuda-calls-include-name",
+                "cudaMalloc,cudaFree",
+                "--filter-cuda-calls-exclude-name=cudaMemcpy",
+                "-N",
+                "--nvtx-config-json",
+                r#"{"include_unlisted":false,"domains":{"app":{"event_type":100500,"translate":true,"payloads":false,"payload":{"float_strategy":"Round"},"project":true}},"payload":{"float_strategy":"Scale"},"project":false}"#,
+                "a.sqlite",
+                "out",
+            ][..],
         ] {
-            let args = Args::try_parse_from(["nsys2prv-rs"].iter().chain(line)).unwrap();
+            let mut args = Args::try_parse_from(["nsys2prv-rs"].iter().chain(line)).unwrap();
+            args.resolve_config().unwrap();
             let options = plan::canonical_options(&args).unwrap();
             let plan = Plan {
                 format: plan::FORMAT,
@@ -541,6 +580,7 @@ mod tests {
                 keep_parts: true,
                 memory_limit: 1 << 20,
                 jobs: Some(3),
+                timing: false,
                 quiet: true,
                 verbose: false,
             };

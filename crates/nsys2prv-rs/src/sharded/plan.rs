@@ -321,10 +321,42 @@ pub fn canonical_options(args: &Args) -> Result<Vec<String>> {
         (args.all_views, "--all-views"),
         (args.skip_bad, "--skip-bad"),
         (args.force_sqlite, "--force-sqlite"),
+        (args.exclude_kernels, "--exclude-kernels"),
+        (args.thread_name, "--thread-name"),
     ] {
         if set {
             options.push(flag.into());
         }
+    }
+    // BSC nsys2prv's filters, as the shards apply them to the rows they read.
+    if let Some(ns) = args.time_limit_start {
+        options.push(format!("--time-limit-start={ns}"));
+    }
+    if let Some(ns) = args.time_limit_end {
+        options.push(format!("--time-limit-end={ns}"));
+    }
+    if let Some(ns) = args.filter_cuda_calls_duration {
+        options.push(format!("--filter-cuda-calls-duration={ns}"));
+    }
+    for (names, flag) in [
+        (
+            &args.filter_cuda_calls_include_name,
+            "--filter-cuda-calls-include-name",
+        ),
+        (
+            &args.filter_cuda_calls_exclude_name,
+            "--filter-cuda-calls-exclude-name",
+        ),
+    ] {
+        if !names.is_empty() {
+            options.push(format!("{flag}={}", names.join(",")));
+        }
+    }
+    // The configuration's content, not its file: every shard and the merge use
+    // the same, and a file changed between shards is another plan.
+    if args.nvtx != nsys_semantics::nvtx_config::NvtxConfig::default() {
+        let json = serde_json::to_string(&args.nvtx).context("the NVTX configuration")?;
+        options.push(format!("--nvtx-config-json={json}"));
     }
     Ok(options)
 }
