@@ -92,6 +92,12 @@ if [ "$target" = "$GNU" ]; then
     features=()
 fi
 source_date_epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
+# The commit `--version` names (build.rs), the same for the copy without .git; `-modified` when
+# tracked files differ from it.
+commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    commit=$commit-modified
+fi
 
 # build SRC_DIR TARGET_DIR: the dist build of SRC_DIR's sources; prints the binary's path.
 build() {
@@ -101,6 +107,7 @@ build() {
     (
         cd "$src"
         export SOURCE_DATE_EPOCH=$source_date_epoch
+        export NSYS2PRV_COMMIT=$commit
         export CARGO_TARGET_DIR=$target_dir
         export RUSTFLAGS=$flags
         export "CFLAGS_${target//-/_}=${cflags//$ROOT/$src} -ffile-prefix-map=$target_dir=/build/target"

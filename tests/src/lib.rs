@@ -7,11 +7,16 @@ use std::sync::OnceLock;
 
 use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
+pub mod bsc;
 pub mod fixtures;
 pub mod paramedir;
 pub mod sharding;
+pub mod skips;
+
+pub use skips::{missing_tool, not_checked};
 
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
+/// `None` when it is missing (a failure under CI, and noted in the summary elsewhere).
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("NSYS2PRV_CORPUS")
         .map(PathBuf::from)
@@ -19,9 +24,9 @@ pub fn corpus_dir() -> Option<PathBuf> {
     if dir.join("MANIFEST.tsv").is_file() {
         Some(dir)
     } else {
-        eprintln!(
-            "note: no corpus at {} (set NSYS2PRV_CORPUS); corpus checks skipped",
-            dir.display()
+        missing_tool(
+            "the corpus",
+            &format!("none at {}; set NSYS2PRV_CORPUS", dir.display()),
         );
         None
     }
@@ -170,12 +175,7 @@ pub fn check_trace(prv: &Path) -> TraceStats {
     assert_every_label_declared(prv);
     match ptd_comprovar(prv) {
         Ok(PtdOutcome::Passed) => {}
-        Ok(PtdOutcome::NotInstalled) => {
-            if std::env::var_os("CI").is_some() {
-                panic!("ptd (pip install pertalde) is required in CI");
-            }
-            eprintln!("note: ptd not installed; `ptd comprovar` skipped");
-        }
+        Ok(PtdOutcome::NotInstalled) => missing_tool("ptd", "pip install pertalde"),
         Err(out) => panic!("ptd comprovar rejected {}:\n{out}", prv.display()),
     }
     report.stats

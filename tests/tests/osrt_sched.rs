@@ -238,7 +238,7 @@ fn corpus_file(relpath: &str) -> Option<PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        eprintln!("note: {} absent; skipped", path.display());
+        missing_tool("a corpus file", &format!("{} is absent", path.display()));
         None
     }
 }

@@ -9,7 +9,7 @@
 //! of `report` must equal, to the nanosecond, what paramedir computes from the
 //! bundled efficiency views.
 //!
-//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped with a note without
+//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped, and listed in the run's summary, without
 //! it, except under CI.
 
 use std::collections::{BTreeMap, BTreeSet};

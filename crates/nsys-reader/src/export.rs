@@ -60,6 +60,12 @@ pub struct TableScan {
 }
 
 impl TableScan {
+    /// Rows that decoded (the reader counts a skipped row among the rows read,
+    /// so this never goes below zero).
+    pub fn kept(&self) -> u64 {
+        self.rows.saturating_sub(self.skipped)
+    }
+
     pub fn add(&mut self, other: TableScan) {
         self.rows += other.rows;
         self.skipped += other.skipped;

@@ -160,6 +160,8 @@ impl Registry {
             time_limits: Default::default(),
             api_calls: Default::default(),
             nvtx: Default::default(),
+            gpu_metric_types: crate::options::MetricTypes::Bsc,
+            nic_metric_types: crate::options::MetricTypes::Bsc,
         }
     }
 

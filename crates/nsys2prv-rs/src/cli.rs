@@ -10,13 +10,24 @@ use nsys_semantics::Category;
 
 use crate::bsc_config::BscConfig;
 
+/// `0.1.0 (commit 1a2b3c4d5e6f, x86_64-unknown-linux-musl)`: what was built,
+/// from which commit, for which target (see build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("NSYS2PRV_COMMIT"),
+    ", ",
+    env!("NSYS2PRV_TARGET"),
+    ")"
+);
+
 // Subcommands and the conversion's positionals exclude each other, and a
 // subcommand lifts the requirement of two paths: `nsys2prv-rs a.sqlite out.prv`
 // converts, `nsys2prv-rs report out.prv` reports.
 #[derive(Parser, Debug)]
 #[command(
     name = "nsys2prv-rs",
-    version,
+    version = VERSION,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
     override_usage = USAGE,
     after_help = short_guide(),
@@ -50,6 +61,13 @@ pub struct Args {
     /// Kernel names used as event values
     #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
     pub kernel_names: KernelNameArg,
+
+    /// How GPU metrics and NIC counters are numbered: as BSC nsys2prv 0.6 does
+    /// (9400 + metricId, 9500 + metric index, values as recorded: its views read
+    /// them), or by metric name (the same on every GPU model; percentages x100).
+    /// A job whose reports give one id two names falls back to names, with a warning
+    #[arg(long, value_enum, default_value_t = MetricTypesArg::Bsc)]
+    pub metric_types: MetricTypesArg,
 
     /// Callers written with each CPU sample: the sampled function and its callers
     /// at levels 1..N (types 30000000 + level, as Extrae; 0: the function only)
@@ -364,6 +382,17 @@ pub struct ReportArgs {
     #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_duration)]
     pub gap_threshold: u64,
 
+    /// Report on part of the trace only: START:END from the trace's start (1.5s:3s,
+    /// 500ms:, :2s); intervals crossing its edges are clipped to it
+    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with = "nvtx_range")]
+    pub time_window: Option<TimeWindowArg>,
+
+    /// Report on the span of an NVTX range only, as the conversion's --nvtx-range:
+    /// from the first begin of a range of that name to the last end, or with #N the
+    /// N-th range of every thread that has N
+    #[arg(long, value_name = "NAME[#N]")]
+    pub nvtx_range: Option<NvtxRangeSpec>,
+
     /// Memory for what the report keeps of the trace (iterations); the trace itself
     /// is streamed
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
@@ -424,10 +453,10 @@ fn short_guide() -> String {
 
 /// The long help's sections, also the man page's (title, text).
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
-    ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
-    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row, NAME.pmf (the trace's metadata in BSC nsys2prv 0.6's JSON format: the job's command, directory, modules and Slurm settings, nsys versions, the options, -L labels and --description-text/--description-file, and which report each row comes from) and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2), as is a NAME.pmf another tool wrote. Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it and in its subdirectories, except those the tool made (with its .nsys2prv-rs file), hidden ones and links to directories. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row, NAME.pmf (the trace's metadata in BSC nsys2prv 0.6's JSON format: the job's command, directory, modules and Slurm settings, nsys versions, the options, -L labels and --description-text/--description-file, and which report each row comes from) and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2), as is an existing NAME.prv, NAME.pcf or NAME.row that is not a Paraver file of its kind, and a NAME.pmf another tool wrote. Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
     ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans and merges). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
-    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
+    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, an output directory the tool did not make, or an output file that is not a Paraver file); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
     ("BSC NSYS2PRV", "Its command lines run unchanged, with its meaning: its -t names (0.5.8's and 0.6's; its kernels include memory operations); -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; --time-limit-start/--time-limit-end NS keep the rows wholly between them in each report's own time; --exclude-kernels; --filter-cuda-calls-duration/-include-name/-exclude-name; -N names the .row as BSC does (name (1.T.t)); -c removes NAME.cache/ once the trace is written; --timing appends its phases to ./timings.csv; an output name without extension gets .prv. --config FILE reads BSC 0.6's TOML: source, multi, clean, [nsys] force_export, and [capabilities.nvtx]: default (include or exclude), base_event_type (9600), project (start/end ranges on the push/pop type; by default they keep lanes of their own, 9004+), payload = {float_strategy = scale or round, attach = true}, and per domain [capabilities.nvtx.domains.NAME] (Default: ranges of no domain) event_type (a multiple of 100: the domain's block of seven types), translate, payloads, project, payload. Without it: BSC 0.6's defaults (Default 9600, NCCL 9500, neSmiK 81000, others by a hash of their name). An unknown key or value is an error naming it with its file, line and column. -L, --description-text and --description-file are refused (exit 2). Every problem of a command line is named at once."),
@@ -535,6 +564,14 @@ pub enum KernelNameArg {
     Demangled,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricTypesArg {
+    /// BSC nsys2prv 0.6's numbers and units
+    Bsc,
+    /// One type per metric name
+    Name,
+}
+
 /// A command line that asks for something impossible (exit code 2, like clap's own).
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -573,8 +610,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// Writes the completion script for `shell` to stdout.
 pub fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     let mut command = <Args as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut std::io::stdout());
-    Ok(())
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut script);
+    crate::stdout::write(&script)
 }
 
 /// Writes the man page (roff) to stdout: clap's sections, then the
@@ -608,9 +646,7 @@ pub fn print_man_page() -> anyhow::Result<()> {
         out.extend_from_slice(format!(".SH {title}\n{}\n", roff(text)).as_bytes());
     }
     man.render_version_section(&mut out)?;
-    use std::io::Write;
-    std::io::stdout().write_all(&out)?;
-    Ok(())
+    crate::stdout::write(&out)
 }
 
 /// Text safe in roff: backslashes and hyphens escaped, no line starting with a

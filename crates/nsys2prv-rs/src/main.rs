@@ -16,6 +16,7 @@ mod pmf;
 mod progress;
 mod report;
 mod sharded;
+mod stdout;
 mod timing;
 mod views;
 
@@ -85,6 +86,7 @@ fn main() -> ExitCode {
     match result {
         Ok(finished) if finished.skipped > 0 => ExitCode::from(convert::EXIT_SKIPPED),
         Ok(_) => ExitCode::SUCCESS,
+        Err(e) if stdout::closed(&e) => ExitCode::from(stdout::EXIT_CLOSED),
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(if cli::is_usage_error(&e) { 2 } else { 1 })

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Args, KernelNameArg, SyncArg};
+use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
 
 /// Version of the plan and part formats; another version is another plan.
 pub const FORMAT: u32 = 1;
@@ -276,6 +276,9 @@ pub fn canonical_options(args: &Args) -> Result<Vec<String>> {
     }
     if let KernelNameArg::Demangled = args.kernel_names {
         options.push("--kernel-names=demangled".into());
+    }
+    if args.metric_types == MetricTypesArg::Name {
+        options.push("--metric-types=name".into());
     }
     let sync = match args.sync {
         SyncArg::Session => None,
