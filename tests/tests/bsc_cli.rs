@@ -715,7 +715,18 @@ fn bscs_nvtx_ranges_view_reads_the_exports_exclusive_times() {
             })
             .unwrap_or_else(|| panic!("value {value} has no label"))
     };
-    let result = run(&paramedir, &prv, &[view], &[]);
+    // The view is fitted to the trace (microseconds for a long one); read it in
+    // nanoseconds so that the figures compare exactly with the export's.
+    let in_ns = tmp.path().join("nvtx_ranges_ns.cfg");
+    let cfg_ns: String = cfg
+        .lines()
+        .map(|l| match l.starts_with("window_units ") {
+            true => "window_units Nanoseconds\n".to_string(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    fs::write(&in_ns, cfg_ns).unwrap();
+    let result = run(&paramedir, &prv, &[in_ns], &[]);
     let Some(Ok(ViewResult::Timeline(lines))) = result.result(0) else {
         panic!("no timeline: {}", result.stdout)
     };
