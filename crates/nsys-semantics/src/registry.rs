@@ -21,6 +21,7 @@ use crate::{
 
 #[cfg(doc)]
 use crate::category::Stage;
+use crate::view::bundled_view;
 
 /// The categories of the tool.
 pub static STANDARD: &[&CategoryInfo] = &[
@@ -50,25 +51,26 @@ pub static STANDARD: &[&CategoryInfo] = &[
 /// Views of no one category: the thread states every trace has, and the starter
 /// set of `views/start-here/` (each view says what it needs).
 pub const GENERAL_VIEWS: &[View] = &[
-    View::new(
+    bundled_view!(
         "views/start-here/where_gpu_time_goes.cfg",
         "Where does the GPU time go: which share of each GPU stream's time does each kernel take?",
     )
+    .on_gpu_streams()
     .needs(&[KERNELS]),
-    View::new(
+    bundled_view!(
         "views/start-here/where_ranks_wait.cfg",
         "Where do the ranks wait: which share of each thread's time goes to each state (running, MPI, CUDA synchronization, I/O, ...)?",
     ),
-    View::new(
+    bundled_view!(
         "views/start-here/compute_communication_overlap.cfg",
         "How well do compute and communication overlap: per task, the time with compute kernels only, communication (copies, NCCL, MPI) only, both, or neither?",
     )
     .needs(&[KERNELS]),
-    View::new(
+    bundled_view!(
         "views/states.cfg",
         "What is each thread doing: running, in a CUDA or MPI call, waiting, idle?",
     ),
-    View::new(
+    bundled_view!(
         "analysis/states_profile.cfg",
         "How much time does each thread spend in each state?",
     ),
@@ -466,6 +468,41 @@ mod tests {
         let passes = registry.passes(&options);
         assert_eq!(passes.len(), 1);
         assert!(!std::ptr::eq(passes[0].1, dummy_pass));
+    }
+
+    /// The views bundled are those declared: every `.cfg` of the workspace's
+    /// `cfgs/` is declared once (by a category or as a general view), and each
+    /// question is one line ending in `?`.
+    #[test]
+    fn every_view_of_cfgs_is_declared_once() {
+        fn cfgs_under(root: &std::path::Path, dir: &std::path::Path, out: &mut BTreeSet<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    cfgs_under(root, &path, out);
+                } else if path.extension().is_some_and(|e| e == "cfg") {
+                    let rel = path.strip_prefix(root).unwrap();
+                    out.insert(rel.to_str().unwrap().replace('\\', "/"));
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cfgs");
+        let mut files = BTreeSet::new();
+        cfgs_under(&root, &root, &mut files);
+        let registry = Registry::standard();
+        let declared: Vec<&str> = registry.views().map(|d| d.view.path).collect();
+        let unique: BTreeSet<String> = declared.iter().map(|p| p.to_string()).collect();
+        assert_eq!(unique.len(), declared.len(), "a view declared twice");
+        assert_eq!(unique, files, "views of cfgs/ and views declared");
+        for d in registry.views() {
+            let question = d.view.question;
+            assert!(
+                question.ends_with('?') && !question.contains('\n'),
+                "{}: {question:?}",
+                d.view.path
+            );
+            assert!(d.view.text.starts_with("#ParaverCFG"), "{}", d.view.path);
+        }
     }
 
     #[test]
