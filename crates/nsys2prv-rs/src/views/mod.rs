@@ -5,6 +5,8 @@
 //! text, what each is for and what it needs come from the categories'
 //! declarations (`nsys_semantics::View`), through the registry.
 
+#[cfg(test)]
+mod added_category_tests;
 mod cfg;
 mod fit;
 mod index;
