@@ -1,5 +1,5 @@
 //! What a bundled Paraver view is for: each category declares its views (a
-//! `.cfg` under `cfgs/`, embedded by [`bundled_view!`], the question it answers,
+//! `.cfg` under `cfgs/`, embedded by `bundled_view!`, the question it answers,
 //! what else it needs) in its [`crate::CategoryInfo`]; the views written beside
 //! every trace and their index (`NAME.cfgs/INDEX.md`) are made from these
 //! declarations, so a view no category declares is not bundled. Views of types
