@@ -81,9 +81,16 @@ pub fn binary_path() -> &'static Path {
     })
 }
 
+/// The binary, with the clock of the metadata file's `translation_time` fixed
+/// (`SOURCE_DATE_EPOCH`), so that runs compare byte for byte at any time.
 pub fn binary() -> Command {
-    Command::new(binary_path())
+    let mut cmd = Command::new(binary_path());
+    cmd.env("SOURCE_DATE_EPOCH", FIXED_EPOCH);
+    cmd
 }
+
+/// The `SOURCE_DATE_EPOCH` of [`binary`]: 2025-03-01T09:00:00Z.
+pub const FIXED_EPOCH: &str = "1740819600";
 
 fn build_binary() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

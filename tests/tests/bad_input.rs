@@ -641,6 +641,7 @@ fn disk_full_by_file_size_limit(case: &Case, input: &Path) {
     eprintln!("note: cannot mount a tmpfs: disk full simulated with a file size limit");
     let prv = case.prv();
     let out = Command::new("sh")
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
         .arg("-c")
         .arg("ulimit -f 128; trap '' XFSZ; exec \"$@\"")
         .arg("sh")

@@ -693,7 +693,7 @@ fn report_after_a_conversion_prints_and_writes_only_where_asked() {
     assert!(stdout.contains("Parallel efficiency"), "{stdout}");
     assert_eq!(
         listing(dir.path()),
-        ["c.cfgs", "c.pcf", "c.prv", "c.row"].map(String::from)
+        ["c.cfgs", "c.pcf", "c.pmf", "c.prv", "c.row"].map(String::from)
     );
     // The same numbers from the written trace, after the fact.
     let again = report(&[out.to_str().unwrap()]);

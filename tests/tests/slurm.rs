@@ -76,7 +76,9 @@ fn sinfo_node_states() -> Result<Vec<String>, String> {
 }
 
 fn srun(tasks: usize, args: &[&str]) -> Output {
+    // Passed on to the tasks, as `binary()` does for single runs.
     Command::new("srun")
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
         .arg(format!("--ntasks={tasks}"))
         .arg(format!("--immediate={IMMEDIATE_SECONDS}"))
         .arg("--label")
@@ -182,7 +184,9 @@ fn srun_with_four_tasks_writes_what_one_process_writes() {
 
 /// Runs `sbatch` with `args`; returns its stdout (the job id with --parsable).
 fn sbatch(args: &[&str]) -> String {
+    // Exported to the job (sbatch's default --export=ALL), as `binary()` sets it.
     let out = Command::new("sbatch")
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
         .arg("--parsable")
         .args(args)
         .output()

@@ -632,20 +632,13 @@ fn bsc_command_lines_run_unchanged() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("no_such_range"), "{}", stderr(&out));
 
-    // Options of BSC's with no equivalent say what to use instead (exit 2);
-    // those with one (tests/bsc_cli.rs) run.
-    for (flag, instead) in [
-        ("--label=run1", "no labels"),
-        ("--description-text=x", "notes"),
-    ] {
-        let out = run(&[flag, "report1.sqlite", "x"]);
-        assert_eq!(out.status.code(), Some(2), "{flag}");
-        assert!(stderr(&out).contains(instead), "{flag}: {}", stderr(&out));
-    }
+    // BSC's options run (tests/bsc_cli.rs, tests/pmf.rs for -L and --description-*).
     let out = run(&[
         "--time-limit-start=1",
         "--exclude-kernels",
         "--clean",
+        "--label=run1",
+        "--description-text=x",
         "report1.sqlite",
         "x",
     ]);

@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 
 use end_to_end::paramedir::{paramedir, run, Histogram, ViewResult};
 use end_to_end::*;
-use nsys_synth::{write_export, SchemaVersion, SynthDeviceSide, SynthGraphMode, SynthSpec};
+use nsys_synth::{
+    add_cpu_activity, write_export, SchemaVersion, SynthCpu, SynthDeviceSide, SynthGraphMode,
+    SynthSpec,
+};
 use rusqlite::{Connection, OpenFlags};
 
 /// A converted trace.
@@ -631,6 +634,85 @@ fn counter_views_show_each_counter_of_the_export() {
             let lines = trace.timeline(&paramedir, view);
             let most = lines.iter().map(|l| l.3).fold(0.0, f64::max);
             assert_eq!(most, expected as f64, "{view}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CPU core counters.
+
+/// Per (thread, counter label): the summed count of the samples BSC's rule gives
+/// the thread (the last switch-in on the sample's CPU at or before its
+/// midpoint), and the largest count the thread gets at one midpoint.
+fn counter_truth(db: &Connection) -> BTreeMap<(i64, String), (i64, i64)> {
+    let sql = "WITH s AS (
+           SELECT r.start + (r.end - r.start) / 2 AS mid, r.eventId, r.count,
+             COALESCE(
+               (SELECT c.instance FROM TARGET_INFO_COMPONENT c
+                WHERE c.componentId = r.componentId AND c.name = 'Core'),
+               (SELECT p.instance FROM TARGET_INFO_COMPONENT c
+                JOIN TARGET_INFO_COMPONENT p ON p.componentId = c.parentId
+                WHERE c.componentId = r.componentId AND p.name = 'Core')) AS cpu
+           FROM PERF_EVENT_SOC_OR_CPU_RAW_EVENT r),
+         t AS (
+           SELECT s.*, (SELECT e.globalTid % 16777216 FROM SCHED_EVENTS e
+                        WHERE e.cpu = s.cpu AND e.isSchedIn != 0 AND e.start <= s.mid
+                        ORDER BY e.start DESC, e.rowid DESC LIMIT 1) AS tid
+           FROM s),
+         per AS (SELECT tid, eventId, mid, SUM(count) AS n FROM t WHERE tid IS NOT NULL
+                 GROUP BY tid, eventId, mid)
+         SELECT per.tid, COALESCE(m.displayName, m.name)
+                  || CASE WHEN m.unit = '' THEN '' ELSE ' [' || m.unit || ']' END,
+                SUM(per.n), MAX(per.n)
+         FROM per JOIN TARGET_INFO_PERF_METRIC m ON m.id = per.eventId
+         GROUP BY per.tid, per.eventId";
+    rows(db, sql, |r| {
+        Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+    })
+    .into_iter()
+    .collect()
+}
+
+/// CPU core counters: the profile of each counter is the sum of the counts the
+/// export gives each thread, and its timeline shows each period's count.
+#[test]
+fn cpu_counter_views_sum_what_each_thread_counted() {
+    let Some(paramedir) = paramedir() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("counters.sqlite");
+    let spec = SynthSpec::small(SchemaVersion::V3_24);
+    write_export(&spec, &input).unwrap();
+    let cpu = SynthCpu {
+        samples_per_thread: 120,
+        cpu_counters: 3,
+        ..SynthCpu::default()
+    };
+    add_cpu_activity(&input, &spec, &cpu).unwrap();
+    let trace = convert_into(dir.path(), "counters", &[&input]);
+    let truth = counter_truth(&open(&input));
+    let labels: BTreeSet<&String> = truth.keys().map(|(_, label)| label).collect();
+    assert_eq!(labels.len(), 3, "{truth:?}");
+    let profiles = trace.views_under("analysis/cpu_counters");
+    let timelines = trace.views_under("views/cpu_counters");
+    assert_eq!((profiles.len(), timelines.len()), (3, 3));
+    for (profile, timeline) in profiles.iter().zip(&timelines) {
+        let label = label_in(&trace.views.join(timeline), None);
+        let h = trace.histogram(&paramedir, profile);
+        let lines = trace.timeline(&paramedir, timeline);
+        for ((tid, _), (sum, most)) in truth.iter().filter(|((_, l), _)| *l == label) {
+            let thread = trace.cpu_thread(*tid);
+            let total = cell(&h, thread, "1");
+            assert!(
+                close(total, *sum as f64),
+                "{profile} {thread}: {total} != {sum}"
+            );
+            let object = trace.object(thread);
+            let shown = lines
+                .iter()
+                .filter(|l| l.0 == object)
+                .map(|l| l.3)
+                .fold(0.0, f64::max);
+            assert_eq!(shown, *most as f64, "{timeline} {thread}");
         }
     }
 }

@@ -93,6 +93,26 @@ impl Export {
         }
     }
 
+    /// The tables that hold recordings and have rows, sorted: every table but the
+    /// `ENUM_*`, `TARGET_INFO_*` and `META_DATA_*` ones (`EXPORT_META_DATA` before
+    /// 3.4) and SQLite's own. In a
+    /// default (lazy) export nearly every such table has rows; one exported with
+    /// `--lazy=false` has them all, most empty.
+    pub fn tables_with_rows(&self) -> Result<Vec<String>, ReadError> {
+        let mut found = Vec::new();
+        for table in self.schema.table_names() {
+            let described = ["ENUM_", "TARGET_INFO_", "META_DATA_", "sqlite_"]
+                .iter()
+                .any(|prefix| table.starts_with(prefix))
+                || table == "EXPORT_META_DATA";
+            if !described && self.row_estimate(table)? > 0 {
+                found.push(table.to_string());
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
     /// Number of rows of `table` (0 when absent).
     pub fn count(&self, table: &str) -> Result<u64, ReadError> {
         if !self.schema.has_table(table) {

@@ -9,6 +9,7 @@
 
 mod checks;
 mod connection;
+pub mod cpu_counters;
 pub mod cuda;
 pub mod cuda_events;
 pub mod enums;

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod category;
 pub mod clock;
 mod context;
+mod cpu_raw_counters;
 mod cuda_api;
 mod cuda_events;
 mod cuda_graphs;

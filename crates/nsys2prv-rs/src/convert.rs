@@ -189,6 +189,7 @@ pub fn write_output_set(
     timings.lap("Layout, clocks and messages");
 
     let range = nvtx_range(args, &reports, &plan)?;
+    let mut trace_metadata = crate::pmf::TraceMetadata::new(args, paths, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
     let type_owners = TypeOwners::of(&Registry::standard(), &reports);
     let gpu_stream_rows = gpu_stream_rows(&reports, &plan);
@@ -235,6 +236,8 @@ pub fn write_output_set(
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     timings.lap("Merge and write");
+    trace_metadata.set_events(&type_owners.categories_in(&summary.event_types));
+    trace_metadata.write(&output_set.staged_pmf())?;
     if !skipped.is_empty() {
         write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
     }

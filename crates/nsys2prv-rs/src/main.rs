@@ -7,6 +7,7 @@ mod inputs;
 mod interrupt;
 mod nsys_export;
 mod output_set;
+mod pmf;
 mod progress;
 mod report;
 mod sharded;
@@ -44,23 +45,14 @@ fn tune_allocator() {
 fn main() -> ExitCode {
     #[cfg(feature = "mimalloc")]
     tune_allocator();
-    let mut command_line = std::env::args_os();
-    let program = command_line.next().unwrap_or_else(|| "nsys2prv-rs".into());
-    let command_line: Vec<std::ffi::OsString> = command_line.collect();
-    // Every problem of the command line at once, not one per run.
-    let (rest, mut problems) = cli::without_bsc_options(&command_line);
-    let argv = std::iter::once(program).chain(rest);
-    let mut args = match cli::Args::try_parse_from(argv) {
+    // Every option of BSC nsys2prv (0.5.8, 0.6.0rc1) has its equivalent: clap
+    // parses them all.
+    let mut args = match cli::Args::try_parse_from(std::env::args_os()) {
         Ok(args) => args,
-        Err(e) if problems.is_empty() || !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let said = e.render().to_string();
-            let first = said.lines().next().unwrap_or_default();
-            problems.push(first.trim_start_matches("error: ").to_string());
-            eprintln!("error: {}", cli::problems_message(&problems));
-            return ExitCode::from(2);
-        }
+        Err(e) => e.exit(),
     };
+    // Every problem of the command line at once, not one per run.
+    let mut problems: Vec<String> = Vec::new();
     match &args.command {
         None => problems.extend(args.problems()),
         Some(cli::Command::Merge(m)) if m.timing => {

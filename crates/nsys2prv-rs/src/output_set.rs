@@ -1,12 +1,13 @@
-//! The output set — `NAME.prv[.gz]`, `NAME.pcf`, `NAME.row` and the views
-//! directory — changes as one unit. Everything is written into a staging
+//! The output set — `NAME.prv[.gz]`, `NAME.pcf`, `NAME.row`, `NAME.pmf` and the
+//! views directory — changes as one unit. Everything is written into a staging
 //! directory beside its final place (`.NAME.nsys2prv-rs.HOST.PID.XXXXXX/`) and
 //! renamed into place in one critical section that interrupts wait for: views,
-//! `.pcf`, `.row`, and the `.prv` last, so Paraver never finds a new `.prv` beside
-//! old labels. The tool replaces only what it made: a views directory carries a
+//! `.pcf`, `.row`, `.pmf`, and the `.prv` last, so Paraver never finds a new
+//! `.prv` beside old labels. The tool replaces only what it made: a views directory carries a
 //! marker file, and a directory without it is refused; a `.prv`, `.pcf` or `.row`
 //! is replaced only when it is a Paraver file of that kind (by whatever tool: BSC's
-//! nsys2prv writes the same names) or empty. A run killed outright
+//! nsys2prv writes the same names) or empty; a `.pmf` only when this tool wrote
+//! it (one of ours names nsys2prv-rs as its translator). A run killed outright
 //! (SIGKILL, a crash) leaves its staging directory; the next run on the same
 //! output removes it, or finishes its renames if it died while committing.
 
@@ -93,6 +94,11 @@ impl OutputSet {
     /// Where the list of skipped reports is written, when there are some.
     pub fn staged_skipped(&self) -> PathBuf {
         skipped_list_path(&self.trace.in_dir(&self.trace_stage.dir))
+    }
+
+    /// Where the metadata file (`NAME.pmf`) is written.
+    pub fn staged_pmf(&self) -> PathBuf {
+        crate::pmf::path_of(&self.trace.in_dir(&self.trace_stage.dir))
     }
 
     /// The views directory the set installs.
@@ -193,13 +199,16 @@ fn install(stage: &Path, target_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Views directories first, then labels (and the list of skipped reports), then
-/// the trace body.
+/// Views directories first, then labels (and the metadata file and the list of
+/// skipped reports), then the trace body.
 fn install_order(path: &Path) -> u8 {
     let name = path.file_name().and_then(OsStr::to_str).unwrap_or("");
     if path.is_dir() {
         0
-    } else if name.ends_with(".pcf") || name.ends_with(".row") || name.ends_with(".skipped.txt") {
+    } else if [".pcf", ".row", ".pmf", ".skipped.txt"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+    {
         1
     } else {
         2
@@ -277,6 +286,7 @@ pub fn check_targets(trace: &OutputPaths, views: &Path) -> Result<()> {
             .into());
         }
     }
+    check_metadata_target(trace)?;
     check_views_target(views, trace)
 }
 
@@ -370,6 +380,20 @@ fn check_views_target(views: &Path, trace: &OutputPaths) -> Result<()> {
     Err(UsageError(format!(
         "{}: exists and was not written by nsys2prv-rs (no {MARKER} file in it), so the views will not replace it: {what_to_do}",
         views.display()
+    ))
+    .into())
+}
+
+/// A `NAME.pmf` the tool may replace: absent, written by the tool, or another
+/// translator's trace metadata (BSC nsys2prv writes its own beside its traces).
+fn check_metadata_target(trace: &OutputPaths) -> Result<()> {
+    let pmf = crate::pmf::path_of(trace);
+    if pmf.symlink_metadata().is_err() || crate::pmf::may_replace(&pmf) {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "{}: exists and is not a trace metadata file (neither ours nor BSC nsys2prv's), so it will not be replaced: give another output name or move it",
+        pmf.display()
     ))
     .into())
 }

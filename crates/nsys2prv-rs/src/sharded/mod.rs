@@ -16,7 +16,7 @@
 //!   part and merges.
 
 mod parts;
-mod plan;
+pub(crate) mod plan;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -549,6 +549,13 @@ mod tests {
                 "--report=report dir",
                 "--skip-bad",
                 "--force-sqlite",
+                "-L",
+                "first label",
+                "--label=second",
+                "--description-text",
+                "a run, described",
+                "--description-file",
+                "/notes/run.txt",
                 "-z",
                 "a.sqlite",
                 "--",

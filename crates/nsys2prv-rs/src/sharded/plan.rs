@@ -307,6 +307,18 @@ pub fn canonical_options(args: &Args) -> Result<Vec<String>> {
         Some(None) => options.push("--report".into()),
         None => {}
     }
+    // The metadata file's: the merge writes it. The description file is read
+    // then, wherever the merge runs from.
+    for label in &args.label {
+        options.push(format!("--label={label}"));
+    }
+    if let Some(text) = &args.description_text {
+        options.push(format!("--description-text={text}"));
+    }
+    if let Some(file) = &args.description_file {
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        options.push(format!("--description-file={}", utf8(&file)?));
+    }
     for (set, flag) in [
         (args.keep_nsys_threads, "--keep-nsys-threads"),
         (args.all_views, "--all-views"),
