@@ -626,7 +626,7 @@ fn legacy(
     Ok(())
 }
 
-/// The built-in table as (type, name [unit], scale), for the README and tests.
+/// The built-in table as (type, name [unit], scale), for the guide (`docs/trace-contents.md`) and tests.
 #[cfg(test)]
 pub fn builtin_table() -> Vec<(u32, String, i64)> {
     (0..KNOWN.len())
@@ -673,8 +673,8 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_lists_the_builtin_table() {
-        let readme = include_str!("../../../README.md");
+    fn the_guide_lists_the_builtin_table() {
+        let guide = include_str!("../../../docs/trace-contents.md");
         for (ty, name, scale) in builtin_table() {
             let scaled = if scale == 1 {
                 String::new()
@@ -682,7 +682,7 @@ mod tests {
                 format!(" x{scale}")
             };
             let cell = format!("| {ty} | {name}{scaled} |");
-            assert!(readme.contains(&cell), "README lacks {cell}");
+            assert!(guide.contains(&cell), "docs/trace-contents.md lacks {cell}");
         }
     }
 }
