@@ -96,7 +96,7 @@ pub fn expand(
 
 /// One warning for the inputs given more than once.
 pub fn warn_repeated(lines: &[String]) {
-    crate::convert::warn_grouped(lines, |n| {
+    crate::messages::warn_grouped(lines, |n| {
         format!("{n} inputs given more than once, each translated once")
     });
 }

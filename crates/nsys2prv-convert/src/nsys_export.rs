@@ -79,7 +79,7 @@ fn open_cache(dir: &Path) -> Result<bool> {
     if dir.is_dir() {
         if !marker.is_file() {
             if !holds_only_cached_exports(dir) {
-                return Err(crate::cli::UsageError(format!(
+                return Err(crate::error::UsageError(format!(
                     "{}: exists and was not made by nsys2prv-rs (no {MARKER} file in it), so exports will not go there: give another output name",
                     dir.display()
                 ))

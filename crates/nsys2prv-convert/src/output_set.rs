@@ -21,7 +21,7 @@ use paraver_writer::OutputPaths;
 use atomic_output::cleanup::{self, checkpoint, Tracked};
 use atomic_output::{host_name, process_alive, MARKER};
 
-use crate::cli::UsageError;
+use crate::error::UsageError;
 /// Written into a staging directory when its renames begin.
 const JOURNAL: &str = ".committing";
 /// Where a replaced views directory goes inside a staging directory.

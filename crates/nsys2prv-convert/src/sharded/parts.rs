@@ -135,7 +135,7 @@ impl PartsDir {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        Err(crate::cli::UsageError(format!(
+        Err(crate::error::UsageError(format!(
             "{}: exists and was not made by nsys2prv-rs (no {MARKER} file in it): give another output name",
             self.dir.display()
         ))
@@ -359,7 +359,7 @@ fn write_part_file(
             }
             Outcome::Empty(why) => SavedOutcome::Empty { why },
             Outcome::Failed(e) => SavedOutcome::Failed {
-                reason: crate::one_line(&e),
+                reason: crate::error::one_line(&e),
             },
         };
         entries.push(Entry { input, outcome });
