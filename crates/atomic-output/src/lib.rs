@@ -13,6 +13,9 @@
 //! library, the report, the binary), so that none of them depends on another
 //! for it.
 
+// Only `owner`'s system calls are unsafe (host name, process check, kill).
+#![deny(unsafe_code)]
+
 pub mod cleanup;
 mod owner;
 

@@ -1,6 +1,7 @@
 //! Temporaries carry the host and process that made them, so a later run removes
 //! only what a dead process of its own host left (another node of a shared file
 //! system may be writing its own).
+#![allow(unsafe_code)] // system calls, each with its SAFETY comment
 
 /// This machine's name, with `/` and `.` made `_` (it is part of file names
 /// parsed back by [`parse_owner`]).

@@ -14,6 +14,10 @@
 //! the caller's too: the library registers its temporaries and child processes
 //! with `atomic_output::cleanup`, which the caller's signal handler empties.
 
+// Only system calls of the local time and the open-file limit are unsafe
+// (each function allows it, with its SAFETY comments).
+#![deny(unsafe_code)]
+
 pub mod bsc_config;
 pub mod config;
 pub mod convert;

@@ -449,6 +449,7 @@ fn capture_time(reports: &[ReportTranslation]) -> String {
 /// When the trace was made, `dd/mm/yyyy at HH:MM` (BSC's form) in local time;
 /// in UTC at `$SOURCE_DATE_EPOCH` (seconds) when that is set, so that a build
 /// or a test can make it reproducible.
+#[allow(unsafe_code)] // SAFETY comments at each block
 fn translation_time() -> String {
     let fixed = std::env::var("SOURCE_DATE_EPOCH")
         .ok()

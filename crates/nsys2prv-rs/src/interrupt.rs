@@ -5,6 +5,8 @@
 //! handler waits for, so an interrupt leaves the old set or the new one, never a
 //! mix.
 
+use std::sync::Mutex;
+
 use atomic_output::cleanup;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
@@ -60,6 +62,10 @@ fn signal_name(signal: i32) -> &'static str {
 /// `nsys` children and exits with 128 + `signal` (without running destructors or
 /// `atexit` handlers while other threads still work).
 fn clean_up_and_exit(signal: i32) {
+    // One thread says it and exits; another that gets here (the handler thread
+    // and a converting thread leaving a critical section) waits for the exit.
+    static EXITING: Mutex<()> = Mutex::new(());
+    let _exiting = EXITING.lock();
     let committed = cleanup::interrupt();
     let state = if committed {
         "the new trace had been written and is in place"

@@ -370,6 +370,7 @@ fn check_every_shard_done(
 
 /// The merge keeps every part open: lift the soft limit on open files to the
 /// hard one when the parts need it.
+#[allow(unsafe_code)] // SAFETY comments at each block
 fn raise_open_file_limit(parts: u64) {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
