@@ -888,6 +888,102 @@ impl MergeArgs {
 mod tests {
     use super::*;
 
+    /// Every option that shapes the trace reaches the Config, survives the
+    /// plan's JSON, and is listed in the fixed form NAME.pmf's flags come from.
+    #[test]
+    fn the_command_lines_config_survives_the_plan() {
+        let line = [
+            "nsys2prv-rs",
+            "-t",
+            "cuda,nvtx",
+            "--exclude",
+            "sched",
+            "--sync",
+            "barrier",
+            "--kernel-names",
+            "demangled",
+            "--metric-types",
+            "name",
+            "--cfgs-dir",
+            "views dir",
+            "--time-window",
+            "1.5ms:",
+            "--keep-nsys-threads",
+            "--all-views",
+            "--sampling-depth",
+            "2",
+            "--skip-bad",
+            "--force-sqlite",
+            "-L",
+            "a label",
+            "--description-text",
+            "words",
+            "--time-limit-start",
+            "-20",
+            "--time-limit-end=3s",
+            "--exclude-kernels",
+            "--filter-cuda-calls-duration",
+            "700",
+            "--filter-cuda-calls-include-name",
+            "cudaMalloc,cudaFree",
+            "--filter-cuda-calls-exclude-name=cudaMemcpy",
+            "-N",
+            "--report=rep",
+            "-j",
+            "3",
+            "-q",
+            "a.sqlite",
+            "out",
+        ];
+        let config = Args::try_parse_from(line).unwrap().to_config().unwrap();
+        assert_eq!(config.output.trace, PathBuf::from("out.prv"));
+        assert_eq!(config.inputs.reports, vec![PathBuf::from("a.sqlite")]);
+        assert_eq!((config.resources.jobs, config.quiet), (Some(3), true));
+        let planned = config.for_plan();
+        let text = serde_json::to_string(&planned).unwrap();
+        let back: Config = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, planned);
+        let options = back.shaping_options().unwrap();
+        assert_eq!(options, config.shaping_options().unwrap());
+        assert_eq!(
+            options,
+            [
+                "--trace=cuda,nvtx",
+                "--exclude=sched",
+                "--kernel-names=demangled",
+                "--metric-types=name",
+                "--sync=barrier",
+                "--cfgs-dir=views dir",
+                "--time-window=1500000ns:",
+                "--sampling-depth=2",
+                "--report=rep",
+                "--label=a label",
+                "--description-text=words",
+                "--keep-nsys-threads",
+                "--all-views",
+                "--skip-bad",
+                "--force-sqlite",
+                "--exclude-kernels",
+                "--thread-name",
+                "--time-limit-start=-20",
+                "--time-limit-end=3000000000",
+                "--filter-cuda-calls-duration=700",
+                "--filter-cuda-calls-include-name=cudaMalloc,cudaFree",
+                "--filter-cuda-calls-exclude-name=cudaMemcpy",
+            ]
+        );
+        // A shard's own settings make no other plan.
+        let other = Args::try_parse_from(line.iter().map(|a| match *a {
+            "3" => "1",
+            "-q" => "-v",
+            a => a,
+        }))
+        .unwrap()
+        .to_config()
+        .unwrap();
+        assert_eq!(other.for_plan(), planned);
+    }
+
     #[test]
     fn global_flags_go_before_or_after_a_subcommand() {
         let parse = |line: &[&str]| {
