@@ -22,22 +22,6 @@ use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 /// A module by its path from the crate root (`["sharded", "parts"]`).
 type ModulePath = Vec<String>;
 
-/// Import cycles that are known and not yet resolved, by crate: each a set of
-/// modules that depend on each other. **Known exceptions, to be removed**: the
-/// binary crate's cycles go when the conversion becomes a library (issue 33,
-/// item 1). The test fails when a cycle is missing from this list, and when an
-/// entry here is no longer a cycle (delete it then).
-const KNOWN_CYCLES: &[(&str, &[&str])] = &[
-    (
-        "nsys2prv-rs",
-        &["convert", "inputs", "report", "sharded", "sharded::parts"],
-    ),
-    (
-        "nsys2prv-rs",
-        &["cli", "output_set", "pmf", "sharded::plan", "views"],
-    ),
-];
-
 /// The crates of the workspace: every directory under `crates/` with a `src/`.
 fn crates() -> Vec<(String, PathBuf)> {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -335,44 +319,25 @@ fn named(module: &[String]) -> String {
 }
 
 #[test]
-fn no_crate_has_an_import_cycle_but_the_known_ones() {
-    let mut found: BTreeSet<(String, Vec<String>)> = BTreeSet::new();
+fn no_crate_has_an_import_cycle() {
+    let mut found: Vec<String> = Vec::new();
     let mut crates_read = 0;
     for (name, dir) in crates() {
         let graph = dependencies(&dir.join("src"));
         assert!(!graph.is_empty(), "{name}: no sources found");
         crates_read += 1;
         for cycle in cycles(&graph) {
-            found.insert((name.clone(), cycle.iter().map(|m| named(m)).collect()));
+            let modules: Vec<String> = cycle.iter().map(|m| named(m)).collect();
+            found.push(format!("{name}: {}", modules.join(" <-> ")));
         }
     }
-    assert!(crates_read >= 6, "{crates_read} crates");
-    let known: BTreeSet<(String, Vec<String>)> = KNOWN_CYCLES
-        .iter()
-        .map(|(krate, modules)| {
-            (
-                krate.to_string(),
-                modules.iter().map(|m| m.to_string()).collect(),
-            )
-        })
-        .collect();
-    let new: Vec<String> = found
-        .difference(&known)
-        .map(|(krate, modules)| format!("{krate}: {}", modules.join(" <-> ")))
-        .collect();
-    let gone: Vec<String> = known
-        .difference(&found)
-        .map(|(krate, modules)| format!("{krate}: {}", modules.join(" <-> ")))
-        .collect();
+    // Every crate of the workspace, the conversion library and the
+    // atomic-output helper among them.
+    assert!(crates_read >= 9, "{crates_read} crates");
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "import cycles (modules that name each other):\n{}",
-        new.join("\n")
-    );
-    assert!(
-        gone.is_empty(),
-        "no longer import cycles: remove them from KNOWN_CYCLES:\n{}",
-        gone.join("\n")
+        found.join("\n")
     );
 }
 

@@ -3,12 +3,17 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use nsys_semantics::cuts::NvtxRangeSpec;
-use nsys_semantics::nvtx_config::NvtxConfig;
 use nsys_semantics::Category;
 
-use crate::bsc_config::BscConfig;
+use nsys2prv_convert::bsc_config::BscConfig;
+pub use nsys2prv_convert::config::trace_name;
+use nsys2prv_convert::config::{
+    self, ClockSync, Config, Cuts, Inputs, KernelNameChoice, MetricTypesChoice, Mode, Output,
+    ReportRequest, Resources, Selection,
+};
+pub use nsys2prv_convert::error::{is_usage_error, UsageError};
 
 /// `0.1.0 (commit 1a2b3c4d5e6f, x86_64-unknown-linux-musl)`: what was built,
 /// from which commit, for which target (see build.rs).
@@ -245,21 +250,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// The NVTX configuration as the plan of a sharded conversion records it
-    #[arg(long, value_name = "JSON", hide = true, conflicts_with = "config")]
-    pub nvtx_config_json: Option<String>,
-
-    /// The NVTX configuration in force (`--config`'s, else BSC's defaults), set
-    /// by [`Args::resolve_config`].
-    #[arg(skip)]
-    pub nvtx: NvtxConfig,
-
-    /// Only errors
-    #[arg(short, long, conflicts_with = "verbose")]
+    /// Only errors (also before or after a subcommand: `-q merge t.prv`)
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
     /// More detail (per-report counts)
-    #[arg(short, long)]
+    #[arg(short, long, global = true)]
     pub verbose: bool,
 }
 
@@ -310,14 +306,6 @@ pub struct MergeArgs {
     /// Print each phase's time and append it to timings.csv (BSC nsys2prv's --timing)
     #[arg(long)]
     pub timing: bool,
-
-    /// Only errors
-    #[arg(short, long, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// More detail (per-report counts)
-    #[arg(short, long)]
-    pub verbose: bool,
 }
 
 /// `--shard`: one shard of N, or every shard of a Slurm job step.
@@ -329,6 +317,36 @@ pub enum ShardSpec {
         index: u32,
         count: u32,
     },
+}
+
+/// The flags every subcommand takes too (`global`).
+const GLOBAL_FLAGS: &[&str] = &["-q", "--quiet", "-v", "--verbose"];
+
+/// `nsys2prv-rs -q merge t.prv` as `nsys2prv-rs merge -q t.prv`: global flags
+/// given before a subcommand are moved after its name. Clap cannot take them
+/// there itself: with `args_conflicts_with_subcommands` (a conversion's options
+/// never apply to a subcommand), any argument before a subcommand makes the
+/// line a conversion, and `merge` an input.
+pub fn global_flags_after_subcommand(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let leading = argv
+        .iter()
+        .skip(1)
+        .take_while(|a| GLOBAL_FLAGS.iter().any(|f| a.as_os_str() == *f))
+        .count();
+    let subcommand = argv.get(1 + leading).and_then(|a| a.to_str());
+    let is_subcommand = subcommand.is_some_and(|name| {
+        Args::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == name || c.get_all_aliases().any(|a| a == name))
+            || name == "help"
+    });
+    if leading == 0 || !is_subcommand {
+        return argv;
+    }
+    let mut moved = argv;
+    let flags: Vec<_> = moved.drain(1..1 + leading).collect();
+    moved.splice(2..2, flags);
+    moved
 }
 
 /// `I/N` (0 <= I < N) or `slurm`.
@@ -573,17 +591,6 @@ pub enum MetricTypesArg {
 }
 
 /// A command line that asks for something impossible (exit code 2, like clap's own).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
 /// `1048576`, `64K`, `512M`, `4G`, `1T` (binary multiples; `B`/`iB` allowed).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -663,14 +670,6 @@ fn roff(text: &str) -> String {
         .join("\n")
 }
 
-pub fn is_usage_error(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<UsageError>().is_some()
-        || matches!(
-            e.downcast_ref::<paraver_writer::WriteError>(),
-            Some(paraver_writer::WriteError::BadOutputName(_))
-        )
-}
-
 impl Args {
     pub fn inputs(&self) -> &[PathBuf] {
         &self.paths[..self.paths.len().saturating_sub(1)]
@@ -690,39 +689,6 @@ impl Args {
     pub fn nvtx_range_spec(&self) -> Option<&NvtxRangeSpec> {
         self.nvtx_range.as_ref().or(self.filter_nvtx.as_ref())
     }
-}
-
-/// Output names that are surely a mistake (an input given last, or one file of
-/// a trace) rather than a trace name to complete with `.prv`.
-const NOT_TRACE_NAMES: &[&str] = &[
-    ".sqlite",
-    ".nsys-rep",
-    ".qdrep",
-    ".pcf",
-    ".row",
-    ".cfg",
-    ".gz",
-];
-
-pub fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, UsageError> {
-    let name = output
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let gz = if compress { ".gz" } else { "" };
-    let trace = if name.ends_with(".prv.gz") {
-        name
-    } else if name.ends_with(".prv") {
-        format!("{name}{gz}")
-    } else if name.is_empty() || NOT_TRACE_NAMES.iter().any(|e| name.ends_with(e)) {
-        return Err(UsageError(format!(
-            "{}: the output must be NAME.prv, NAME.prv.gz or NAME (then NAME.prv is written)",
-            output.display()
-        )));
-    } else {
-        format!("{name}.prv{gz}")
-    };
-    Ok(output.with_file_name(trace))
 }
 
 /// Every problem of a command line, in one message: one problem on its line,
@@ -788,9 +754,9 @@ impl Args {
             }
         }
         if self.timing {
-            problems.extend(crate::timing::problem_with_csv());
+            problems.extend(nsys2prv_convert::timing::problem_with_csv());
         }
-        if let Err(e) = crate::pmf::check_description(self) {
+        if let Err(e) = nsys2prv_convert::pmf::check_description(self.description_file.as_deref()) {
             problems.push(e.to_string());
         }
         if !problems.is_empty() && self.command.is_none() {
@@ -804,64 +770,252 @@ impl Args {
     /// The categories to translate: `-t` (default: all) less `--exclude` and,
     /// with `--exclude-kernels`, kernels and memory operations.
     pub fn categories(&self) -> Result<BTreeSet<Category>, UsageError> {
-        let registry = nsys_semantics::Registry::standard();
-        let parse = |words: &[String]| {
-            registry
-                .parse_list(words)
-                .map_err(|e| UsageError(e.to_string()))
-        };
-        let mut categories = match self.trace.is_empty() {
-            true => registry.all(),
-            false => parse(&self.trace)?,
-        };
-        for c in parse(&self.exclude)? {
-            categories.remove(&c);
+        Selection {
+            trace: self.trace.clone(),
+            exclude: self.exclude.clone(),
+            exclude_kernels: self.exclude_kernels,
+            ..Selection::default()
         }
-        if self.exclude_kernels {
-            for c in parse(&["kernels".to_string(), "memory".to_string()])? {
-                categories.remove(&c);
-            }
-        }
-        if categories.is_empty() {
-            return Err(UsageError(
-                "no category left to translate (see --trace and --exclude)".into(),
-            ));
-        }
-        Ok(categories)
+        .categories()
     }
 
-    /// The `--config` file (or the plan's record of it), else BSC's defaults.
+    /// The `--config` file, else BSC's defaults.
     pub fn read_config(&self) -> Result<BscConfig, Vec<String>> {
-        if let Some(json) = &self.nvtx_config_json {
-            let nvtx = serde_json::from_str(json)
-                .map_err(|e| vec![format!("the plan's NVTX configuration does not read: {e}")])?;
-            return Ok(BscConfig {
-                nvtx,
-                ..BscConfig::default()
-            });
-        }
         match &self.config {
-            Some(path) => crate::bsc_config::load(path),
+            Some(path) => nsys2prv_convert::bsc_config::load(path),
             None => Ok(BscConfig::default()),
         }
     }
 
-    /// Applies the configuration file: its NVTX settings, `clean` and
-    /// `force_export` (as -c and --force-sqlite).
-    pub fn resolve_config(&mut self) -> Result<(), UsageError> {
-        let config = self
+    /// The conversion these arguments ask for (the library's [`Config`]):
+    /// the options as given, with the `--config` file applied (its NVTX
+    /// settings, `clean` and `force_export`, as -c and --force-sqlite).
+    pub fn to_config(&self) -> Result<Config, UsageError> {
+        let bsc = self
             .read_config()
             .map_err(|problems| UsageError(problems_message(&problems)))?;
-        self.clean |= config.clean;
-        self.force_sqlite |= config.force_export;
-        self.nvtx = config.nvtx;
-        Ok(())
+        let mode = match (self.shard, self.plan_shards, self.dry_run) {
+            (Some(ShardSpec::Slurm), _, _) => Mode::SlurmStep,
+            (Some(ShardSpec::One { index, count }), _, _) => Mode::Shard { index, count },
+            (None, Some(shards), _) => Mode::PlanShards(shards),
+            (None, None, true) => Mode::DryRun,
+            (None, None, false) => Mode::Convert,
+        };
+        Ok(Config {
+            inputs: Inputs {
+                reports: self.inputs().to_vec(),
+                skip_bad: self.skip_bad,
+                force_export: self.force_sqlite || bsc.force_export,
+                clean_exports: self.clean || bsc.clean,
+            },
+            selection: Selection {
+                trace: self.trace.clone(),
+                exclude: self.exclude.clone(),
+                exclude_kernels: self.exclude_kernels,
+                kernel_names: match self.kernel_names {
+                    KernelNameArg::Short => KernelNameChoice::Short,
+                    KernelNameArg::Demangled => KernelNameChoice::Demangled,
+                },
+                metric_types: match self.metric_types {
+                    MetricTypesArg::Bsc => MetricTypesChoice::Bsc,
+                    MetricTypesArg::Name => MetricTypesChoice::Name,
+                },
+                sampling_depth: self.sampling_depth,
+                keep_nsys_threads: self.keep_nsys_threads,
+                time_limit_start: self.time_limit_start,
+                time_limit_end: self.time_limit_end,
+                cuda_calls_min_duration: self.filter_cuda_calls_duration,
+                cuda_calls_include: self.filter_cuda_calls_include_name.clone(),
+                cuda_calls_exclude: self.filter_cuda_calls_exclude_name.clone(),
+                nvtx: bsc.nvtx,
+            },
+            cuts: Cuts {
+                time_window: self.time_window.map(|w| config::TimeWindow {
+                    start: w.start,
+                    end: w.end,
+                }),
+                nvtx_range: self.nvtx_range_spec().cloned(),
+            },
+            sync: match self.sync {
+                SyncArg::Session => ClockSync::Session,
+                SyncArg::MpiInit => ClockSync::MpiInit,
+                SyncArg::Barrier => ClockSync::Barrier,
+                SyncArg::Nccl => ClockSync::Nccl,
+            },
+            resources: Resources {
+                jobs: self.jobs,
+                memory_limit: self.memory_limit,
+                spill_dir: self.tmp_dir.clone(),
+            },
+            output: Output {
+                trace: self.output_trace()?,
+                views_dir: self.cfgs_dir.clone(),
+                all_views: self.all_views,
+                bsc_row_names: self.thread_name,
+                report: self.report.clone().map(|dir| match dir {
+                    Some(dir) => ReportRequest::PrintAndWrite(dir),
+                    None => ReportRequest::Print,
+                }),
+                labels: self.label.clone(),
+                description_text: self.description_text.clone(),
+                description_file: self.description_file.clone(),
+                keep_parts: self.keep_parts,
+                timing: self.timing,
+            },
+            mode,
+            quiet: self.quiet,
+        })
+    }
+}
+
+impl MergeArgs {
+    /// What the merging process sets of the plan's conversion.
+    pub fn settings(&self, quiet: bool) -> nsys2prv_convert::MergeSettings {
+        nsys2prv_convert::MergeSettings {
+            resources: Resources {
+                jobs: self.jobs,
+                memory_limit: self.memory_limit,
+                spill_dir: None,
+            },
+            keep_parts: self.keep_parts,
+            timing: self.timing,
+            quiet,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every option that shapes the trace reaches the Config, survives the
+    /// plan's JSON, and is listed in the fixed form NAME.pmf's flags come from.
+    #[test]
+    fn the_command_lines_config_survives_the_plan() {
+        let line = [
+            "nsys2prv-rs",
+            "-t",
+            "cuda,nvtx",
+            "--exclude",
+            "sched",
+            "--sync",
+            "barrier",
+            "--kernel-names",
+            "demangled",
+            "--metric-types",
+            "name",
+            "--cfgs-dir",
+            "views dir",
+            "--time-window",
+            "1.5ms:",
+            "--keep-nsys-threads",
+            "--all-views",
+            "--sampling-depth",
+            "2",
+            "--skip-bad",
+            "--force-sqlite",
+            "-L",
+            "a label",
+            "--description-text",
+            "words",
+            "--time-limit-start",
+            "-20",
+            "--time-limit-end=3s",
+            "--exclude-kernels",
+            "--filter-cuda-calls-duration",
+            "700",
+            "--filter-cuda-calls-include-name",
+            "cudaMalloc,cudaFree",
+            "--filter-cuda-calls-exclude-name=cudaMemcpy",
+            "-N",
+            "--report=rep",
+            "-j",
+            "3",
+            "-q",
+            "a.sqlite",
+            "out",
+        ];
+        let config = Args::try_parse_from(line).unwrap().to_config().unwrap();
+        assert_eq!(config.output.trace, PathBuf::from("out.prv"));
+        assert_eq!(config.inputs.reports, vec![PathBuf::from("a.sqlite")]);
+        assert_eq!((config.resources.jobs, config.quiet), (Some(3), true));
+        let planned = config.for_plan();
+        let text = serde_json::to_string(&planned).unwrap();
+        let back: Config = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, planned);
+        let options = back.shaping_options().unwrap();
+        assert_eq!(options, config.shaping_options().unwrap());
+        assert_eq!(
+            options,
+            [
+                "--trace=cuda,nvtx",
+                "--exclude=sched",
+                "--kernel-names=demangled",
+                "--metric-types=name",
+                "--sync=barrier",
+                "--cfgs-dir=views dir",
+                "--time-window=1500000ns:",
+                "--sampling-depth=2",
+                "--report=rep",
+                "--label=a label",
+                "--description-text=words",
+                "--keep-nsys-threads",
+                "--all-views",
+                "--skip-bad",
+                "--force-sqlite",
+                "--exclude-kernels",
+                "--thread-name",
+                "--time-limit-start=-20",
+                "--time-limit-end=3000000000",
+                "--filter-cuda-calls-duration=700",
+                "--filter-cuda-calls-include-name=cudaMalloc,cudaFree",
+                "--filter-cuda-calls-exclude-name=cudaMemcpy",
+            ]
+        );
+        // A shard's own settings make no other plan.
+        let other = Args::try_parse_from(line.iter().map(|a| match *a {
+            "3" => "1",
+            "-q" => "-v",
+            a => a,
+        }))
+        .unwrap()
+        .to_config()
+        .unwrap();
+        assert_eq!(other.for_plan(), planned);
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_a_subcommand() {
+        let parse = |line: &[&str]| {
+            let argv = std::iter::once("nsys2prv-rs")
+                .chain(line.iter().copied())
+                .map(std::ffi::OsString::from)
+                .collect();
+            Args::try_parse_from(global_flags_after_subcommand(argv))
+        };
+        for line in [
+            &["-q", "merge", "t.prv"][..],
+            &["merge", "-q", "t.prv"][..],
+            &["--quiet", "merge", "t.prv"][..],
+            &["merge", "t.prv", "--quiet"][..],
+        ] {
+            let args = parse(line).unwrap();
+            assert!(args.quiet, "{line:?}");
+            match args.command {
+                Some(Command::Merge(m)) => assert_eq!(m.output, PathBuf::from("t.prv")),
+                other => panic!("{line:?}: {other:?}"),
+            }
+        }
+        let args = parse(&["-v", "report", "t.prv"]).unwrap();
+        assert!(args.verbose && matches!(args.command, Some(Command::Report(_))));
+        // A conversion whose first input is named like a subcommand stays one.
+        let args = parse(&["-q", "a.sqlite", "merge"]).unwrap();
+        assert!(args.command.is_none() && args.quiet);
+        // A conversion's own options make a conversion (`merge` is an input).
+        let args = parse(&["-t", "cuda", "merge", "t.prv"]).unwrap();
+        assert!(args.command.is_none());
+        assert!(parse(&["-q", "-v", "merge", "t.prv"]).is_err());
+    }
 
     #[test]
     fn conversion_and_report_command_lines_parse() {

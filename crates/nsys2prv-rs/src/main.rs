@@ -1,20 +1,17 @@
 //! `nsys2prv-rs`: Nsight Systems reports → one Paraver trace.
+//!
+//! The command line only: arguments into the library's `Config`
+//! (`cli::Args::to_config`), the conversion by `nsys2prv_convert`, progress
+//! bars, signals, exit statuses and errors as one line. The report subcommand
+//! (and `--report` after a conversion) runs `report`.
 
-mod bsc_config;
 mod cli;
-mod convert;
-mod inputs;
 mod interrupt;
-mod nsys_export;
-mod output_set;
-mod pmf;
 mod progress;
 mod report;
-mod sharded;
 mod stdout;
-mod timing;
-mod views;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 // The static musl build's own memcpy and memmove (see crates/musl-memcpy): naming the crate links
@@ -23,6 +20,7 @@ use std::process::ExitCode;
 use musl_memcpy as _;
 
 use clap::Parser;
+use nsys2prv_convert::{one_line, Config, Finished};
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
@@ -47,7 +45,9 @@ fn main() -> ExitCode {
     tune_allocator();
     // Every option of BSC nsys2prv (0.5.8, 0.6.0rc1) has its equivalent: clap
     // parses them all.
-    let mut args = match cli::Args::try_parse_from(std::env::args_os()) {
+    let args = match cli::Args::try_parse_from(cli::global_flags_after_subcommand(
+        std::env::args_os().collect(),
+    )) {
         Ok(args) => args,
         Err(e) => e.exit(),
     };
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     match &args.command {
         None => problems.extend(args.problems()),
         Some(cli::Command::Merge(m)) if m.timing => {
-            problems.extend(timing::problem_with_csv());
+            problems.extend(nsys2prv_convert::timing::problem_with_csv());
         }
         Some(_) => {}
     }
@@ -64,27 +64,32 @@ fn main() -> ExitCode {
         eprintln!("error: {}", cli::problems_message(&problems));
         return ExitCode::from(2);
     }
-    if let Err(e) = args.resolve_config() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    match &args.command {
-        Some(cli::Command::Merge(m)) => progress::init_logging(m.quiet, m.verbose),
-        _ => progress::init_logging(args.quiet, args.verbose),
-    }
+    let config = match args.command {
+        None => match args.to_config() {
+            Ok(config) => Some(config),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Some(_) => None,
+    };
+    progress::init_logging(args.quiet, args.verbose);
     interrupt::install();
-    let done = |result: anyhow::Result<()>| result.map(|()| convert::Finished::default());
-    let result = match &args.command {
-        Some(cli::Command::Report(report_args)) => done(report::run_command(report_args)),
-        Some(cli::Command::Merge(merge_args)) => sharded::merge_command(merge_args),
-        Some(cli::Command::Completions { shell }) => done(cli::print_completions(*shell)),
-        Some(cli::Command::Man) => done(cli::print_man_page()),
-        None => convert::run(&args),
+    let bars = progress::Bars { quiet: args.quiet };
+    let done = |result: anyhow::Result<()>| result.map(|()| Finished::default());
+    let result = match (&args.command, &config) {
+        (Some(cli::Command::Report(report_args)), _) => done(report::run_command(report_args)),
+        (Some(cli::Command::Merge(m)), _) => merge(m, args.quiet, &bars),
+        (Some(cli::Command::Completions { shell }), _) => done(cli::print_completions(*shell)),
+        (Some(cli::Command::Man), _) => done(cli::print_man_page()),
+        (None, Some(config)) => convert(config, &bars),
+        (None, None) => unreachable!("a conversion has its Config"),
     };
     // A signal the handler thread has not acted on yet still decides the status.
     interrupt::exit_if_interrupted();
     match result {
-        Ok(finished) if finished.skipped > 0 => ExitCode::from(convert::EXIT_SKIPPED),
+        Ok(finished) if finished.skipped > 0 => ExitCode::from(nsys2prv_convert::EXIT_SKIPPED),
         Ok(_) => ExitCode::SUCCESS,
         Err(e) if stdout::closed(&e) => ExitCode::from(stdout::EXIT_CLOSED),
         Err(e) => {
@@ -94,17 +99,51 @@ fn main() -> ExitCode {
     }
 }
 
-/// The cause chain on one line, never a backtrace; a cause already quoted by the
-/// message before it is not repeated.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain().map(|c| c.to_string()) {
-        if !line.contains(&cause) {
-            if !line.is_empty() {
-                line.push_str(": ");
-            }
-            line.push_str(&cause);
+/// A conversion (or a dry run, a plan, a shard), then the report of the trace
+/// it installed when `--report` asks for it.
+fn convert(config: &Config, bars: &progress::Bars) -> anyhow::Result<Finished> {
+    if let Some(dir) = config.output.report.as_ref().and_then(|r| r.dir()) {
+        if config.mode == nsys2prv_convert::Mode::Convert {
+            report::check_out_dir(dir)?;
         }
     }
-    line.replace('\n', " ")
+    let finished = nsys2prv_convert::run(config, bars)?;
+    if let Some(table) = &finished.dry_run {
+        stdout::write(table.as_bytes())?;
+    }
+    report_after(config, &finished)?;
+    Ok(finished)
+}
+
+/// `nsys2prv-rs merge OUTPUT`.
+fn merge(m: &cli::MergeArgs, quiet: bool, bars: &progress::Bars) -> anyhow::Result<Finished> {
+    let trace = cli::trace_name(&m.output, false)?;
+    let settings = m.settings(quiet);
+    // The report the plan's conversion asked for (read now: the merge removes
+    // the parts directory with the plan).
+    let parts = nsys2prv_convert::sharded::parts::PartsDir::of(&trace);
+    let planned = nsys2prv_convert::sharded::plan::Plan::read(&parts.plan_path())
+        .ok()
+        .map(|plan| plan.config_for_merge(&settings));
+    let finished = nsys2prv_convert::merge(&trace, &settings, bars)?;
+    if let Some(config) = planned {
+        report_after(&config, &finished)?;
+    }
+    Ok(finished)
+}
+
+/// `--report[=DIR]`: the report of the trace just installed.
+fn report_after(config: &Config, finished: &Finished) -> anyhow::Result<()> {
+    let (Some(trace), Some(dir)) = (&finished.trace, &config.output.report) else {
+        return Ok(());
+    };
+    report::run(
+        trace,
+        &report::ReportOptions {
+            print: !config.quiet,
+            out_dir: dir.dir().map(Path::to_path_buf),
+            memory_limit: config.resources.memory_limit,
+            ..report::ReportOptions::default()
+        },
+    )
 }

@@ -1,5 +1,6 @@
 //! Progress and messages: a bar on a terminal, a plain line every few seconds
-//! otherwise (Slurm logs), nothing with `-q`.
+//! otherwise (Slurm logs), nothing with `-q`. [`Bars`] is what the library's
+//! conversion reports its phases to.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -24,6 +25,36 @@ pub fn init_logging(quiet: bool, verbose: bool) {
         .without_time()
         .compact()
         .init();
+}
+
+/// The binary's display of the library's progress.
+pub struct Bars {
+    pub quiet: bool,
+}
+
+impl nsys2prv_convert::Progress for Bars {
+    fn phase(
+        &self,
+        name: &str,
+        total: Option<u64>,
+        unit: &str,
+    ) -> Box<dyn nsys2prv_convert::progress::Phase> {
+        Box::new(Progress::new(self.quiet, name, total, unit))
+    }
+}
+
+impl nsys2prv_convert::progress::Phase for Progress {
+    fn set(&mut self, done: u64) {
+        Progress::set(self, done);
+    }
+
+    fn inc(&mut self) {
+        Progress::inc(self);
+    }
+
+    fn finish(self: Box<Self>) {
+        Progress::finish(*self);
+    }
 }
 
 /// One phase of work with a known or unknown total.

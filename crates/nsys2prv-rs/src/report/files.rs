@@ -10,10 +10,8 @@ use serde::Serialize;
 
 use super::model::{Report, GENERATOR};
 use crate::cli::UsageError;
-use crate::interrupt::{self, Tracked};
-
-/// The file in a report directory that says the report wrote it.
-pub const MARKER: &str = ".nsys2prv-rs";
+use atomic_output::cleanup::{self, Tracked};
+use atomic_output::MARKER;
 
 /// Bytes of a file read to find the generator's name.
 const SNIFF: usize = 4096;
@@ -62,38 +60,19 @@ pub fn check_dir_target(dir: &Path) -> Result<()> {
     }
 }
 
-/// The directory a path is in (`.` for a bare name).
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
+/// Writes `bytes` to `path` under a temporary name, then renames it into place.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_output::install_file(path, bytes)
+        .with_context(|| format!("{}: cannot write the report", path.display()))
 }
 
-/// A hidden temporary beside `target`, removed by an interrupt (and by
-/// [`discard`] on failure).
-fn temporary(target: &Path, make_dir: bool) -> std::io::Result<Tracked> {
-    let name = target
+/// A staging directory beside `dir`, removed by an interrupt.
+fn temporary(dir: &Path) -> std::io::Result<Tracked> {
+    let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "report".into());
-    let prefix = format!(".{name}.nsys2prv-rs.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).rand_bytes(6);
-    // A file gets the permissions of any new file (0666 less the umask).
-    #[cfg(unix)]
-    if !make_dir {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let dir = parent_of(target);
-    interrupt::create_tracked(|| {
-        if make_dir {
-            Ok(builder.tempdir_in(dir)?.keep())
-        } else {
-            Ok(builder.tempfile_in(dir)?.keep().map_err(|e| e.error)?.1)
-        }
-    })
+    atomic_output::staging_dir(atomic_output::parent_dir(dir), &name)
 }
 
 /// Runs `fill` on a temporary; removes the temporary when it fails.
@@ -104,22 +83,10 @@ fn filled(
     match fill(temp.path()) {
         Ok(()) => Ok(temp),
         Err(e) => {
-            interrupt::remove_all(temp.path());
+            cleanup::remove_all(temp.path());
             Err(e)
         }
     }
-}
-
-/// Writes `bytes` to `path` under a temporary name, then renames it into place.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let written = temporary(path, false)
-        .and_then(|temp| filled(temp, |t| std::fs::write(t, bytes)))
-        .and_then(|temp| {
-            interrupt::critical(|| std::fs::rename(temp.path(), path)).inspect_err(|_| {
-                interrupt::remove_all(temp.path());
-            })
-        });
-    written.with_context(|| format!("{}: cannot write the report", path.display()))
 }
 
 /// Writes the files into a staging directory beside `dir`, then puts it in the
@@ -133,16 +100,16 @@ pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>
         }
         std::fs::write(fresh.join(MARKER), format!("{GENERATOR}\n"))
     };
-    let installed = temporary(dir, true)
+    let installed = temporary(dir)
         .and_then(|stage| filled(stage, fill))
         .and_then(|stage| {
-            let moved = interrupt::critical(|| {
+            let moved = cleanup::critical(|| {
                 if dir.exists() {
                     std::fs::rename(dir, stage.path().join("old"))?;
                 }
                 std::fs::rename(stage.path().join("new"), dir)
             });
-            interrupt::remove_all(stage.path());
+            cleanup::remove_all(stage.path());
             moved
         });
     installed.with_context(|| format!("{}: cannot write the report", dir.display()))?;

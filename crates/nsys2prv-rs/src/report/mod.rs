@@ -215,9 +215,9 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
                 end,
                 format!(
                     "--nvtx-range {spec}: {}",
-                    crate::convert::count(ranges, "range")
+                    nsys2prv_convert::messages::count(ranges, "range")
                         + " on "
-                        + &crate::convert::count(tasks, "task")
+                        + &nsys2prv_convert::messages::count(tasks, "task")
                 ),
             ))
         }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::nsys_export::{existing_export, export_all, ExportSettings};
-use crate::output_set::MARKER;
+use atomic_output::MARKER;
 
 const EXPORT_EXT: &str = "sqlite";
 const REPORT_EXTS: &[&str] = &["nsys-rep", "qdrep"];
@@ -96,7 +96,7 @@ pub fn expand(
 
 /// One warning for the inputs given more than once.
 pub fn warn_repeated(lines: &[String]) {
-    crate::convert::warn_grouped(lines, |n| {
+    crate::messages::warn_grouped(lines, |n| {
         format!("{n} inputs given more than once, each translated once")
     });
 }

@@ -1,5 +1,6 @@
 //! The plan of a sharded conversion (`NAME.parts/plan`, JSON): the tool's
-//! version, the trace, the options that shape it, every input with its
+//! version, the trace, the [`Config`] that shapes it (serde: the merge reads it
+//! back as it was), every input with its
 //! fingerprint (size, modification time, a hash of its first and last 64 KiB),
 //! and the shard that translates it. Every part carries the plan's id (a hash
 //! of the plan), so parts of another plan are recognised.
@@ -15,10 +16,12 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
+use crate::config::{utf8, Config};
+use crate::MergeSettings;
 
 /// Version of the plan and part formats; another version is another plan.
-pub const FORMAT: u32 = 1;
+/// 2: the plan stores the `Config` (1 stored command-line options).
+pub const FORMAT: u32 = 2;
 /// Bytes hashed at each end of an input.
 const HASHED_BYTES: u64 = 64 << 10;
 
@@ -29,8 +32,9 @@ pub struct Plan {
     /// The trace to write, as given (`NAME.prv` or `NAME.prv.gz`).
     pub trace: String,
     pub shards: u32,
-    /// The conversion's options, as command-line arguments in a fixed form.
-    pub options: Vec<String>,
+    /// The conversion, as [`Config::for_plan`] keeps it: what shapes the trace,
+    /// without the inputs (below) or any process's own settings.
+    pub config: Config,
     pub inputs: Vec<PlannedInput>,
 }
 
@@ -54,8 +58,8 @@ pub struct Fingerprint {
 
 impl Plan {
     /// The plan for `names` (the expanded inputs) in `shards` shards, with the
-    /// conversion options of `args`.
-    pub fn new(args: &Args, trace: &Path, names: &[PathBuf], shards: u32) -> Result<Plan> {
+    /// conversion of `config`.
+    pub fn new(config: &Config, trace: &Path, names: &[PathBuf], shards: u32) -> Result<Plan> {
         let fingerprints: Vec<Fingerprint> = names
             .par_iter()
             .map(|n| fingerprint(n))
@@ -79,9 +83,26 @@ impl Plan {
             tool: env!("CARGO_PKG_VERSION").to_string(),
             trace: utf8(trace)?,
             shards,
-            options: canonical_options(args)?,
+            config: {
+                // Every path in the plan is UTF-8, so that the merge reads it back.
+                config.shaping_options()?;
+                config.for_plan()
+            },
             inputs,
         })
+    }
+
+    /// The conversion the merge runs: the plan's `Config` with its inputs and
+    /// trace, and the merging process's own settings.
+    pub fn config_for_merge(&self, settings: &MergeSettings) -> Config {
+        let mut config = self.config.clone();
+        config.inputs.reports = self.inputs.iter().map(|i| PathBuf::from(&i.name)).collect();
+        config.output.trace = PathBuf::from(&self.trace);
+        config.resources = settings.resources.clone();
+        config.output.keep_parts = settings.keep_parts;
+        config.output.timing = settings.timing;
+        config.quiet = settings.quiet;
+        config
     }
 
     /// A hash of the whole plan: what every part records.
@@ -142,12 +163,13 @@ impl Plan {
                 wanted.inputs.len()
             );
         }
-        if self.options != wanted.options {
+        if self.config != wanted.config {
+            let options = |c: &Config| c.shaping_options().unwrap_or_default();
             bail!(
                 "{}: made with other options ({}) than these ({}); {redo}",
                 plan_path.display(),
-                shown(&self.options),
-                shown(&wanted.options)
+                shown(&options(&self.config)),
+                shown(&options(&wanted.config))
             );
         }
         if self.shards != wanted.shards {
@@ -207,15 +229,6 @@ fn shown(options: &[String]) -> String {
     }
 }
 
-fn utf8(path: &Path) -> Result<String> {
-    path.to_str().map(str::to_string).with_context(|| {
-        format!(
-            "{}: a sharded conversion needs file names in UTF-8",
-            path.display()
-        )
-    })
-}
-
 /// Size, modification time and a hash of both ends of `path`.
 pub fn fingerprint(path: &Path) -> Result<Fingerprint> {
     let cannot = || format!("{}: cannot read", path.display());
@@ -262,106 +275,6 @@ pub fn balance(sizes: &[u64], shards: u32) -> Vec<u32> {
         load.push(std::cmp::Reverse((bytes + sizes[i].max(1), shard)));
     }
     shard_of
-}
-
-/// The options that shape the trace, in one fixed form (per-process settings
-/// such as -j, --memory-limit, --tmp-dir, -q and -v are not among them).
-pub fn canonical_options(args: &Args) -> Result<Vec<String>> {
-    let mut options = Vec::new();
-    if !args.trace.is_empty() {
-        options.push(format!("--trace={}", args.trace.join(",")));
-    }
-    if !args.exclude.is_empty() {
-        options.push(format!("--exclude={}", args.exclude.join(",")));
-    }
-    if let KernelNameArg::Demangled = args.kernel_names {
-        options.push("--kernel-names=demangled".into());
-    }
-    if args.metric_types == MetricTypesArg::Name {
-        options.push("--metric-types=name".into());
-    }
-    let sync = match args.sync {
-        SyncArg::Session => None,
-        SyncArg::MpiInit => Some("mpi-init"),
-        SyncArg::Barrier => Some("barrier"),
-        SyncArg::Nccl => Some("nccl"),
-    };
-    if let Some(sync) = sync {
-        options.push(format!("--sync={sync}"));
-    }
-    if let Some(dir) = &args.cfgs_dir {
-        options.push(format!("--cfgs-dir={}", utf8(dir)?));
-    }
-    if let Some(w) = args.time_window {
-        let end = w.end.map(|e| format!("{e}ns")).unwrap_or_default();
-        options.push(format!("--time-window={}ns:{end}", w.start));
-    }
-    if let Some(range) = args.nvtx_range_spec() {
-        options.push(format!("--nvtx-range={range}"));
-    }
-    if args.sampling_depth != nsys_semantics::options::DEFAULT_SAMPLING_DEPTH {
-        options.push(format!("--sampling-depth={}", args.sampling_depth));
-    }
-    match &args.report {
-        Some(Some(dir)) => options.push(format!("--report={}", utf8(dir)?)),
-        Some(None) => options.push("--report".into()),
-        None => {}
-    }
-    // The metadata file's: the merge writes it. The description file is read
-    // then, wherever the merge runs from.
-    for label in &args.label {
-        options.push(format!("--label={label}"));
-    }
-    if let Some(text) = &args.description_text {
-        options.push(format!("--description-text={text}"));
-    }
-    if let Some(file) = &args.description_file {
-        let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
-        options.push(format!("--description-file={}", utf8(&file)?));
-    }
-    for (set, flag) in [
-        (args.keep_nsys_threads, "--keep-nsys-threads"),
-        (args.all_views, "--all-views"),
-        (args.skip_bad, "--skip-bad"),
-        (args.force_sqlite, "--force-sqlite"),
-        (args.exclude_kernels, "--exclude-kernels"),
-        (args.thread_name, "--thread-name"),
-    ] {
-        if set {
-            options.push(flag.into());
-        }
-    }
-    // BSC nsys2prv's filters, as the shards apply them to the rows they read.
-    if let Some(ns) = args.time_limit_start {
-        options.push(format!("--time-limit-start={ns}"));
-    }
-    if let Some(ns) = args.time_limit_end {
-        options.push(format!("--time-limit-end={ns}"));
-    }
-    if let Some(ns) = args.filter_cuda_calls_duration {
-        options.push(format!("--filter-cuda-calls-duration={ns}"));
-    }
-    for (names, flag) in [
-        (
-            &args.filter_cuda_calls_include_name,
-            "--filter-cuda-calls-include-name",
-        ),
-        (
-            &args.filter_cuda_calls_exclude_name,
-            "--filter-cuda-calls-exclude-name",
-        ),
-    ] {
-        if !names.is_empty() {
-            options.push(format!("{flag}={}", names.join(",")));
-        }
-    }
-    // The configuration's content, not its file: every shard and the merge use
-    // the same, and a file changed between shards is another plan.
-    if args.nvtx != nsys_semantics::nvtx_config::NvtxConfig::default() {
-        let json = serde_json::to_string(&args.nvtx).context("the NVTX configuration")?;
-        options.push(format!("--nvtx-config-json={json}"));
-    }
-    Ok(options)
 }
 
 #[cfg(test)]

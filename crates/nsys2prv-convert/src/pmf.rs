@@ -19,7 +19,8 @@ use nsys_semantics::{Category, Registry, ReportTranslation, ThreadKind, TracePla
 use paraver_writer::OutputPaths;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Args, UsageError};
+use crate::config::Config;
+use crate::error::UsageError;
 
 /// What BSC writes where Slurm did not set a variable.
 pub const NO_DATA: &str = "no data";
@@ -206,8 +207,8 @@ pub fn may_replace(path: &Path) -> bool {
 /// Checks up front (among the command line's problems) that
 /// `--description-file` can be read: it is read when the metadata is written,
 /// at the end of the conversion or by the merge.
-pub fn check_description(args: &Args) -> Result<(), UsageError> {
-    if let Some(file) = &args.description_file {
+pub fn check_description(description_file: Option<&Path>) -> Result<(), UsageError> {
+    if let Some(file) = description_file {
         std::fs::read(file).map_err(|e| {
             UsageError(format!(
                 "{}: cannot read the description file (--description-file): {e}",
@@ -220,8 +221,8 @@ pub fn check_description(args: &Args) -> Result<(), UsageError> {
 
 /// The description: the file's text with its line breaks as spaces (it wins,
 /// as in BSC), else the text, else nothing.
-fn description(args: &Args) -> Result<String> {
-    if let Some(file) = &args.description_file {
+fn description(config: &Config) -> Result<String> {
+    if let Some(file) = &config.output.description_file {
         let bytes = std::fs::read(file).with_context(|| {
             format!(
                 "{}: cannot read the description file (--description-file)",
@@ -230,15 +231,15 @@ fn description(args: &Args) -> Result<String> {
         })?;
         return Ok(String::from_utf8_lossy(&bytes).replace('\n', " "));
     }
-    Ok(args.description_text.clone().unwrap_or_default())
+    Ok(config.output.description_text.clone().unwrap_or_default())
 }
 
 impl TraceMetadata {
     /// The metadata of a trace made of `reports` laid out by `plan`, written to
-    /// `paths` with the options of `args`. `events` is filled in once the trace
+    /// `paths` with the options of `config`. `events` is filled in once the trace
     /// is written ([`TraceMetadata::set_events`]).
     pub fn new(
-        args: &Args,
+        config: &Config,
         paths: &OutputPaths,
         reports: &[ReportTranslation],
         plan: &TracePlan,
@@ -271,15 +272,19 @@ impl TraceMetadata {
                 .unwrap_or_else(|| NO_DATA.to_string())
         };
         // Beside the metadata file, like it: by their names.
-        let file = |path: PathBuf| crate::output_set::file_name(&path);
+        let file = |path: PathBuf| {
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
         Ok(TraceMetadata {
             format: Format {
                 name: FORMAT_NAME.into(),
                 version: "0.1.0".into(),
             },
             user_metadata: UserMetadata {
-                user_description: description(args)?,
-                user_labels: args.label.clone(),
+                user_description: description(config)?,
+                user_labels: config.output.labels.clone(),
             },
             execution_metadata: ExecutionMetadata {
                 capture_time: capture_time(reports),
@@ -318,7 +323,7 @@ impl TraceMetadata {
                 },
                 nsys2prv_version: format!("{TRANSLATOR} v{}", env!("CARGO_PKG_VERSION")),
                 translation_time: translation_time(),
-                flags: flags(args),
+                flags: flags(config),
                 events: Vec::new(),
                 // In the trace's order, which does not depend on the order given.
                 input_reports: plan
@@ -444,6 +449,7 @@ fn capture_time(reports: &[ReportTranslation]) -> String {
 /// When the trace was made, `dd/mm/yyyy at HH:MM` (BSC's form) in local time;
 /// in UTC at `$SOURCE_DATE_EPOCH` (seconds) when that is set, so that a build
 /// or a test can make it reproducible.
+#[allow(unsafe_code)] // SAFETY comments at each block
 fn translation_time() -> String {
     let fixed = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
@@ -480,10 +486,10 @@ fn translation_time() -> String {
 /// The options given that shape the trace (those a sharded plan records, so a
 /// sharded conversion lists the same), named as BSC names its options (the long
 /// name with `_`), then BSC's names of the inputs and the output.
-fn flags(args: &Args) -> Vec<String> {
+fn flags(config: &Config) -> Vec<String> {
     // Fails only for a path that is not UTF-8 (which a plan cannot hold): then
     // the options are not listed.
-    let options = crate::sharded::plan::canonical_options(args).unwrap_or_default();
+    let options = config.shaping_options().unwrap_or_default();
     let mut flags: Vec<String> = Vec::new();
     for option in &options {
         let name = option.trim_start_matches('-');

@@ -124,6 +124,7 @@ fn timestamp() -> String {
 
 /// The local time zone's offset from UTC at `t` (s since the epoch), from the C
 /// library (the `time` crate will not read it in a process with threads).
+#[allow(unsafe_code)] // SAFETY comments at each block
 fn local_offset_seconds(t: i64) -> i32 {
     // SAFETY: localtime_r writes only into `tm`, which outlives the call.
     unsafe {

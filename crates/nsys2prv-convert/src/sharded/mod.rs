@@ -15,22 +15,25 @@
 //!   translates shard `SLURM_PROCID` of `SLURM_NTASKS`, task 0 waits for every
 //!   part and merges.
 
-mod parts;
-pub(crate) mod plan;
+pub mod parts;
+pub mod plan;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use clap::Parser;
 use paraver_writer::OutputPaths;
 
-use crate::cli::{Args, MergeArgs, ShardSpec, UsageError};
+use crate::config::Config;
 use crate::convert::{self, Finished, Outcome};
+use crate::error::{one_line, UsageError};
 use crate::inputs;
-use crate::interrupt::checkpoint;
+use crate::messages::count;
 use crate::output_set::OutputSet;
+use crate::progress::Progress;
 use crate::timing::Timings;
+use crate::MergeSettings;
+use atomic_output::checkpoint;
 use parts::{PartsDir, ShardState};
 use plan::Plan;
 
@@ -38,10 +41,9 @@ use plan::Plan;
 const POLL: Duration = Duration::from_millis(250);
 
 /// `--plan-shards N`: writes the plan (or checks the one there) and stops.
-pub fn plan_only(args: &Args) -> Result<Finished> {
-    let shards = args.plan_shards.expect("plan_only is for --plan-shards");
-    let (parts, plan) = settle_plan(args, shards)?;
-    if !args.quiet {
+pub fn plan_only(config: &Config, shards: u32) -> Result<Finished> {
+    let (parts, plan) = settle_plan(config, shards)?;
+    if !config.quiet {
         let with_work: std::collections::BTreeSet<u32> =
             plan.inputs.iter().map(|i| i.shard).collect();
         let idle = match plan.shards as usize - with_work.len() {
@@ -53,29 +55,30 @@ pub fn plan_only(args: &Args) -> Result<Finished> {
         };
         eprintln!(
             "planned {} in {}{idle}: {}",
-            convert::count(plan.inputs.len(), "report"),
-            convert::count(plan.shards as usize, "shard"),
+            count(plan.inputs.len(), "report"),
+            count(plan.shards as usize, "shard"),
             parts.plan_path().display()
         );
     }
     Ok(Finished::default())
 }
 
-/// `--shard I/N` or `--shard slurm`.
-pub fn run(args: &Args, spec: &ShardSpec) -> Result<Finished> {
-    match *spec {
-        ShardSpec::One { index, count } => {
-            let (parts, plan) = settle_plan(args, count)?;
-            translate_shard(args, &parts, &plan, index, "-")?;
-            Ok(Finished::default())
-        }
-        ShardSpec::Slurm => run_slurm_task(args),
-    }
+/// `--shard I/N`: translates shard `index` of `count` (planning first when no
+/// plan is there).
+pub fn run_shard(
+    config: &Config,
+    index: u32,
+    count: u32,
+    progress: &dyn Progress,
+) -> Result<Finished> {
+    let (parts, plan) = settle_plan(config, count)?;
+    translate_shard(config, &parts, &plan, index, "-", progress)?;
+    Ok(Finished::default())
 }
 
-/// The trace's paths and the parts directory of `args`' output.
-fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
-    let trace = args.output_trace()?;
+/// The trace's paths and the parts directory of `config`'s output.
+fn trace_and_parts(config: &Config) -> Result<(PathBuf, PartsDir)> {
+    let trace = config.output.trace.clone();
     OutputPaths::for_trace(&trace)?;
     let parts = PartsDir::of(&trace);
     Ok((trace, parts))
@@ -84,13 +87,13 @@ fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
 /// The plan `args` asks for, installed in the parts directory unless one is
 /// there; the one there must fit (same inputs, options, shards) and the inputs
 /// it names must be unchanged.
-fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
-    let (trace, parts) = trace_and_parts(args)?;
-    convert::options(args, 1)?;
+fn settle_plan(config: &Config, shards: u32) -> Result<(PartsDir, Plan)> {
+    let (trace, parts) = trace_and_parts(config)?;
+    convert::options(config, 1)?;
     // The merge would refuse the output: say so before any shard runs.
     let paths = OutputPaths::for_trace(&trace)?;
-    crate::output_set::check_targets(&paths, &convert::cfgs_dir(args, &paths))?;
-    let names = inputs::report_files(args.inputs())?;
+    crate::output_set::check_targets(&paths, &config.views_dir(&paths))?;
+    let names = inputs::report_files(&config.inputs.reports)?;
     let names = distinct(names);
     parts.create()?;
     let plan_path = parts.plan_path();
@@ -109,12 +112,12 @@ fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
                     shard: 0,
                 })
                 .collect(),
-            ..Plan::new(args, &trace, &[], shards)?
+            ..Plan::new(config, &trace, &[], shards)?
         };
         plan.check_fits(&wanted, &plan_path)?;
         plan
     } else {
-        let wanted = Plan::new(args, &trace, &names, shards)?;
+        let wanted = Plan::new(config, &trace, &names, shards)?;
         let installed = parts.install_plan(&wanted)?;
         if installed != wanted {
             installed.check_fits(&wanted, &plan_path)?;
@@ -151,15 +154,16 @@ fn distinct(names: Vec<PathBuf>) -> Vec<PathBuf> {
 /// part of this plan is there). A failure is noted for the merge (with the Slurm
 /// `step` it ran in) and returned.
 fn translate_shard(
-    args: &Args,
+    config: &Config,
     parts: &PartsDir,
     plan: &Plan,
     shard: u32,
     step: &str,
+    progress: &dyn Progress,
 ) -> Result<()> {
     let plan_id = plan.id();
     if parts.has_part(plan, &plan_id, shard) {
-        if !args.quiet {
+        if !config.quiet {
             eprintln!(
                 "shard {shard} of {}: already translated ({})",
                 plan.shards,
@@ -168,19 +172,20 @@ fn translate_shard(
         }
         return Ok(());
     }
-    let result = translate_into_part(args, parts, plan, &plan_id, shard);
+    let result = translate_into_part(config, parts, plan, &plan_id, shard, progress);
     if let Err(e) = &result {
-        parts.write_failure(shard, step, &crate::one_line(e));
+        parts.write_failure(shard, step, &one_line(e));
     }
     result
 }
 
 fn translate_into_part(
-    args: &Args,
+    config: &Config,
     parts: &PartsDir,
     plan: &Plan,
     plan_id: &str,
     shard: u32,
+    progress: &dyn Progress,
 ) -> Result<()> {
     let mut timings = Timings::new(Instant::now());
     plan.check_unchanged(shard, &parts.plan_path())?;
@@ -191,16 +196,16 @@ fn translate_into_part(
         .collect();
     // .nsys-rep reports are exported on this node, not into the shared NAME.cache/.
     let exports = node_local_exports()?;
-    let _tracked = crate::interrupt::track(exports.path());
+    let _tracked = atomic_output::cleanup::track(exports.path());
     let settings = crate::nsys_export::ExportSettings {
         cache_dir: exports.path().join("exports"),
-        jobs: args.jobs.unwrap_or(0),
-        force: args.force_sqlite,
+        jobs: config.resources.jobs.unwrap_or(0),
+        force: config.inputs.force_export,
     };
     let found = inputs::find(&names, &settings)?;
     let prepared = inputs::prepare(found, &settings, true)?;
     timings.lap("Inputs and exports");
-    let mut options = convert::options(args, prepared.len())?;
+    let mut options = convert::options(config, prepared.len())?;
     // Decided from this shard's reports: the merge refuses shards that decided
     // apart (one type, two labels).
     let export_paths: Vec<&Path> = prepared
@@ -209,7 +214,7 @@ fn translate_into_part(
         .map(|i| i.export.as_path())
         .collect();
     convert::choose_metric_types(&mut options, &export_paths);
-    let outcomes = convert::translate_prepared(prepared, &options, args.quiet);
+    let outcomes = convert::translate_prepared(prepared, &options, progress);
     drop(exports);
     timings.lap("Translation");
     let records: u64 = outcomes
@@ -223,10 +228,10 @@ fn translate_into_part(
     let mut skipped = 0;
     for (&number, (name, outcome)) in numbers.iter().zip(outcomes) {
         if let Outcome::Failed(e) = &outcome {
-            if !args.skip_bad {
-                return Err(anyhow!("{}", crate::one_line(e)));
+            if !config.inputs.skip_bad {
+                return Err(anyhow!("{}", one_line(e)));
             }
-            tracing::warn!("{}: skipped: {}", name.display(), crate::one_line(e));
+            tracing::warn!("{}: skipped: {}", name.display(), one_line(e));
             skipped += 1;
         }
         numbered.push((number, outcome));
@@ -234,11 +239,11 @@ fn translate_into_part(
     checkpoint("shard translated");
     parts.write_part(plan_id, shard, numbered)?;
     timings.lap("Part written");
-    if !args.quiet {
+    if !config.quiet {
         eprintln!(
             "shard {shard} of {}: {}{} into {} in {:.2} s",
             plan.shards,
-            convert::count(numbers.len(), "report"),
+            count(numbers.len(), "report"),
             if skipped > 0 {
                 format!(" ({skipped} skipped)")
             } else {
@@ -248,7 +253,7 @@ fn translate_into_part(
             timings.started().elapsed().as_secs_f64()
         );
     }
-    if args.timing {
+    if config.output.timing {
         let size = std::fs::metadata(parts.part_path(shard)).map_or(0, |m| m.len());
         timings.report(numbers.len(), records, size)?;
     }
@@ -269,10 +274,14 @@ fn node_local_exports() -> Result<tempfile::TempDir> {
         .with_context(|| format!("{}: cannot create a directory for exports", base.display()))
 }
 
-/// `nsys2prv-rs merge OUTPUT`: the plan's conversion, from its parts.
-pub fn merge_command(m: &MergeArgs) -> Result<Finished> {
-    let trace = crate::cli::trace_name(&m.output, false)?;
-    let parts = PartsDir::of(&trace);
+/// `nsys2prv-rs merge OUTPUT`: the plan's conversion, from its parts, with the
+/// `Config` the plan stores and the merging process's own settings.
+pub fn merge_command(
+    trace: &Path,
+    settings: &MergeSettings,
+    progress: &dyn Progress,
+) -> Result<Finished> {
+    let parts = PartsDir::of(trace);
     let plan_path = parts.plan_path();
     if !plan_path.is_file() {
         bail!(
@@ -281,58 +290,42 @@ pub fn merge_command(m: &MergeArgs) -> Result<Finished> {
         );
     }
     let plan = Plan::read(&plan_path)?;
-    let args = merge_args(&plan, m)?;
-    let pool = convert::worker_pool(m.jobs)?;
-    pool.install(|| merge(&args, &parts, &plan, None))
-}
-
-/// The command line of the plan's conversion, with the merge's own settings.
-fn merge_args(plan: &Plan, m: &MergeArgs) -> Result<Args> {
-    let mut argv: Vec<String> = vec!["nsys2prv-rs".into()];
-    argv.extend(plan.options.iter().cloned());
-    argv.push(format!("--memory-limit={}", m.memory_limit));
-    if let Some(jobs) = m.jobs {
-        argv.push(format!("--jobs={jobs}"));
-    }
-    if m.quiet {
-        argv.push("--quiet".into());
-    }
-    if m.verbose {
-        argv.push("--verbose".into());
-    }
-    if m.keep_parts {
-        argv.push("--keep-parts".into());
-    }
-    if m.timing {
-        argv.push("--timing".into());
-    }
-    argv.push("--".into());
-    argv.extend(plan.inputs.iter().map(|i| i.name.clone()));
-    argv.push(plan.trace.clone());
-    let mut args =
-        Args::try_parse_from(&argv).map_err(|e| anyhow!("the plan's options do not parse: {e}"))?;
-    args.resolve_config()?;
-    Ok(args)
+    let config = plan.config_for_merge(settings);
+    let pool = convert::worker_pool(settings.resources.jobs)?;
+    pool.install(|| merge(&config, &parts, &plan, None, progress))
 }
 
 /// Merges every part into the trace (once every shard is done; else the error
 /// lists the shards to run again), then removes the parts unless
 /// `--keep-parts`. `step`: the Slurm step whose failures count (all when None).
-fn merge(args: &Args, parts: &PartsDir, plan: &Plan, step: Option<&str>) -> Result<Finished> {
+fn merge(
+    config: &Config,
+    parts: &PartsDir,
+    plan: &Plan,
+    step: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<Finished> {
     let mut timings = Timings::new(Instant::now());
     let plan_id = plan.id();
     check_every_shard_done(parts, plan, &plan_id, step)?;
     raise_open_file_limit(u64::from(plan.shards));
     let paths = OutputPaths::for_trace(Path::new(&plan.trace))?;
-    let output_set = OutputSet::prepare(&paths, &convert::cfgs_dir(args, &paths))?;
+    let output_set = OutputSet::prepare(&paths, &config.views_dir(&paths))?;
     let outcomes = parts.load_all(plan, &plan_id)?;
-    let options = convert::options(args, 1)?;
-    let (reports, skipped) = convert::gather(outcomes, &options, args.skip_bad)?;
+    let options = convert::options(config, 1)?;
+    let (reports, skipped) = convert::gather(outcomes, &options, config.inputs.skip_bad)?;
     checkpoint("parts read");
     timings.lap("Parts read");
-    let finished =
-        convert::write_output_set(args, &paths, output_set, reports, &skipped, &mut timings)?;
-    if !args.keep_parts {
+    let finished = convert::write_output_set(
+        config,
+        &paths,
+        output_set,
+        reports,
+        &skipped,
+        &mut timings,
+        progress,
+    )?;
+    if !config.output.keep_parts {
         parts.remove();
     }
     Ok(finished)
@@ -377,6 +370,7 @@ fn check_every_shard_done(
 
 /// The merge keeps every part open: lift the soft limit on open files to the
 /// hard one when the parts need it.
+#[allow(unsafe_code)] // SAFETY comments at each block
 fn raise_open_file_limit(parts: u64) {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -403,38 +397,39 @@ fn raise_open_file_limit(parts: u64) {
 }
 
 /// One task of `srun nsys2prv-rs --shard slurm ...`.
-fn run_slurm_task(args: &Args) -> Result<Finished> {
+/// `--shard slurm`: one task of a Slurm job step (see the module doc).
+pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finished> {
     let (task, tasks) = slurm_task()?;
     let step = slurm_step();
-    let (_, parts) = trace_and_parts(args)?;
+    let (_, parts) = trace_and_parts(config)?;
     if task != 0 {
         let translated = wait_for_plan(&parts, &step)
             .and_then(|()| Plan::read(&parts.plan_path()))
             .and_then(|plan| {
                 check_task_count(&parts, &plan, tasks)?;
-                translate_shard(args, &parts, &plan, task, &step)
+                translate_shard(config, &parts, &plan, task, &step, progress)
             });
         // Task 0 waits for this shard: whatever went wrong, it must hear of it.
         if let Err(e) = &translated {
-            parts.write_failure(task, &step, &crate::one_line(e));
+            parts.write_failure(task, &step, &one_line(e));
         }
         return translated.map(|()| Finished::default());
     }
-    let planned = settle_plan(args, tasks).and_then(|(_, plan)| {
+    let planned = settle_plan(config, tasks).and_then(|(_, plan)| {
         check_task_count(&parts, &plan, tasks)?;
         Ok(plan)
     });
     let word = match &planned {
         Ok(_) => "ok\n".to_string(),
-        Err(e) => format!("failed: {}\n", crate::one_line(e)),
+        Err(e) => format!("failed: {}\n", one_line(e)),
     };
     if parts.dir.is_dir() {
-        parts::write_atomically(&parts.step_path(&step), word.as_bytes())?;
+        parts::write_note(&parts.step_path(&step), word.as_bytes())?;
     }
     let plan = planned?;
-    translate_shard(args, &parts, &plan, task, &step)?;
-    wait_for_shards(args, &parts, &plan, &step)?;
-    merge(args, &parts, &plan, Some(&step))
+    translate_shard(config, &parts, &plan, task, &step, progress)?;
+    wait_for_shards(config, &parts, &plan, &step)?;
+    merge(config, &parts, &plan, Some(&step), progress)
 }
 
 fn check_task_count(parts: &PartsDir, plan: &Plan, tasks: u32) -> Result<()> {
@@ -487,7 +482,7 @@ fn wait_for_plan(parts: &PartsDir, step: &str) -> Result<()> {
 }
 
 /// Task 0 waits until every shard has its part, or one fails in this step.
-fn wait_for_shards(args: &Args, parts: &PartsDir, plan: &Plan, step: &str) -> Result<()> {
+fn wait_for_shards(config: &Config, parts: &PartsDir, plan: &Plan, step: &str) -> Result<()> {
     let mut said = false;
     loop {
         let listing = parts.listing();
@@ -505,7 +500,7 @@ fn wait_for_shards(args: &Args, parts: &PartsDir, plan: &Plan, step: &str) -> Re
         if waiting.is_empty() || failed_now {
             return Ok(());
         }
-        if !said && !args.quiet {
+        if !said && !config.quiet {
             eprintln!(
                 "task 0: waiting for {} of {} shards to finish",
                 waiting.len(),
@@ -522,109 +517,48 @@ fn wait_for_shards(args: &Args, parts: &PartsDir, plan: &Plan, step: &str) -> Re
 mod tests {
     use super::*;
 
-    /// The merge's command line, rebuilt from the plan, has the plan's options.
+    /// The merge converts with the plan's own `Config`, read back from the plan
+    /// file, with only the merging process's settings its own.
     #[test]
-    fn the_merge_parses_the_options_the_plan_recorded() {
-        for line in [
-            &["a.sqlite", "out.prv"][..],
-            &[
-                "-t",
-                "cuda,nvtx",
-                "--exclude",
-                "sched",
-                "--sync",
-                "barrier",
-                "--kernel-names",
-                "demangled",
-                "--metric-types",
-                "name",
-                "--cfgs-dir",
-                "views dir",
-                "--time-window",
-                "1.5ms:",
-                "--keep-nsys-threads",
-                "--all-views",
-                "--sampling-depth",
-                "3",
-                "--report=report dir",
-                "--skip-bad",
-                "--force-sqlite",
-                "-L",
-                "first label",
-                "--label=second",
-                "--description-text",
-                "a run, described",
-                "--description-file",
-                "/notes/run.txt",
-                "-z",
-                "a.sqlite",
-                "--",
-                "-b.sqlite",
-                "out",
-            ][..],
-            &["-f", "step#3", "--report", "a.sqlite", "out.prv.gz"][..],
-            &[
-                "--time-limit-start",
-                "-20",
-                "--time-limit-end=3s",
-                "--exclude-kernels",
-                "--filter-cuda-calls-duration",
-                "700",
-                "--filter-cuda-calls-include-name",
-                "cudaMalloc,cudaFree",
-                "--filter-cuda-calls-exclude-name=cudaMemcpy",
-                "-N",
-                "--nvtx-config-json",
-                r#"{"include_unlisted":false,"domains":{"app":{"event_type":100500,"translate":true,"payloads":false,"payload":{"float_strategy":"Round"},"project":true}},"payload":{"float_strategy":"Scale"},"project":false}"#,
-                "a.sqlite",
-                "out",
-            ][..],
-        ] {
-            let mut args = Args::try_parse_from(["nsys2prv-rs"].iter().chain(line)).unwrap();
-            args.resolve_config().unwrap();
-            let options = plan::canonical_options(&args).unwrap();
-            let plan = Plan {
-                format: plan::FORMAT,
-                tool: env!("CARGO_PKG_VERSION").into(),
-                trace: args.output_trace().unwrap().display().to_string(),
-                shards: 2,
-                options: options.clone(),
-                inputs: args
-                    .inputs()
-                    .iter()
-                    .map(|n| plan::PlannedInput {
-                        name: n.display().to_string(),
-                        fingerprint: plan::Fingerprint {
-                            size: 1,
-                            modified_ns: 2,
-                            hash: "3".into(),
-                        },
-                        shard: 0,
-                    })
-                    .collect(),
-            };
-            let merge = MergeArgs {
-                output: "out".into(),
-                keep_parts: true,
-                memory_limit: 1 << 20,
+    fn the_merge_uses_the_config_the_plan_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("a.sqlite");
+        std::fs::write(&report, "not read here").unwrap();
+        let trace = dir.path().join("out.prv.gz");
+        let mut config = Config::new(vec![report.clone()], trace.clone());
+        config.selection.trace = vec!["cuda".into(), "nvtx".into()];
+        config.selection.time_limit_start = Some(-20);
+        config.cuts.nvtx_range = Some("step#3".parse().unwrap());
+        config.sync = crate::config::ClockSync::Barrier;
+        config.output.report = Some(crate::config::ReportRequest::Print);
+        config.output.labels = vec!["a label".into()];
+        config.resources.jobs = Some(7);
+        config.quiet = true;
+        let plan = Plan::new(&config, &trace, std::slice::from_ref(&report), 2).unwrap();
+        let path = dir.path().join("plan");
+        let text = serde_json::to_string_pretty(&plan).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let read = Plan::read(&path).unwrap();
+        assert_eq!(read, plan);
+        let settings = MergeSettings {
+            resources: crate::config::Resources {
                 jobs: Some(3),
-                timing: false,
-                quiet: true,
-                verbose: false,
-            };
-            let rebuilt = merge_args(&plan, &merge).unwrap();
-            assert_eq!(
-                plan::canonical_options(&rebuilt).unwrap(),
-                options,
-                "{line:?}"
-            );
-            assert_eq!(rebuilt.inputs(), args.inputs());
-            assert_eq!(
-                rebuilt.output_trace().unwrap(),
-                args.output_trace().unwrap()
-            );
-            assert!(rebuilt.keep_parts && rebuilt.quiet);
-            assert_eq!((rebuilt.jobs, rebuilt.memory_limit), (Some(3), 1 << 20));
-        }
+                memory_limit: 1 << 20,
+                spill_dir: None,
+            },
+            keep_parts: true,
+            timing: false,
+            quiet: false,
+        };
+        let merged = read.config_for_merge(&settings);
+        assert_eq!(merged.inputs.reports, vec![report]);
+        assert_eq!(merged.output.trace, trace);
+        assert_eq!(merged.resources, settings.resources);
+        assert!(merged.output.keep_parts && !merged.quiet);
+        assert_eq!(
+            merged.shaping_options().unwrap(),
+            config.shaping_options().unwrap()
+        );
+        assert_eq!(merged.for_plan(), config.for_plan());
     }
 }

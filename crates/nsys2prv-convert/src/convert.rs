@@ -28,20 +28,25 @@ use paraver_writer::{
 };
 use rayon::prelude::*;
 
-use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
+use crate::config::{ClockSync, Config, KernelNameChoice, MetricTypesChoice};
 use crate::inputs::{self, Found, Input};
-use crate::interrupt::checkpoint;
+use crate::messages::{count, human_size, warn_grouped};
 use crate::output_set::{file_name, marker_text, OutputSet};
 use crate::progress::Progress;
-use crate::report;
 use crate::timing::Timings;
 use crate::views;
+use atomic_output::checkpoint;
 
 /// How a conversion ended well: every report converted, or some skipped
 /// (`--skip-bad`; exit status [`EXIT_SKIPPED`]).
 #[derive(Debug, Default)]
 pub struct Finished {
     pub skipped: usize,
+    /// The trace written and installed (none when the run wrote no trace: a
+    /// dry run, a plan, a shard that does not merge).
+    pub trace: Option<std::path::PathBuf>,
+    /// A dry run's table of what would be translated, for stdout.
+    pub dry_run: Option<String>,
 }
 
 /// Exit status of a conversion that wrote the trace but skipped bad reports.
@@ -63,22 +68,6 @@ pub enum Outcome {
     Failed(anyhow::Error),
 }
 
-/// Converts on a pool of `-j` worker threads (reports translated at once, and the
-/// formatting of the merged records).
-pub fn run(args: &Args) -> Result<Finished> {
-    // A task of a Slurm step gets the CPUs Slurm gave it.
-    let jobs = args.jobs.or_else(|| {
-        let cpus = std::env::var("SLURM_CPUS_PER_TASK").ok()?;
-        args.shard.and(cpus.trim().parse().ok())
-    });
-    let pool = worker_pool(jobs)?;
-    pool.install(|| match &args.shard {
-        Some(spec) => crate::sharded::run(args, spec),
-        None if args.plan_shards.is_some() => crate::sharded::plan_only(args),
-        None => convert(args),
-    })
-}
-
 pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
@@ -86,23 +75,19 @@ pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool> {
         .context("cannot start worker threads")
 }
 
-fn convert(args: &Args) -> Result<Finished> {
+/// A single run: every report translated here, the output set written and
+/// installed.
+pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
     let mut timings = Timings::new(Instant::now());
-    let paths = OutputPaths::for_trace(&args.output_trace()?)?;
-    let settings = export_settings(args, &paths);
-    if args.dry_run {
-        let found = inputs::find(args.inputs(), &settings)?;
-        let options = options(args, found.len())?;
-        dry_run(&found, &options)?;
-        return Ok(Finished::default());
-    }
+    let paths = OutputPaths::for_trace(&config.output.trace)?;
+    let settings = export_settings(config, &paths);
     // Before any report is exported or read: a file the run would refuse to
     // replace is found at once.
-    crate::output_set::check_targets(&paths, &cfgs_dir(args, &paths))?;
-    let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
+    crate::output_set::check_targets(&paths, &config.views_dir(&paths))?;
+    let prepared = inputs::expand(&config.inputs.reports, &settings, config.inputs.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
-    let mut options = options(args, prepared.len())?;
+    let mut options = options(config, prepared.len())?;
     let inputs: Vec<Input> = prepared
         .iter()
         .filter_map(|p| p.export.as_ref().ok())
@@ -111,20 +96,38 @@ fn convert(args: &Args) -> Result<Finished> {
     let exports: Vec<&Path> = inputs.iter().map(|i| i.export.as_path()).collect();
     choose_metric_types(&mut options, &exports);
     check_output_is_not_an_input(&paths, &inputs)?;
-    if let Some(Some(dir)) = &args.report {
-        report::check_out_dir(dir)?;
-    }
-    let output_set = OutputSet::prepare(&paths, &cfgs_dir(args, &paths))?;
+    let output_set = OutputSet::prepare(&paths, &config.views_dir(&paths))?;
 
-    let outcomes = translate_prepared(prepared, &options, args.quiet);
-    let (reports, skipped) = gather(outcomes, &options, args.skip_bad)?;
+    let outcomes = translate_prepared(prepared, &options, progress);
+    let (reports, skipped) = gather(outcomes, &options, config.inputs.skip_bad)?;
     checkpoint("reports translated");
     timings.lap("Translation");
-    let finished = write_output_set(args, &paths, output_set, reports, &skipped, &mut timings)?;
-    if args.clean {
-        clean_exports(&settings.cache_dir, args.quiet)?;
+    let finished = write_output_set(
+        config,
+        &paths,
+        output_set,
+        reports,
+        &skipped,
+        &mut timings,
+        progress,
+    )?;
+    if config.inputs.clean_exports {
+        clean_exports(&settings.cache_dir, config.quiet)?;
     }
     Ok(finished)
+}
+
+/// `--dry-run`: what would be translated (the table the binary prints on
+/// stdout), creating nothing.
+pub fn dry_run(config: &Config) -> Result<Finished> {
+    let paths = OutputPaths::for_trace(&config.output.trace)?;
+    let settings = export_settings(config, &paths);
+    let found = inputs::find(&config.inputs.reports, &settings)?;
+    let options = options(config, found.len())?;
+    Ok(Finished {
+        dry_run: Some(dry_run_text(&found, &options)?),
+        ..Finished::default()
+    })
 }
 
 /// `-c/--clean`: the exports this tool made for the run go once the trace is
@@ -142,44 +145,36 @@ fn clean_exports(cache_dir: &Path, quiet: bool) -> Result<()> {
     Ok(())
 }
 
-/// The views' directory: `--cfgs-dir`, else `NAME.cfgs/` beside the trace.
-pub fn cfgs_dir(args: &Args, paths: &OutputPaths) -> std::path::PathBuf {
-    args.cfgs_dir
-        .clone()
-        .unwrap_or_else(|| paths.prv.with_file_name(format!("{}.cfgs", paths.stem())))
-}
-
 /// Writes the output set of translated `reports`: the layout, clock alignment,
 /// MPI messages, the cut, the merge, the views, the list of `skipped` reports,
 /// installed as one unit. The single run and the merge of a sharded conversion
 /// both end here, so both write the same bytes.
 pub fn write_output_set(
-    args: &Args,
+    config: &Config,
     paths: &OutputPaths,
     output_set: OutputSet,
     reports: Vec<ReportTranslation>,
     skipped: &[Skipped],
     timings: &mut Timings,
+    progress: &dyn Progress,
 ) -> Result<Finished> {
     let report_count = reports.len();
     if let Some(conflict) = numbering_conflict(&reports) {
         bail!("{conflict}");
     }
-    let row_names = match args.thread_name {
+    let row_names = match config.output.bsc_row_names {
         true => RowNames::Bsc,
         false => RowNames::Ours,
     };
     let mut plan = plan_layout_named(&reports, &paths.stem(), row_names);
     warn_about_limits(&plan.layout);
-    let sync = align_clocks(&mut plan, &reports, sync_mode(args.sync));
-    report_alignment(&sync, &reports, args.quiet);
+    let sync = align_clocks(&mut plan, &reports, sync_mode(config.sync));
+    report_alignment(&sync, &reports, config.quiet);
     if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
         tracing::warn!(
             "all {} reports come from {host} and share its clock, so their session start times already align them exactly; --sync {} moved them by up to {:.3} us to make the {} coincide, which hides the ranks' real skew (leave --sync out to keep it)",
             reports.len(),
-            clap::ValueEnum::to_possible_value(&args.sync)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default(),
+            config.sync.flag_value(),
             sync.skew_before_ns as f64 / 1e3,
             sync.mode.describe(),
         );
@@ -188,8 +183,8 @@ pub fn write_output_set(
     report_messages(&message_stats);
     timings.lap("Layout, clocks and messages");
 
-    let range = nvtx_range(args, &reports, &plan)?;
-    let mut trace_metadata = crate::pmf::TraceMetadata::new(args, paths, &reports, &plan)?;
+    let range = nvtx_range(config, &reports, &plan)?;
+    let mut trace_metadata = crate::pmf::TraceMetadata::new(config, paths, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
     let type_owners = TypeOwners::of(&Registry::standard(), &reports);
     let gpu_stream_rows = gpu_stream_rows(&reports, &plan);
@@ -210,16 +205,16 @@ pub fn write_output_set(
     checkpoint("layout planned");
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
-    let cut = cut_of(args, range.as_ref(), &merge_inputs);
+    let cut = cut_of(config, range.as_ref(), &merge_inputs);
     // With a cut the merge reads records up to the window's end and writes those
     // inside it (with the values in force at its start): the progress counts the
     // records read, the closing line the records in the cut.
-    let mut progress = match cut {
-        Some(_) => Progress::new(args.quiet, "writing", None, "records read"),
-        None => Progress::new(args.quiet, "writing", Some(records), "records"),
+    let mut writing = match cut {
+        Some(_) => progress.phase("writing", None, "records read"),
+        None => progress.phase("writing", Some(records), "records"),
     };
     // The runs are finished: half the limit buffers the readers of spilled records.
-    let read_budget = usize::try_from(args.memory_limit / 2).unwrap_or(usize::MAX);
+    let read_budget = usize::try_from(config.resources.memory_limit / 2).unwrap_or(usize::MAX);
     let first_record = first_record(&merge_inputs);
     let summary = write_trace_within(
         &output_set.staged_trace(),
@@ -229,12 +224,12 @@ pub fn write_output_set(
         cut.as_ref(),
         read_budget,
         &mut |n| {
-            progress.set(n);
+            writing.set(n);
             checkpoint("merging");
         },
     )
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
-    progress.finish();
+    writing.finish();
     timings.lap("Merge and write");
     trace_metadata.set_events(&type_owners.categories_in(&summary.event_types));
     trace_metadata.write(&output_set.staged_pmf())?;
@@ -257,7 +252,7 @@ pub fn write_output_set(
         || drop(merge_inputs),
         || {
             write_views(
-                args,
+                config,
                 paths,
                 &output_set,
                 &catalog,
@@ -271,7 +266,7 @@ pub fn write_output_set(
     output_set.commit()?;
     timings.lap("Views and install");
 
-    if !args.quiet {
+    if !config.quiet {
         let kept = if cut.is_some() { " in the cut" } else { "" };
         eprintln!(
             "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s",
@@ -287,23 +282,14 @@ pub fn write_output_set(
         );
     }
     report_skipped(paths, skipped);
-    if let Some(dir) = &args.report {
-        report::run(
-            &paths.prv,
-            &report::ReportOptions {
-                print: !args.quiet,
-                out_dir: dir.clone(),
-                memory_limit: args.memory_limit,
-                ..report::ReportOptions::default()
-            },
-        )?;
-    }
-    if args.timing {
+    if config.output.timing {
         let size = std::fs::metadata(&paths.prv).map_or(0, |m| m.len());
         timings.report(report_count, summary.lines, size)?;
     }
     Ok(Finished {
         skipped: skipped.len(),
+        trace: Some(paths.prv.clone()),
+        dry_run: None,
     })
 }
 
@@ -336,7 +322,7 @@ fn report_skipped(paths: &OutputPaths, skipped: &[Skipped]) {
 /// Writes the views the trace has data for (every one with `--all-views`) into
 /// the staged views directory, with their index.
 fn write_views(
-    args: &Args,
+    config: &Config,
     paths: &OutputPaths,
     output_set: &OutputSet,
     catalog: &PcfCatalog,
@@ -371,8 +357,13 @@ fn write_views(
         trace_name: &file_name(&paths.prv),
         views_name: &views_name,
     };
-    views::write(&target, &Registry::standard(), &contents, args.all_views)
-        .with_context(|| format!("{}: cannot write the views", paths.prv.display()))
+    views::write(
+        &target,
+        &Registry::standard(),
+        &contents,
+        config.output.all_views,
+    )
+    .with_context(|| format!("{}: cannot write the views", paths.prv.display()))
 }
 
 /// The earliest time of any record of `inputs`, on the common clock.
@@ -408,15 +399,15 @@ fn gpu_stream_rows(reports: &[ReportTranslation], plan: &TracePlan) -> Vec<u32> 
 /// The window of `--nvtx-range` on the common clock (found before the merge,
 /// while the translated runs are at hand).
 fn nvtx_range(
-    args: &Args,
+    config: &Config,
     reports: &[ReportTranslation],
     plan: &TracePlan,
 ) -> Result<Option<RangeWindow>> {
-    let Some(spec) = args.nvtx_range_spec() else {
+    let Some(spec) = &config.cuts.nvtx_range else {
         return Ok(None);
     };
     let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
-    if !args.quiet {
+    if !config.quiet {
         eprintln!(
             "cut to NVTX range '{spec}': {} on {}",
             count(window.ranges, "range"),
@@ -428,12 +419,12 @@ fn nvtx_range(
 
 /// The cut of `--time-window` or `--nvtx-range`, on the common clock. A time
 /// window is given in the uncut trace's time (from its origin).
-fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Option<Cut> {
-    if range.is_none() && args.time_window.is_none() {
+fn cut_of(config: &Config, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Option<Cut> {
+    if range.is_none() && config.cuts.time_window.is_none() {
         return None;
     }
     let (origin, end) = time_span(inputs)?;
-    let window = match (range, args.time_window) {
+    let window = match (range, config.cuts.time_window) {
         (Some(r), _) => TimeWindow {
             start: r.start,
             end: r.end,
@@ -444,7 +435,7 @@ fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Op
         },
         (None, None) => return None,
     };
-    if !args.quiet {
+    if !config.quiet {
         eprintln!(
             "cut: {:.6} s to {:.6} s of the uncut trace ({:.6} s long)",
             (window.start - origin) as f64 / 1e9,
@@ -458,7 +449,7 @@ fn cut_of(args: &Args, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Op
 /// Prints what a conversion would translate, from row counts only, creating,
 /// exporting and changing nothing. Reports without an export yet are listed
 /// with the time their export would take.
-fn dry_run(found: &[Found], options: &Options) -> Result<()> {
+fn dry_run_text(found: &[Found], options: &Options) -> Result<String> {
     let several = found.len() > 1;
     let ready: Vec<&Input> = found
         .iter()
@@ -559,8 +550,14 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
             convert_time(guess)
         );
     }
-    crate::stdout::write(text.as_bytes())
+    Ok(text)
 }
+
+/// `nsys export --type sqlite`: nsys 2022.4 exports a 167 kB sample report in
+/// 0.03 s here; the rate on large reports is a conservative guess (no large
+/// real report to measure it on).
+const NSYS_EXPORT_START_SECONDS: f64 = 0.1;
+const NSYS_EXPORT_BYTES_PER_SECOND: f64 = 10.0e6;
 
 /// `.prv` bytes written per second and worker thread, conservatively
 /// (BENCHMARKS.md: 1.2-2.5 M lines/s of ~50 bytes on 2 cores).
@@ -572,64 +569,6 @@ const PRV_BYTES_PER_SECOND_PER_THREAD: f64 = 25.0e6;
 fn prv_bytes_guessed_from_report(report_bytes: u64) -> u64 {
     const EMPTY_REPORT_BYTES: u64 = 115_000;
     4 * report_bytes.saturating_sub(EMPTY_REPORT_BYTES)
-}
-
-/// One warning for `lines` that say the same thing of different files: the line
-/// itself when there is one; else `summary` (given the count) with the first few,
-/// every line at `-v`.
-pub fn warn_grouped(lines: &[String], summary: impl FnOnce(usize) -> String) {
-    const SHOWN: usize = 3;
-    match lines {
-        [] => {}
-        [line] => tracing::warn!("{line}"),
-        _ => {
-            let more = match lines.len().saturating_sub(SHOWN) {
-                0 => String::new(),
-                n => format!("; and {n} more (-v lists them)"),
-            };
-            let first: Vec<&str> = lines.iter().take(SHOWN).map(String::as_str).collect();
-            tracing::warn!("{}: {}{more}", summary(lines.len()), first.join("; "));
-            for line in lines {
-                tracing::debug!("{line}");
-            }
-        }
-    }
-}
-
-/// `1 report`, `3 reports`.
-pub fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// `nsys export --type sqlite`: nsys 2022.4 exports a 167 kB sample report in
-/// 0.03 s here; the rate on large reports is a conservative guess (no large
-/// real report to measure it on).
-const NSYS_EXPORT_START_SECONDS: f64 = 0.1;
-const NSYS_EXPORT_BYTES_PER_SECOND: f64 = 10.0e6;
-
-/// 3 significant digits: `25.9 kB`, `637 kB`, `1.27 MB`.
-fn human_size(bytes: u64) -> String {
-    let mut value = bytes as f64;
-    let mut unit = "B";
-    for next in ["kB", "MB", "GB", "TB"] {
-        if value < 1000.0 {
-            break;
-        }
-        value /= 1000.0;
-        unit = next;
-    }
-    let decimals = if unit == "B" || value >= 100.0 {
-        0
-    } else if value >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{value:.decimals$} {unit}")
 }
 
 fn human_seconds(seconds: f64) -> String {
@@ -657,12 +596,12 @@ fn one_host(reports: &[ReportTranslation]) -> Option<String> {
     }
 }
 
-fn sync_mode(arg: SyncArg) -> SyncMode {
+fn sync_mode(arg: ClockSync) -> SyncMode {
     match arg {
-        SyncArg::Session => SyncMode::Session,
-        SyncArg::MpiInit => SyncMode::MpiInit,
-        SyncArg::Barrier => SyncMode::Barrier,
-        SyncArg::Nccl => SyncMode::Nccl,
+        ClockSync::Session => SyncMode::Session,
+        ClockSync::MpiInit => SyncMode::MpiInit,
+        ClockSync::Barrier => SyncMode::Barrier,
+        ClockSync::Nccl => SyncMode::Nccl,
     }
 }
 
@@ -721,39 +660,40 @@ fn report_messages(stats: &MessageStats) {
     }
 }
 
-pub fn options(args: &Args, reports: usize) -> Result<Options> {
+/// The translation's options of `config`, for `reports` reports.
+pub fn options(config: &Config, reports: usize) -> Result<Options> {
+    let s = &config.selection;
     let names = |list: &[String]| -> Vec<String> {
         list.iter()
             .map(|n| n.trim().to_string())
             .filter(|n| !n.is_empty())
             .collect()
     };
-    let metric_types = match args.metric_types {
-        MetricTypesArg::Bsc => MetricTypes::Bsc,
-        MetricTypesArg::Name => MetricTypes::Name,
+    let metric_types = match s.metric_types {
+        MetricTypesChoice::Bsc => MetricTypes::Bsc,
+        MetricTypesChoice::Name => MetricTypes::Name,
     };
     Ok(Options {
-        categories: args.categories()?,
+        categories: s.categories()?,
         time_limits: TimeLimits {
-            start: args.time_limit_start,
-            end: args.time_limit_end,
+            start: s.time_limit_start,
+            end: s.time_limit_end,
         },
         api_calls: ApiCallFilter {
-            min_duration: args.filter_cuda_calls_duration,
-            include: (!args.filter_cuda_calls_include_name.is_empty())
-                .then(|| names(&args.filter_cuda_calls_include_name)),
-            exclude: names(&args.filter_cuda_calls_exclude_name),
+            min_duration: s.cuda_calls_min_duration,
+            include: (!s.cuda_calls_include.is_empty()).then(|| names(&s.cuda_calls_include)),
+            exclude: names(&s.cuda_calls_exclude),
         },
-        nvtx: args.nvtx.clone(),
+        nvtx: s.nvtx.clone(),
         gpu_metric_types: metric_types,
         nic_metric_types: metric_types,
-        spill: Some(spill_policy(args, reports)?),
+        spill: Some(spill_policy(config, reports)?),
         decode_ahead: reports < jobs(),
-        keep_nsys_threads: args.keep_nsys_threads,
-        sampling_depth: args.sampling_depth,
-        kernel_names: match args.kernel_names {
-            KernelNameArg::Short => KernelNames::Short,
-            KernelNameArg::Demangled => KernelNames::Demangled,
+        keep_nsys_threads: s.keep_nsys_threads,
+        sampling_depth: s.sampling_depth,
+        kernel_names: match s.kernel_names {
+            KernelNameChoice::Short => KernelNames::Short,
+            KernelNameChoice::Demangled => KernelNames::Demangled,
         },
     })
 }
@@ -795,16 +735,16 @@ pub fn choose_metric_types(options: &mut Options, exports: &[&Path]) {
 
 /// Half of `--memory-limit` is shared by the runs being translated (one per
 /// job), the other half by finished runs waiting for the merge.
-fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
-    let dir = match &args.tmp_dir {
+fn spill_policy(config: &Config, reports: usize) -> Result<SpillPolicy> {
+    let dir = match &config.resources.spill_dir {
         Some(d) => d.clone(),
-        None => match args.output().parent() {
+        None => match config.output.trace.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => std::path::PathBuf::from("."),
         },
     };
     if !dir.is_dir() {
-        let what = if args.tmp_dir.is_some() {
+        let what = if config.resources.spill_dir.is_some() {
             "the temporary directory"
         } else {
             "the output directory"
@@ -814,7 +754,7 @@ fn spill_policy(args: &Args, reports: usize) -> Result<SpillPolicy> {
             dir.display()
         );
     }
-    let limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
+    let limit = usize::try_from(config.resources.memory_limit).unwrap_or(usize::MAX);
     let jobs = jobs().min(reports.max(1));
     Ok(SpillPolicy {
         dir,
@@ -847,14 +787,9 @@ pub fn check_output_is_not_an_input(paths: &OutputPaths, inputs: &[Input]) -> Re
 pub fn translate_prepared(
     prepared: Vec<inputs::Prepared>,
     options: &Options,
-    quiet: bool,
+    progress: &dyn Progress,
 ) -> Vec<(std::path::PathBuf, Outcome)> {
-    let progress = Mutex::new(Progress::new(
-        quiet,
-        "reading",
-        Some(prepared.len() as u64),
-        "reports",
-    ));
+    let reading = Mutex::new(progress.phase("reading", Some(prepared.len() as u64), "reports"));
     let outcomes = prepared
         .into_par_iter()
         .map(|p| {
@@ -862,11 +797,11 @@ pub fn translate_prepared(
                 Ok(input) => translate_one(&input, options),
                 Err(e) => Outcome::Failed(e),
             };
-            progress.lock().expect("progress lock").inc();
+            reading.lock().expect("progress lock").inc();
             (p.name, outcome)
         })
         .collect();
-    progress.into_inner().expect("progress lock").finish();
+    reading.into_inner().expect("progress lock").finish();
     outcomes
 }
 
@@ -896,7 +831,7 @@ pub fn gather(
             Outcome::Empty(why) => empty.push((name, why)),
             Outcome::Failed(e) if skip_bad => skipped.push(Skipped {
                 report: name.display().to_string(),
-                reason: crate::one_line(&e),
+                reason: crate::error::one_line(&e),
             }),
             Outcome::Failed(e) => return Err(e),
         }
@@ -1038,10 +973,10 @@ fn warn_about_limits(layout: &paraver_writer::TraceLayout) {
 }
 
 /// `.nsys-rep` inputs are exported into `NAME.cache/` beside the output.
-pub fn export_settings(args: &Args, paths: &OutputPaths) -> crate::nsys_export::ExportSettings {
+pub fn export_settings(config: &Config, paths: &OutputPaths) -> crate::nsys_export::ExportSettings {
     crate::nsys_export::ExportSettings {
         cache_dir: paths.prv.with_file_name(format!("{}.cache", paths.stem())),
-        jobs: args.jobs.unwrap_or(0),
-        force: args.force_sqlite,
+        jobs: config.resources.jobs.unwrap_or(0),
+        force: config.inputs.force_export,
     }
 }
