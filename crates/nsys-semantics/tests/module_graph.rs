@@ -30,7 +30,7 @@ type ModulePath = Vec<String>;
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     (
         "nsys2prv-rs",
-        &["convert", "inputs", "report", "sharded", "sharded::parts"],
+        &["convert", "inputs", "sharded", "sharded::parts"],
     ),
     ("nsys2prv-rs", &["output_set", "views"]),
 ];

@@ -665,6 +665,7 @@ fn roff(text: &str) -> String {
 
 pub fn is_usage_error(e: &anyhow::Error) -> bool {
     e.downcast_ref::<UsageError>().is_some()
+        || e.downcast_ref::<nsys2prv_report::UsageError>().is_some()
         || matches!(
             e.downcast_ref::<paraver_writer::WriteError>(),
             Some(paraver_writer::WriteError::BadOutputName(_))

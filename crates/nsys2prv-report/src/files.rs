@@ -1,16 +1,16 @@
-//! The report's files: JSON (serde), CSV tables (csv) and the page, written only
-//! where asked, each under a temporary name and renamed into place. A file or
-//! directory that is there already is replaced only when the report wrote it (a
-//! page or JSON that names the generator, a directory with the marker file).
+//! The report's files: JSON (serde) and CSV tables (csv) as bytes, and which
+//! targets may take them: a file or directory that is there already is replaced
+//! only when the report wrote it (a page or JSON that names the generator, a
+//! directory with the marker file). Writing them is the caller's (the command
+//! line puts each in place atomically).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::model::{Report, GENERATOR};
-use crate::cli::UsageError;
-use crate::interrupt::{self, Tracked};
+use crate::UsageError;
 
 /// The file in a report directory that says the report wrote it.
 pub const MARKER: &str = ".nsys2prv-rs";
@@ -62,91 +62,21 @@ pub fn check_dir_target(dir: &Path) -> Result<()> {
     }
 }
 
-/// The directory a path is in (`.` for a bare name).
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// A hidden temporary beside `target`, removed by an interrupt (and by
-/// [`discard`] on failure).
-fn temporary(target: &Path, make_dir: bool) -> std::io::Result<Tracked> {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let prefix = format!(".{name}.nsys2prv-rs.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).rand_bytes(6);
-    // A file gets the permissions of any new file (0666 less the umask).
-    #[cfg(unix)]
-    if !make_dir {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let dir = parent_of(target);
-    interrupt::create_tracked(|| {
-        if make_dir {
-            Ok(builder.tempdir_in(dir)?.keep())
-        } else {
-            Ok(builder.tempfile_in(dir)?.keep().map_err(|e| e.error)?.1)
-        }
-    })
-}
-
-/// Runs `fill` on a temporary; removes the temporary when it fails.
-fn filled(
-    temp: Tracked,
-    fill: impl FnOnce(&Path) -> std::io::Result<()>,
-) -> std::io::Result<Tracked> {
-    match fill(temp.path()) {
-        Ok(()) => Ok(temp),
-        Err(e) => {
-            interrupt::remove_all(temp.path());
-            Err(e)
-        }
-    }
-}
-
-/// Writes `bytes` to `path` under a temporary name, then renames it into place.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let written = temporary(path, false)
-        .and_then(|temp| filled(temp, |t| std::fs::write(t, bytes)))
-        .and_then(|temp| {
-            interrupt::critical(|| std::fs::rename(temp.path(), path)).inspect_err(|_| {
-                interrupt::remove_all(temp.path());
-            })
-        });
-    written.with_context(|| format!("{}: cannot write the report", path.display()))
-}
-
-/// Writes the files into a staging directory beside `dir`, then puts it in the
-/// place of `dir` (whose earlier content, checked to be a report's, is removed).
-pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>> {
-    let fill = |stage: &Path| -> std::io::Result<()> {
-        let fresh = stage.join("new");
-        std::fs::create_dir(&fresh)?;
-        for (file, bytes) in files {
-            std::fs::write(fresh.join(file), bytes)?;
-        }
-        std::fs::write(fresh.join(MARKER), format!("{GENERATOR}\n"))
-    };
-    let installed = temporary(dir, true)
-        .and_then(|stage| filled(stage, fill))
-        .and_then(|stage| {
-            let moved = interrupt::critical(|| {
-                if dir.exists() {
-                    std::fs::rename(dir, stage.path().join("old"))?;
-                }
-                std::fs::rename(stage.path().join("new"), dir)
-            });
-            interrupt::remove_all(stage.path());
-            moved
-        });
-    installed.with_context(|| format!("{}: cannot write the report", dir.display()))?;
-    Ok(files.iter().map(|(f, _)| dir.join(f)).collect())
+/// The files of a report directory (`--out DIR`): (file name, content).
+pub fn all(report: &Report) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut set = vec![
+        ("report.json".to_string(), json(report)),
+        (
+            "report.html".to_string(),
+            crate::html::page(report).into_bytes(),
+        ),
+        (
+            "report.txt".to_string(),
+            report.text(usize::MAX).into_bytes(),
+        ),
+    ];
+    set.extend(csv_tables(report)?);
+    Ok(set)
 }
 
 pub fn json(report: &Report) -> Vec<u8> {

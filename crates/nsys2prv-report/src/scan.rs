@@ -116,7 +116,7 @@ impl Names {
 pub fn nvtx_range_window(
     files: &TraceFiles,
     names: &Names,
-    spec: &nsys_semantics::cuts::NvtxRangeSpec,
+    spec: &crate::NvtxRangeSpec,
 ) -> Result<(u64, u64, usize, usize)> {
     let targets: BTreeSet<(u32, i64)> = names
         .pcf
@@ -132,7 +132,7 @@ pub fn nvtx_range_window(
         })
         .collect();
     if targets.is_empty() {
-        return Err(crate::cli::UsageError(format!(
+        return Err(crate::UsageError(format!(
             "--nvtx-range {spec}: no NVTX range of that name; {}",
             names.range_list()
         ))
@@ -197,7 +197,7 @@ pub fn nvtx_range_window(
                 })
                 .collect();
             if chosen.is_empty() {
-                bail!(crate::cli::UsageError(format!(
+                bail!(crate::UsageError(format!(
                     "--nvtx-range {spec}: no thread has {n} ranges of that name (at most {most} on one thread)"
                 )));
             }
@@ -205,7 +205,7 @@ pub fn nvtx_range_window(
         }
     };
     let Some(start) = chosen.iter().map(|(_, r)| r.0).min() else {
-        bail!(crate::cli::UsageError(format!(
+        bail!(crate::UsageError(format!(
             "--nvtx-range {spec}: no range of that name ends in the trace"
         )));
     };
@@ -521,7 +521,7 @@ impl Scan {
             None => (0, header.end),
             Some((start, end)) => {
                 if start >= header.end {
-                    bail!(crate::cli::UsageError(format!(
+                    bail!(crate::UsageError(format!(
                         "the window starts at {} s, at or after the end of the trace ({} s)",
                         super::text::seconds(start),
                         super::text::seconds(header.end)
@@ -647,7 +647,7 @@ impl Scan {
         names.sort();
         self.candidate_names = names.into_iter().map(|(_, n)| n).collect();
         if let (Some(name), true) = (&asked, self.candidates.is_empty()) {
-            return Err(crate::cli::UsageError(format!(
+            return Err(crate::UsageError(format!(
                 "--iterations {name}: no NVTX range of that name; {}",
                 self.names.range_list()
             ))
