@@ -8,11 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::{bail, Context, Result};
 use paraver_reader::pcf::{read_pcf, Pcf};
-use paraver_reader::prv::{
-    open_body, parse_header, parse_record, trim_trailing_blanks, Lines, Record, TimeUnit,
-};
+use paraver_reader::prv::{open_body, parse_header, Record, TimeUnit};
 use paraver_reader::row::read_row;
 use paraver_reader::TraceFiles;
+use paraver_reader::{PrvErrorKind, PrvReader, RecordBuf};
 
 use super::model::Gap;
 use super::types::*;
@@ -139,31 +138,19 @@ pub fn nvtx_range_window(
         .into());
     }
     let prv = files.prv.display().to_string();
-    let mut body = Lines::new(
-        open_body(&files.prv, files.gzip)
-            .with_context(|| format!("{prv}: cannot read the trace"))?,
-    );
-    body.advance()?;
+    let mut body = open_trace(files)?;
     let mut open: HashMap<(i128, i128, u32), Vec<Option<u64>>> = HashMap::new();
     // (task, thread) → (begin, end) of each range found, in order of end.
     let mut found: BTreeMap<(i128, i128), Vec<(u64, u64)>> = BTreeMap::new();
-    let mut fields = Vec::new();
-    while body
-        .advance()
-        .with_context(|| format!("{prv}: cannot read the trace"))?
-    {
-        let line = trim_trailing_blanks(body.line());
-        if line.first() != Some(&b'2') {
-            continue;
-        }
-        let lineno = body.number();
-        let Ok(Record::Event {
+    let mut record = RecordBuf::new();
+    while next_record(&mut body, &mut record, &prv, b'2'..=b'2')? {
+        let Record::Event {
             object,
             time,
             pairs,
-        }) = parse_record(line, &mut fields)
+        } = record.record()
         else {
-            bail!("{prv}:{lineno}: malformed record");
+            continue;
         };
         let time = time.clamp(0, i128::from(u64::MAX)) as u64;
         for pair in pairs.chunks_exact(2) {
@@ -212,6 +199,64 @@ pub fn nvtx_range_window(
     let end = chosen.iter().map(|(_, r)| r.1).max().unwrap_or(start);
     let tasks: BTreeSet<i128> = chosen.iter().map(|((task, _), _)| *task).collect();
     Ok((start, end.max(start + 1), chosen.len(), tasks.len()))
+}
+
+/// A trace's body, read record by record.
+pub type Body = PrvReader<Box<dyn std::io::BufRead>>;
+
+/// Opens the trace's body and reads its header line.
+fn open_trace(files: &TraceFiles) -> Result<Body> {
+    let cannot_read = || format!("{}: cannot read the trace", files.prv.display());
+    let mut body = PrvReader::new(
+        open_body(&files.prv, files.gzip).with_context(cannot_read)?,
+        &files.prv,
+    );
+    body.read_header().map_err(|e| match e.kind {
+        PrvErrorKind::Io(io) => anyhow::Error::new(io).context(cannot_read()),
+        PrvErrorKind::Record(_) => anyhow::Error::new(e),
+    })?;
+    Ok(body)
+}
+
+/// Reads the next record of the kinds whose first byte is in `kinds` into
+/// `record`; `Ok(false)` at the end. Other lines (comments, communicator
+/// lines, records of no interest) are passed over, as they were when the report
+/// read lines: a line of those kinds that is not a record is an error.
+fn next_record(
+    body: &mut Body,
+    record: &mut RecordBuf,
+    prv: &str,
+    kinds: std::ops::RangeInclusive<u8>,
+) -> Result<bool> {
+    loop {
+        match body.read_record(record) {
+            Ok(true) if record_kind_in(record, &kinds) => return Ok(true),
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => match e.kind {
+                PrvErrorKind::Io(io) => {
+                    return Err(
+                        anyhow::Error::new(io).context(format!("{prv}: cannot read the trace"))
+                    )
+                }
+                PrvErrorKind::Record(_)
+                    if !body
+                        .trimmed_line()
+                        .first()
+                        .is_some_and(|b| kinds.contains(b)) => {}
+                PrvErrorKind::Record(_) => bail!("{prv}:{}: malformed record", e.line),
+            },
+        }
+    }
+}
+
+fn record_kind_in(record: &RecordBuf, kinds: &std::ops::RangeInclusive<u8>) -> bool {
+    let kind = match record.record() {
+        Record::State { .. } => b'1',
+        Record::Event { .. } => b'2',
+        Record::Comm(_) => b'3',
+    };
+    kinds.contains(&kind)
 }
 
 /// What a thread of the trace is.
@@ -458,7 +503,7 @@ pub struct Scan {
     max_occurrences: usize,
     message_size_type: Option<u32>,
     pub seen: Seen,
-    fields: Vec<i128>,
+    record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
 
@@ -487,14 +532,9 @@ fn bsc_header(line: &str) -> Option<String> {
 
 impl Scan {
     /// Reads the names and the header, and lays out threads and GPUs.
-    pub fn open(
-        files: &TraceFiles,
-        options: &ScanOptions,
-    ) -> Result<(Scan, Lines<Box<dyn std::io::BufRead>>)> {
+    pub fn open(files: &TraceFiles, options: &ScanOptions) -> Result<(Scan, Body)> {
         let names = Names::read(files)?;
-        let cannot_read = || format!("{}: cannot read the trace", files.prv.display());
-        let mut body = Lines::new(open_body(&files.prv, files.gzip).with_context(cannot_read)?);
-        body.advance().with_context(cannot_read)?;
+        let body = open_trace(files)?;
         let first = String::from_utf8_lossy(body.line()).trim_end().to_string();
         let lenient = bsc_header(&first);
         let header = parse_header(&first, &mut Vec::new())
@@ -563,7 +603,7 @@ impl Scan {
                 bsc_header,
                 ..Seen::default()
             },
-            fields: Vec::with_capacity(64),
+            record: RecordBuf::new(),
             pairs: Vec::with_capacity(32),
             names,
         };
@@ -669,25 +709,13 @@ impl Scan {
     }
 
     /// Reads the body to its end.
-    pub fn run(
-        &mut self,
-        body: &mut Lines<Box<dyn std::io::BufRead>>,
-        files: &TraceFiles,
-    ) -> Result<()> {
+    pub fn run(&mut self, body: &mut Body, files: &TraceFiles) -> Result<()> {
         let prv = files.prv.display().to_string();
         let mut last_time: i128 = i128::MIN;
-        while body
-            .advance()
-            .with_context(|| format!("{prv}: cannot read the trace"))?
-        {
-            let line = trim_trailing_blanks(body.line());
-            if !matches!(line.first(), Some(b'1'..=b'3')) {
-                continue;
-            }
-            let lineno = body.number();
-            let mut fields = std::mem::take(&mut self.fields);
-            let record = parse_record(line, &mut fields)
-                .map_err(|_| anyhow::anyhow!("{prv}:{lineno}: malformed record"))?;
+        let mut buf = std::mem::take(&mut self.record);
+        while next_record(body, &mut buf, &prv, b'1'..=b'3')? {
+            let lineno = buf.line();
+            let record = buf.record();
             let time = match record {
                 Record::State { begin, .. } => begin,
                 Record::Event { time, .. } => time,
@@ -731,8 +759,8 @@ impl Scan {
                 }
                 _ => {}
             }
-            self.fields = fields;
         }
+        self.record = buf;
         Ok(())
     }
 
