@@ -191,7 +191,7 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
     };
     let (mut scan, mut body) = Scan::open(files, &scan_options)?;
     scan.run(&mut body, files)?;
-    scan.finish();
+    scan.finish()?;
     let window = window.map(|(start, _, chosen_by)| model::Window {
         start_ns: start,
         end_ns: start + scan.elapsed,
