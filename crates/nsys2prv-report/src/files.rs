@@ -1,19 +1,18 @@
-//! The report's files: JSON (serde) and CSV tables (csv) as bytes, and which
-//! targets may take them: a file or directory that is there already is replaced
-//! only when the report wrote it (a page or JSON that names the generator, a
-//! directory with the marker file). Writing them is the caller's (the command
-//! line puts each in place atomically).
+//! The report's files: JSON (serde), CSV tables (csv) and the page, written only
+//! where asked, each under a temporary name (removed by an interrupt) and renamed
+//! into place (`atomic-output`). A file or directory that is there already is
+//! replaced only when the report wrote it (a page or JSON that names the
+//! generator, a directory with the marker file).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::model::{Report, GENERATOR};
 use crate::UsageError;
-
-/// The file in a report directory that says the report wrote it.
-pub const MARKER: &str = ".nsys2prv-rs";
+use atomic_output::cleanup::{self, Tracked};
+pub use atomic_output::MARKER;
 
 /// Bytes of a file read to find the generator's name.
 const SNIFF: usize = 4096;
@@ -77,6 +76,62 @@ pub fn all(report: &Report) -> Result<Vec<(String, Vec<u8>)>> {
     ];
     set.extend(csv_tables(report)?);
     Ok(set)
+}
+
+/// Writes `bytes` to `path` under a temporary name, then renames it into place.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_output::install_file(path, bytes)
+        .with_context(|| format!("{}: cannot write the report", path.display()))
+}
+
+/// A staging directory beside `dir`, removed by an interrupt.
+fn temporary(dir: &Path) -> std::io::Result<Tracked> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    atomic_output::staging_dir(atomic_output::parent_dir(dir), &name)
+}
+
+/// Runs `fill` on a temporary; removes the temporary when it fails.
+fn filled(
+    temp: Tracked,
+    fill: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<Tracked> {
+    match fill(temp.path()) {
+        Ok(()) => Ok(temp),
+        Err(e) => {
+            cleanup::remove_all(temp.path());
+            Err(e)
+        }
+    }
+}
+
+/// Writes the files into a staging directory beside `dir`, then puts it in the
+/// place of `dir` (whose earlier content, checked to be a report's, is removed).
+pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>> {
+    let fill = |stage: &Path| -> std::io::Result<()> {
+        let fresh = stage.join("new");
+        std::fs::create_dir(&fresh)?;
+        for (file, bytes) in files {
+            std::fs::write(fresh.join(file), bytes)?;
+        }
+        std::fs::write(fresh.join(MARKER), format!("{GENERATOR}\n"))
+    };
+    let installed = temporary(dir)
+        .and_then(|stage| filled(stage, fill))
+        .and_then(|stage| {
+            let moved = cleanup::critical(|| {
+                if dir.exists() {
+                    std::fs::rename(dir, stage.path().join("old"))?;
+                }
+                std::fs::rename(stage.path().join("new"), dir)
+            });
+            cleanup::remove_all(stage.path());
+            moved
+        });
+    installed.with_context(|| format!("{}: cannot write the report", dir.display()))?;
+    Ok(files.iter().map(|(f, _)| dir.join(f)).collect())
 }
 
 pub fn json(report: &Report) -> Vec<u8> {

@@ -30,12 +30,12 @@ use rayon::prelude::*;
 
 use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
 use crate::inputs::{self, Found, Input};
-use crate::interrupt::checkpoint;
 use crate::output_set::{file_name, marker_text, OutputSet};
 use crate::progress::Progress;
 use crate::report;
 use crate::timing::Timings;
 use crate::views;
+use atomic_output::checkpoint;
 
 /// How a conversion ended well: every report converted, or some skipped
 /// (`--skip-bad`; exit status [`EXIT_SKIPPED`]).

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::nsys_export::{existing_export, export_all, ExportSettings};
-use crate::output_set::MARKER;
+use atomic_output::MARKER;
 
 const EXPORT_EXT: &str = "sqlite";
 const REPORT_EXTS: &[&str] = &["nsys-rep", "qdrep"];

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 
-use crate::output_set::MARKER;
+use atomic_output::MARKER;
 
 /// Where exports go and how many `nsys` may run at once.
 pub struct ExportSettings {
@@ -97,9 +97,9 @@ fn open_cache(dir: &Path) -> Result<bool> {
 }
 
 fn write_marker(marker: &Path) -> Result<()> {
-    std::fs::write(
+    atomic_output::write_file(
         marker,
-        "Exports of Nsight Systems reports made by nsys2prv-rs; delete this directory to free the space.\n",
+        b"Exports of Nsight Systems reports made by nsys2prv-rs; delete this directory to free the space.\n",
     )
     .with_context(|| format!("{}: cannot write", marker.display()))
 }
@@ -120,7 +120,7 @@ fn clean_partials(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let host = crate::output_set::host_name();
+    let host = atomic_output::host_name();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(owner) = name.strip_suffix(".partial.sqlite") else {
@@ -130,8 +130,8 @@ fn clean_partials(dir: &Path) {
         let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
         let on_this_host = parts.next() == Some(host.as_str());
         if let (Some(pid), true) = (pid, on_this_host) {
-            if !crate::output_set::process_alive(pid) {
-                crate::interrupt::remove_all(&entry.path());
+            if !atomic_output::process_alive(pid) {
+                atomic_output::cleanup::remove_all(&entry.path());
             }
         }
     }
@@ -261,10 +261,10 @@ fn run_nsys_export(report: &Path, target: &Path) -> Result<()> {
     let nsys = nsys_binary();
     let partial = target.with_extension(format!(
         "{}.{}.partial.sqlite",
-        crate::output_set::host_name(),
+        atomic_output::host_name(),
         std::process::id()
     ));
-    let _guard = crate::interrupt::track(&partial);
+    let _guard = atomic_output::cleanup::track(&partial);
     tracing::info!("{}: exporting with {}", report.display(), nsys.display());
     let mut command = Command::new(&nsys);
     command
@@ -281,7 +281,7 @@ fn run_nsys_export(report: &Path, target: &Path) -> Result<()> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let output = crate::interrupt::spawn_tracked(&mut command)
+    let output = atomic_output::cleanup::spawn_tracked(&mut command)
         .and_then(|(child, _tracked)| child.wait_with_output());
     let output = match output {
         Ok(o) => o,

@@ -18,16 +18,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use paraver_writer::OutputPaths;
 
-use crate::cli::UsageError;
-use crate::interrupt::{self, checkpoint, Tracked};
+use atomic_output::cleanup::{self, checkpoint, Tracked};
+use atomic_output::{host_name, process_alive, MARKER};
 
-/// The file in a views (or cache) directory that says nsys2prv-rs made it.
-pub const MARKER: &str = ".nsys2prv-rs";
+use crate::cli::UsageError;
 /// Written into a staging directory when its renames begin.
 const JOURNAL: &str = ".committing";
 /// Where a replaced views directory goes inside a staging directory.
 const REPLACED: &str = ".replaced";
-const TAG: &str = "nsys2prv-rs";
 /// The first line of `NAME.skipped.txt`, by which a later run knows it is ours.
 pub const SKIPPED_HEADER: &str = "# reports nsys2prv-rs --skip-bad left out of ";
 
@@ -56,7 +54,7 @@ struct Stage {
 
 impl Drop for Stage {
     fn drop(&mut self) {
-        interrupt::remove_all(&self.dir);
+        cleanup::remove_all(&self.dir);
     }
 }
 
@@ -124,7 +122,7 @@ impl OutputSet {
             stale.push(skipped);
         }
         let stages: Vec<&Stage> = self.views_stage.iter().chain([&self.trace_stage]).collect();
-        interrupt::critical(|| {
+        cleanup::critical(|| {
             for stage in &stages {
                 install(&stage.dir, &stage.target_dir)?;
             }
@@ -143,15 +141,8 @@ impl OutputSet {
 
 impl Stage {
     fn create(dir: &Path, name: &str) -> Result<Stage> {
-        let prefix = format!(".{name}.{TAG}.{}.{}.", host_name(), std::process::id());
-        let tracked = interrupt::create_tracked(|| {
-            let made = tempfile::Builder::new()
-                .prefix(&prefix)
-                .rand_bytes(6)
-                .tempdir_in(dir)?;
-            Ok(made.keep())
-        })
-        .with_context(|| format!("{}: cannot create a staging directory", dir.display()))?;
+        let tracked = atomic_output::staging_dir(dir, name)
+            .with_context(|| format!("{}: cannot create a staging directory", dir.display()))?;
         let path = tracked.path().to_path_buf();
         Ok(Stage {
             dir: path,
@@ -484,23 +475,21 @@ pub fn clean_leftovers(dir: &Path, name: &str) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
-    let staging_prefix = format!(".{name}.{TAG}.");
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
-        if let Some(owner) = file.strip_prefix(&staging_prefix) {
-            clean_stage(&path, dir, owner);
+        if file.starts_with(&atomic_output::temporary_prefix(name)) {
+            if let Some((host, pid)) = atomic_output::temporary_owner(&file, name) {
+                clean_stage(&path, dir, host, pid);
+            }
         } else if is_old_temporary(&file, name) {
             tracing::info!("{}: removing what an interrupted run left", path.display());
-            interrupt::remove_all(&path);
+            cleanup::remove_all(&path);
         }
     }
 }
 
-fn clean_stage(stage: &Path, target_dir: &Path, owner: &str) {
-    let Some((host, pid)) = parse_owner(owner) else {
-        return;
-    };
+fn clean_stage(stage: &Path, target_dir: &Path, host: &str, pid: u32) {
     if host != host_name() {
         tracing::warn!(
             "{}: left by a run on {host}; remove it once no conversion runs there",
@@ -523,15 +512,7 @@ fn clean_stage(stage: &Path, target_dir: &Path, owner: &str) {
     } else {
         tracing::info!("{}: removing what a killed run left", stage.display());
     }
-    interrupt::remove_all(stage);
-}
-
-/// `HOST.PID.XXXXXX` → (HOST, PID).
-fn parse_owner(owner: &str) -> Option<(&str, u32)> {
-    let mut parts = owner.rsplitn(3, '.');
-    let _random = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    Some((parts.next()?, pid))
+    cleanup::remove_all(stage);
 }
 
 /// `.NAME.prv.XXXXXX.tmp` (and `.pcf`, `.row`, `.prv.gz`) and `.NAME.cfgs.XXXXXX`
@@ -550,28 +531,6 @@ fn is_old_temporary(file: &str, name: &str) -> bool {
     }
     // Views: `.NAME.XXXXXX` where NAME is a views directory's name.
     name.ends_with(".cfgs") && file.strip_prefix(&format!(".{name}.")).is_some_and(random)
-}
-
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    let result = unsafe { libc::kill(pid, 0) };
-    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// This machine's name (staging directories carry it, so a run never removes
-/// what a run on another node of a shared file system is writing).
-pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer outlives the call and its length is passed.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    match ok {
-        true => String::from_utf8_lossy(&buf[..end]).replace(['/', '.'], "_"),
-        false => "localhost".into(),
-    }
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -620,13 +579,6 @@ mod tests {
         assert!(is_ours(&old));
         fs::write(old.join("views/gpu_metrics/mine.cfg"), "mine").unwrap();
         assert!(!is_ours(&old));
-    }
-
-    #[test]
-    fn owners_parse_with_dotted_hosts() {
-        assert_eq!(parse_owner("node01.4242.aB3dE9"), Some(("node01", 4242)));
-        assert_eq!(parse_owner("a_b.7.xxxxxx"), Some(("a_b", 7)));
-        assert_eq!(parse_owner("node.x.abcdef"), None);
     }
 
     #[test]

@@ -1,16 +1,14 @@
 //! `nsys2prv-rs report TRACE`: the command line of the `nsys2prv-report` crate. It
-//! prints the summary and writes the files asked for, each under a temporary
-//! name (removed by an interrupt) and renamed into place.
+//! prints the summary and writes the files asked for.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use nsys2prv_report::files::{self, MARKER};
+use anyhow::Result;
+use nsys2prv_report::files::{self, write_dir, write_file};
 pub use nsys2prv_report::{check_out_dir, ReportOptions};
-use nsys2prv_report::{html, WindowArg, GENERATOR};
+use nsys2prv_report::{html, WindowArg};
 
 use crate::cli::ReportArgs;
-use crate::interrupt::{self, Tracked};
 
 /// `nsys2prv-rs report TRACE`.
 pub fn run_command(args: &ReportArgs) -> Result<()> {
@@ -76,91 +74,4 @@ pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
         eprintln!("wrote {}", names.join(", "));
     }
     Ok(())
-}
-
-/// The directory a path is in (`.` for a bare name).
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// A hidden temporary beside `target`, removed by an interrupt (and by
-/// [`discard`] on failure).
-fn temporary(target: &Path, make_dir: bool) -> std::io::Result<Tracked> {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let prefix = format!(".{name}.nsys2prv-rs.");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).rand_bytes(6);
-    // A file gets the permissions of any new file (0666 less the umask).
-    #[cfg(unix)]
-    if !make_dir {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let dir = parent_of(target);
-    interrupt::create_tracked(|| {
-        if make_dir {
-            Ok(builder.tempdir_in(dir)?.keep())
-        } else {
-            Ok(builder.tempfile_in(dir)?.keep().map_err(|e| e.error)?.1)
-        }
-    })
-}
-
-/// Runs `fill` on a temporary; removes the temporary when it fails.
-fn filled(
-    temp: Tracked,
-    fill: impl FnOnce(&Path) -> std::io::Result<()>,
-) -> std::io::Result<Tracked> {
-    match fill(temp.path()) {
-        Ok(()) => Ok(temp),
-        Err(e) => {
-            interrupt::remove_all(temp.path());
-            Err(e)
-        }
-    }
-}
-
-/// Writes `bytes` to `path` under a temporary name, then renames it into place.
-pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let written = temporary(path, false)
-        .and_then(|temp| filled(temp, |t| std::fs::write(t, bytes)))
-        .and_then(|temp| {
-            interrupt::critical(|| std::fs::rename(temp.path(), path)).inspect_err(|_| {
-                interrupt::remove_all(temp.path());
-            })
-        });
-    written.with_context(|| format!("{}: cannot write the report", path.display()))
-}
-
-/// Writes the files into a staging directory beside `dir`, then puts it in the
-/// place of `dir` (whose earlier content, checked to be a report's, is removed).
-pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>> {
-    let fill = |stage: &Path| -> std::io::Result<()> {
-        let fresh = stage.join("new");
-        std::fs::create_dir(&fresh)?;
-        for (file, bytes) in files {
-            std::fs::write(fresh.join(file), bytes)?;
-        }
-        std::fs::write(fresh.join(MARKER), format!("{GENERATOR}\n"))
-    };
-    let installed = temporary(dir, true)
-        .and_then(|stage| filled(stage, fill))
-        .and_then(|stage| {
-            let moved = interrupt::critical(|| {
-                if dir.exists() {
-                    std::fs::rename(dir, stage.path().join("old"))?;
-                }
-                std::fs::rename(stage.path().join("new"), dir)
-            });
-            interrupt::remove_all(stage.path());
-            moved
-        });
-    installed.with_context(|| format!("{}: cannot write the report", dir.display()))?;
-    Ok(files.iter().map(|(f, _)| dir.join(f)).collect())
 }

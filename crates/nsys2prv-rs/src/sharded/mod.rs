@@ -28,9 +28,9 @@ use paraver_writer::OutputPaths;
 use crate::cli::{Args, MergeArgs, ShardSpec, UsageError};
 use crate::convert::{self, Finished, Outcome};
 use crate::inputs;
-use crate::interrupt::checkpoint;
 use crate::output_set::OutputSet;
 use crate::timing::Timings;
+use atomic_output::checkpoint;
 use parts::{PartsDir, ShardState};
 use plan::Plan;
 
@@ -191,7 +191,7 @@ fn translate_into_part(
         .collect();
     // .nsys-rep reports are exported on this node, not into the shared NAME.cache/.
     let exports = node_local_exports()?;
-    let _tracked = crate::interrupt::track(exports.path());
+    let _tracked = atomic_output::cleanup::track(exports.path());
     let settings = crate::nsys_export::ExportSettings {
         cache_dir: exports.path().join("exports"),
         jobs: args.jobs.unwrap_or(0),
@@ -429,7 +429,7 @@ fn run_slurm_task(args: &Args) -> Result<Finished> {
         Err(e) => format!("failed: {}\n", crate::one_line(e)),
     };
     if parts.dir.is_dir() {
-        parts::write_atomically(&parts.step_path(&step), word.as_bytes())?;
+        parts::write_note(&parts.step_path(&step), word.as_bytes())?;
     }
     let plan = planned?;
     translate_shard(args, &parts, &plan, task, &step)?;

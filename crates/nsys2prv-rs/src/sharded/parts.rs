@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::Plan;
 use crate::convert::Outcome;
-use crate::output_set::{host_name, MARKER};
+use atomic_output::MARKER;
 
 const MAGIC: &[u8; 16] = b"nsys2prv-rs part";
 const TRAILER_MAGIC: &[u8; 8] = b"PARTEND1";
@@ -110,10 +110,14 @@ impl PartsDir {
     /// Creates the directory with its marker, or checks that it is ours.
     pub fn create(&self) -> Result<()> {
         match fs::create_dir(&self.dir) {
-            Ok(()) => write_atomically(
-                &self.dir.join(MARKER),
-                b"Parts of a sharded conversion by nsys2prv-rs; removed after a successful merge.\n",
-            ),
+            Ok(()) => {
+                let marker = self.dir.join(MARKER);
+                atomic_output::write_file(
+                    &marker,
+                    b"Parts of a sharded conversion by nsys2prv-rs; removed after a successful merge.\n",
+                )
+                .with_context(|| format!("{}: cannot write", marker.display()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => self.check_ours(),
             Err(e) => Err(e).with_context(|| format!("{}: cannot create", self.dir.display())),
         }
@@ -142,16 +146,11 @@ impl PartsDir {
     pub fn install_plan(&self, plan: &Plan) -> Result<Plan> {
         let path = self.plan_path();
         let text = serde_json::to_string_pretty(plan).expect("a plan serialises") + "\n";
-        let temporary = temporary_beside(&path);
-        let _guard = crate::interrupt::track(&temporary);
-        fs::write(&temporary, text).with_context(|| format!("{}: cannot write", path.display()))?;
-        // A hard link never replaces: the first plan installed wins.
-        let linked = fs::hard_link(&temporary, &path);
-        let _ = fs::remove_file(&temporary);
-        match linked {
-            Ok(()) => Ok(plan.clone()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Plan::read(&path),
-            Err(e) => Err(e).with_context(|| format!("{}: cannot write", path.display())),
+        let created = atomic_output::write_new(&path, text.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        match created {
+            true => Ok(plan.clone()),
+            false => Plan::read(&path),
         }
     }
 
@@ -164,14 +163,15 @@ impl PartsDir {
         outcomes: Vec<(u32, Outcome)>,
     ) -> Result<()> {
         let path = self.part_path(shard);
-        let temporary = temporary_beside(&path);
-        let _guard = crate::interrupt::track(&temporary);
-        let written = write_part_file(&temporary, plan_id, shard, outcomes);
-        if let Err(e) = written {
-            let _ = fs::remove_file(&temporary);
-            return Err(e.context(format!("{}: cannot write the part", path.display())));
-        }
-        fs::rename(&temporary, &path)
+        let mut body = Ok(());
+        let written = atomic_output::write_file_with(&path, |file| {
+            body = write_part_file(file, plan_id, shard, outcomes);
+            // The error itself is in `body`: this one only stops the rename.
+            body.as_ref()
+                .map(|_| ())
+                .map_err(|_| std::io::Error::other("the part was not written"))
+        });
+        body.and(written.map_err(anyhow::Error::from))
             .with_context(|| format!("{}: cannot write the part", path.display()))?;
         let _ = fs::remove_file(self.failed_path(shard));
         Ok(())
@@ -180,7 +180,7 @@ impl PartsDir {
     /// Notes that `shard` failed (in Slurm step `step`), for the merge to say.
     pub fn write_failure(&self, shard: u32, step: &str, reason: &str) {
         let text = format!("step {step}\n{reason}\n");
-        if let Err(e) = write_atomically(&self.failed_path(shard), text.as_bytes()) {
+        if let Err(e) = write_note(&self.failed_path(shard), text.as_bytes()) {
             tracing::warn!("{e:#}");
         }
     }
@@ -273,7 +273,7 @@ impl PartsDir {
     pub fn remove(&self) {
         for name in self.listing() {
             if is_ours(&name) && name != MARKER {
-                crate::interrupt::remove_all(&self.dir.join(&name));
+                atomic_output::cleanup::remove_all(&self.dir.join(&name));
             }
         }
         let others: Vec<String> = self.listing().into_iter().filter(|n| n != MARKER).collect();
@@ -305,25 +305,11 @@ fn is_ours(name: &str) -> bool {
         || (name.starts_with('.') && name.ends_with(".tmp"))
 }
 
-/// `.NAME.HOST.PID.tmp` beside `path`.
-fn temporary_beside(path: &Path) -> PathBuf {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    path.with_file_name(format!(
-        ".{name}.{}.{}.tmp",
-        host_name(),
-        std::process::id()
-    ))
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let temporary = temporary_beside(path);
-    let _guard = crate::interrupt::track(&temporary);
-    let written = fs::write(&temporary, bytes).and_then(|()| fs::rename(&temporary, path));
-    if written.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    written.with_context(|| format!("{}: cannot write", path.display()))
+/// Writes a small file of the directory (a failure note, a Slurm step's word)
+/// whole or not at all.
+pub fn write_note(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_output::write_file(path, bytes)
+        .with_context(|| format!("{}: cannot write", path.display()))
 }
 
 /// A writer that knows how far it is into its file.
@@ -345,12 +331,11 @@ impl<W: Write> Write for Positioned<W> {
 }
 
 fn write_part_file(
-    path: &Path,
+    file: &mut File,
     plan_id: &str,
     shard: u32,
     outcomes: Vec<(u32, Outcome)>,
 ) -> Result<()> {
-    let file = File::create(path)?;
     let mut out = Positioned {
         inner: BufWriter::with_capacity(1 << 20, file),
         position: 0,
@@ -390,8 +375,7 @@ fn write_part_file(
     out.write_all(&(index.len() as u64).to_le_bytes())?;
     out.write_all(&crc32fast::hash(&index).to_le_bytes())?;
     out.write_all(TRAILER_MAGIC)?;
-    let file = out.inner.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
+    out.inner.into_inner().map_err(|e| e.into_error())?;
     Ok(())
 }
 

@@ -96,7 +96,7 @@ pub fn write(
         .filter(|p| all || p.entry.has_data)
         .collect();
     create_dir(dir)?;
-    std::fs::write(dir.join(crate::output_set::MARKER), target.marker)
+    std::fs::write(dir.join(atomic_output::MARKER), target.marker)
         .with_context(|| format!("{}: cannot write the views", dir.display()))?;
     let mut made = BTreeSet::new();
     for view in &planned {
@@ -108,7 +108,7 @@ pub fn write(
                 }
             }
         }
-        crate::interrupt::checkpoint("writing views");
+        atomic_output::cleanup::checkpoint("writing views");
         let path = dir.join(rel);
         std::fs::write(&path, &view.text)
             .with_context(|| format!("{}: cannot write view", path.display()))?;
