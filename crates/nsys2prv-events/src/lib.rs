@@ -146,3 +146,49 @@ impl std::fmt::Display for NvtxRangeSpec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvtx_range_types_are_domain_blocks_and_start_end_lanes() {
+        for ty in [9600, 9700, 59_900, 60_200, 999_900, 9004, 9099] {
+            assert!(is_nvtx_range_type(ty), "{ty}");
+        }
+        // Payload types of a block, OpenMP's types, past the lanes and the blocks.
+        for ty in [
+            9601, 9650, 60_000, 60_100, 9100, 9003, 1_000_000, 63_000_000,
+        ] {
+            assert!(!is_nvtx_range_type(ty), "{ty}");
+        }
+    }
+
+    #[test]
+    fn mpi_call_types_are_extraes_five_classes() {
+        let classes = [
+            MPI_POINT_TO_POINT,
+            MPI_COLLECTIVE,
+            MPI_OTHER,
+            MPI_ONE_SIDED,
+            MPI_IO,
+        ];
+        assert_eq!(
+            classes,
+            [50_000_001, 50_000_002, 50_000_003, 50_000_004, 50_000_005]
+        );
+        assert!(classes.iter().all(|ty| is_mpi_call_type(*ty)));
+        assert!(!is_mpi_call_type(50_000_000) && !is_mpi_call_type(MPI_SEND_SIZE_IN_COLLECTIVE));
+    }
+
+    #[test]
+    fn range_specs_read_a_name_and_an_occurrence() {
+        let spec: NvtxRangeSpec = "train#3".parse().unwrap();
+        assert_eq!((spec.name.as_str(), spec.occurrence), ("train", Some(3)));
+        assert_eq!(spec.to_string(), "train#3");
+        let spec: NvtxRangeSpec = "a#b".parse().unwrap();
+        assert_eq!((spec.name.as_str(), spec.occurrence), ("a#b", None));
+        assert!("x#0".parse::<NvtxRangeSpec>().is_err());
+        assert!("#2".parse::<NvtxRangeSpec>().is_err());
+    }
+}
