@@ -604,6 +604,7 @@ pub fn parse_record<'a>(line: &[u8], fields: &'a mut Vec<i128>) -> Result<Record
 
 impl<'a> Record<'a> {
     /// Whether `fields` are a record: a known kind and its number of fields.
+    #[inline]
     pub(crate) fn check(f: &[i128]) -> Result<(), RecordError> {
         let (kind, need, ok) = match f[0] {
             1 => ("state", "8", f.len() == 8),
@@ -626,6 +627,7 @@ impl<'a> Record<'a> {
     }
 
     /// The typed view of fields that passed [`Record::check`].
+    #[inline]
     pub(crate) fn of_checked(f: &'a [i128]) -> Record<'a> {
         match f[0] {
             1 => Record::State {

@@ -32,7 +32,14 @@ impl RecordBuf {
         }
     }
 
+    /// The record's kind: 1 state, 2 event, 3 communication (cheaper than
+    /// [`Self::record`] to pass over records of no interest).
+    pub fn kind(&self) -> u8 {
+        self.fields[0] as u8
+    }
+
     /// The record's typed view.
+    #[inline]
     pub fn record(&self) -> Record<'_> {
         Record::of_checked(&self.fields)
     }

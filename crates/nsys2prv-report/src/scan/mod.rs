@@ -362,15 +362,26 @@ impl Scan {
         Ok((scan, body))
     }
 
-    /// Tells every accumulator what happened.
+    /// Tells the accumulators that take it what happened (each figure hears only
+    /// the events it reads, so a record costs only the figures it concerns).
     fn tell(&mut self, at: At, event: Event) -> Result<()> {
         let trace = &self.trace;
-        self.gpu_time.on_event(trace, at, event)?;
-        self.kernels.on_event(trace, at, event)?;
-        self.nccl.on_event(trace, at, event)?;
-        self.memory.on_event(trace, at, event)?;
-        self.mpi.on_event(trace, at, event)?;
-        self.iterations.on_event(trace, at, event)
+        match event {
+            Event::GpuLine { .. } | Event::GpuLineDone { .. } | Event::Launch { .. } => {
+                self.gpu_time.on_event(trace, at, event)
+            }
+            Event::GpuBegin { op, .. } | Event::GpuEnd { op, .. } => {
+                self.gpu_time.on_event(trace, at, event)?;
+                match op.ty {
+                    CUDA_KERNEL => self.kernels.on_event(trace, at, event),
+                    NCCL_KERNEL => self.nccl.on_event(trace, at, event),
+                    _ => self.memory.on_event(trace, at, event),
+                }
+            }
+            Event::Metric { .. } => self.kernels.on_event(trace, at, event),
+            Event::CallBegin { .. } | Event::CallEnd { .. } => self.mpi.on_event(trace, at, event),
+            Event::RangeEnd { .. } => self.iterations.on_event(trace, at, event),
+        }
     }
 
     /// Reads the body to its end.

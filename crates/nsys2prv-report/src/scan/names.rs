@@ -210,7 +210,7 @@ pub(super) fn next_record(
 ) -> Result<bool> {
     loop {
         match body.read_record(record) {
-            Ok(true) if record_kind_in(record, &kinds) => return Ok(true),
+            Ok(true) if kinds.contains(&(b'0' + record.kind())) => return Ok(true),
             Ok(true) => {}
             Ok(false) => return Ok(false),
             Err(e) => match e.kind {
@@ -228,13 +228,4 @@ pub(super) fn next_record(
             },
         }
     }
-}
-
-fn record_kind_in(record: &RecordBuf, kinds: &std::ops::RangeInclusive<u8>) -> bool {
-    let kind = match record.record() {
-        Record::State { .. } => b'1',
-        Record::Event { .. } => b'2',
-        Record::Comm(_) => b'3',
-    };
-    kinds.contains(&kind)
 }
