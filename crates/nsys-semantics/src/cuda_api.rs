@@ -15,9 +15,7 @@ use crate::handoff::{GpuLinks, NcclRanges, SyncCall, SyncCalls};
 use crate::types::{interval, state};
 use crate::view::bundled_view;
 
-pub const CUDA_API: u32 = 63_000_000;
-/// On API calls and the GPU operations they launched.
-pub const CORRELATION_ID: u32 = 9200;
+pub use nsys2prv_events::{CORRELATION_ID, CUDA_API};
 
 pub const API: Category = Category::named("cuda-api");
 

@@ -13,9 +13,7 @@ use crate::handoff::{SyncCall, SyncCalls};
 use crate::types::interval;
 use crate::view::bundled_view;
 
-/// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
-/// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
-pub const CUDA_SYNC: u32 = 9350;
+pub use nsys2prv_events::CUDA_SYNC;
 
 pub const SYNC: Category = Category::named("sync");
 

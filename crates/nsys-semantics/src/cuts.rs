@@ -44,50 +44,7 @@ impl RangeTypes {
     }
 }
 
-/// `NAME` or `NAME#N`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NvtxRangeSpec {
-    pub name: String,
-    /// 1-based occurrence per thread; `None`: all of them.
-    pub occurrence: Option<usize>,
-}
-
-impl std::str::FromStr for NvtxRangeSpec {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (name, occurrence) = match text.rsplit_once('#') {
-            Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
-                let n: usize = n
-                    .parse()
-                    .map_err(|_| format!("'{text}': occurrence out of range"))?;
-                if n == 0 {
-                    return Err(format!("'{text}': occurrences count from 1"));
-                }
-                (name, Some(n))
-            }
-            _ => (text, None),
-        };
-        if name.is_empty() {
-            return Err(format!(
-                "'{text}': give the range's name, as NAME or NAME#N"
-            ));
-        }
-        Ok(NvtxRangeSpec {
-            name: name.to_string(),
-            occurrence,
-        })
-    }
-}
-
-impl std::fmt::Display for NvtxRangeSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.occurrence {
-            Some(n) => write!(f, "{}#{n}", self.name),
-            None => f.write_str(&self.name),
-        }
-    }
-}
+pub use nsys2prv_events::NvtxRangeSpec;
 
 /// The window an NVTX range cut keeps, on the common clock.
 #[derive(Clone, Debug, PartialEq, Eq)]

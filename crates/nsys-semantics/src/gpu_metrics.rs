@@ -67,10 +67,10 @@ use crate::types::level;
 use crate::view::bundled_view;
 use crate::view::{metric_name, TypeFamily};
 
-pub const METRICS_FIRST: u32 = 9400;
+pub const METRICS_FIRST: u32 = nsys2prv_events::GPU_METRICS.start;
 /// 9400–9449: the built-in names; 9450–9499: other names, by hash.
 const HASHED_FIRST: u32 = 9450;
-const HASHED_SLOTS: u32 = 50;
+const HASHED_SLOTS: u32 = nsys2prv_events::GPU_METRICS.end - HASHED_FIRST;
 
 pub const GPU_METRICS_CATEGORY: Category = Category::named("gpu-metrics");
 

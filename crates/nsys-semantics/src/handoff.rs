@@ -11,17 +11,7 @@ use paraver_writer::{EventPair, LocalThread};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-/// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
-/// functions), and to memory operations.
-pub const TAG_LAUNCH: i64 = 55_001;
-pub const TAG_MEMORY: i64 = 55_002;
-/// Our own: a CUDA event record to the waits on it, a host function's GPU side
-/// to its callback.
-pub const TAG_EVENT_WAIT: i64 = 55_003;
-pub const TAG_HOST_CALLBACK: i64 = 55_004;
-/// Every tag of a CUDA line; any other communication is an MPI message (views of
-/// MPI messages leave these out).
-pub const CUDA_TAGS: [i64; 4] = [TAG_LAUNCH, TAG_MEMORY, TAG_EVENT_WAIT, TAG_HOST_CALLBACK];
+pub use nsys2prv_events::{CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY};
 
 #[derive(Default)]
 pub(crate) struct Handoff {

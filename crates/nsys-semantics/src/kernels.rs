@@ -18,8 +18,7 @@ use crate::options::KernelNames;
 use crate::types::{interval, state};
 use crate::view::bundled_view;
 
-pub const CUDA_KERNEL: u32 = 63_000_006;
-pub const NCCL_KERNEL: u32 = 63_000_007;
+pub use nsys2prv_events::{CUDA_KERNEL, NCCL_KERNEL};
 pub const KERNEL_GRID: [u32; 3] = [9101, 9102, 9103];
 pub const KERNEL_BLOCK: [u32; 3] = [9104, 9105, 9106];
 pub const KERNEL_STATIC_SHARED: u32 = 9107;

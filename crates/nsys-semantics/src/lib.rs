@@ -55,16 +55,15 @@ pub use registry::{DeclaredView, Registry, UnknownCategory};
 pub use report::{translate_report, translate_with, ReportTranslation};
 pub use view::{TypeFamily, View};
 
-/// Event type numbers other crates need (the report reads traces by them).
+/// Event type numbers other crates need: the shared numbering
+/// ([`nsys2prv_events`]), by the names this crate's modules give them.
 pub mod event_types {
-    pub use crate::cuda_api::{CORRELATION_ID, CUDA_API};
-    pub use crate::handoff::{
-        CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY,
+    pub use nsys2prv_events::{
+        is_nvtx_range_type, CORRELATION_ID, CUDA_API, CUDA_KERNEL, CUDA_MEMORY_OP,
+        CUDA_MEMORY_SIZE, CUDA_TAGS, NCCL_KERNEL, NCCL_KERNEL_COLLECTIVE as KERNEL_COLLECTIVE,
+        NCCL_MESSAGE_SIZE as MESSAGE_SIZE, NCCL_REGIONS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK,
+        TAG_LAUNCH, TAG_MEMORY,
     };
-    pub use crate::kernels::{CUDA_KERNEL, NCCL_KERNEL};
-    pub use crate::memory::{CUDA_MEMORY_OP, CUDA_MEMORY_SIZE};
-    pub use crate::nccl::{KERNEL_COLLECTIVE, MESSAGE_SIZE, NCCL_REGIONS};
-    pub use crate::nvtx::is_range_type as is_nvtx_range_type;
 }
 
 /// A translation failure, naming the report.

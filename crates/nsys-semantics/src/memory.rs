@@ -14,8 +14,7 @@ use crate::handoff::GpuLinks;
 use crate::types::{interval, state};
 use crate::view::bundled_view;
 
-pub const CUDA_MEMORY_OP: u32 = 63_000_001;
-pub const CUDA_MEMORY_SIZE: u32 = 63_000_002;
+pub use nsys2prv_events::{CUDA_MEMORY_OP, CUDA_MEMORY_SIZE};
 
 pub const MEMORY: Category = Category::named("memory");
 

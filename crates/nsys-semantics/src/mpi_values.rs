@@ -72,11 +72,11 @@ impl MpiClass {
     /// The Paraver event type Extrae writes for calls of this class.
     pub fn event_type(self) -> u32 {
         match self {
-            MpiClass::PointToPoint => 50000001,
-            MpiClass::Collective => 50000002,
-            MpiClass::Other => 50000003,
-            MpiClass::OneSided => 50000004,
-            MpiClass::Io => 50000005,
+            MpiClass::PointToPoint => nsys2prv_events::MPI_POINT_TO_POINT,
+            MpiClass::Collective => nsys2prv_events::MPI_COLLECTIVE,
+            MpiClass::Other => nsys2prv_events::MPI_OTHER,
+            MpiClass::OneSided => nsys2prv_events::MPI_ONE_SIDED,
+            MpiClass::Io => nsys2prv_events::MPI_IO,
         }
     }
 
@@ -111,8 +111,7 @@ pub const END_VALUE: i64 = 0;
 #[allow(dead_code)] // reference data, not every caller needs it
 pub const OUTSIDE_MPI_LABEL: &str = "Outside MPI";
 
-/// `MPI_GLOBAL_OP_SENDSIZE` (`MPI_INIT_EV + 100000`).
-pub const SEND_SIZE_IN_COLLECTIVE: u32 = 50100001;
+pub use nsys2prv_events::MPI_SEND_SIZE_IN_COLLECTIVE as SEND_SIZE_IN_COLLECTIVE;
 /// `MPI_GLOBAL_OP_RECVSIZE`.
 pub const RECV_SIZE_IN_COLLECTIVE: u32 = 50100002;
 /// `MPI_GLOBAL_OP_ROOT`: 1 on the root of a rooted collective, else 0.

@@ -16,15 +16,14 @@ use crate::types::interval;
 use crate::view::bundled_view;
 
 /// Ranges of the NVTX `NCCL` domain.
-pub const NCCL_REGIONS: u32 = 9500;
-pub const MESSAGE_SIZE: u32 = 9501;
+pub use nsys2prv_events::{NCCL_MESSAGE_SIZE as MESSAGE_SIZE, NCCL_REGIONS};
 pub const REDUCTION_OP: u32 = 9502;
 pub const ROOT: u32 = 9503;
 pub const DATA_TYPE: u32 = 9504;
-pub const COMMUNICATOR: u32 = 9505;
+pub use nsys2prv_events::NCCL_COMMUNICATOR as COMMUNICATOR;
 pub const PEER: u32 = 9506;
 pub const COUNT: u32 = 9507;
-pub const KERNEL_COLLECTIVE: u32 = 9520;
+pub use nsys2prv_events::NCCL_KERNEL_COLLECTIVE as KERNEL_COLLECTIVE;
 pub const KERNEL_ALGORITHM: u32 = 9521;
 pub const KERNEL_PROTOCOL: u32 = 9522;
 pub const KERNEL_DATA_TYPE: u32 = 9523;

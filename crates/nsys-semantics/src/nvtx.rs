@@ -31,12 +31,12 @@ use crate::types::{interval, point, state};
 use crate::view::bundled_view;
 use crate::view::{between, TypeFamily};
 
-pub const DEFAULT_DOMAIN: u32 = 9600;
-const DOMAIN_STRIDE: u32 = 100;
+pub use nsys2prv_events::NVTX_DEFAULT_DOMAIN as DEFAULT_DOMAIN;
+use nsys2prv_events::NVTX_DOMAIN_STRIDE as DOMAIN_STRIDE;
 /// Domain blocks 9700..=59900: below Extrae's OMPT types (60000-60019).
 const DOMAIN_SLOTS: u64 = 503;
-pub const START_END_FIRST_LANE: u32 = 9004;
-const START_END_LANES: u32 = 96;
+pub use nsys2prv_events::NVTX_START_END_FIRST_LANE as START_END_FIRST_LANE;
+use nsys2prv_events::NVTX_START_END_LANES as START_END_LANES;
 const PAYLOAD_INT: u32 = 1;
 const PAYLOAD_FLOAT: u32 = 2;
 const RANGE_CATEGORY: u32 = 3;
@@ -46,9 +46,7 @@ const NEGATIVE_PAYLOAD_INT: u32 = 5;
 const NEGATIVE_PAYLOAD_FLOAT: u32 = 6;
 /// Types a domain's block takes: ranges, payloads, category, marks, negatives.
 pub const DOMAIN_BLOCK_WIDTH: u32 = NEGATIVE_PAYLOAD_FLOAT + 1;
-/// Where a configured domain's block may start (a multiple of 100): the hashed
-/// blocks' range and above, up to here (Extrae's OMPT types at 60000 excluded).
-pub const CONFIGURED_DOMAIN_TYPES: std::ops::Range<u32> = DEFAULT_DOMAIN..1_000_000;
+pub use nsys2prv_events::NVTX_CONFIGURED_DOMAIN_TYPES as CONFIGURED_DOMAIN_TYPES;
 
 pub const NVTX: Category = Category::named("nvtx");
 
@@ -154,19 +152,7 @@ fn domain_of(ty: u32, offset: u32, label: &str, prefix: &str, suffix: &str) -> O
     (named.contains(&ty) && ty % DOMAIN_STRIDE == offset).then(|| between(label, prefix, suffix))?
 }
 
-/// Whether `ty` holds NVTX ranges: push/pop ranges of any domain (hashed or
-/// configured blocks: multiples of 100 from 9600 up to 1,000,000 but the
-/// OpenMP types' 60000-60199), start/end lanes.
-pub fn is_range_type(ty: u32) -> bool {
-    (CONFIGURED_DOMAIN_TYPES.contains(&ty)
-        && ty.is_multiple_of(DOMAIN_STRIDE)
-        && !OPENMP_TYPES.contains(&ty))
-        || (START_END_FIRST_LANE..START_END_FIRST_LANE + START_END_LANES).contains(&ty)
-}
-
-/// Extrae's OpenMP types (60000-60019) and ours beside them (60100-60103): no
-/// domain block.
-const OPENMP_TYPES: std::ops::Range<u32> = 60_000..60_200;
+pub use nsys2prv_events::is_nvtx_range_type as is_range_type;
 
 /// States of the communication libraries' ranges (MPI, UCX, SHMEM), see
 /// [`communication_state`].

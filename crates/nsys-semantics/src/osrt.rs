@@ -16,8 +16,7 @@ use crate::context::ReportContext;
 use crate::types::{interval, state};
 use crate::view::bundled_view;
 
-/// OS runtime call, valued by function name (BSC nsys2prv 0.6).
-pub const OSRT_CALL: u32 = 66_400_000;
+pub use nsys2prv_events::OSRT_CALL;
 /// pthread call, with Extrae's values (BSC nsys2prv 0.6 uses the same number).
 pub const PTHREAD_CALL: u32 = 61_000_000;
 

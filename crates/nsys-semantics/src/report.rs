@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use nsys_reader::{Export, Metadata};
 use paraver_writer::{EventTypeInfo, Run};
+use serde::{Deserialize, Serialize};
 
 use crate::context::{ReportContext, ThreadKey};
 use crate::handoff::{P2pEndpoint, SyncPoints};
@@ -14,11 +15,16 @@ use crate::registry::Registry;
 use crate::types::state;
 use crate::TranslateError;
 
-/// Everything one report contributes to the trace.
-pub struct ReportTranslation {
+/// Everything one report contributes to the trace: its records (`run`) and what
+/// the plan, the clock alignment, the message pairing, the catalog and the cuts
+/// read. Saved into a part file, the same type holds the place of its records in
+/// the file instead ([`crate::saved::SavedReport`]).
+#[derive(Serialize, Deserialize)]
+pub struct ReportTranslation<R = Run> {
+    #[serde(with = "crate::saved::path_bytes")]
     pub path: PathBuf,
     pub meta: Metadata,
-    pub run: Run,
+    pub run: R,
     /// Local thread index → what the thread is.
     pub threads: Vec<ThreadKey>,
     pub thread_names: HashMap<(u32, u32), String>,
@@ -30,7 +36,8 @@ pub struct ReportTranslation {
     pub warnings: Vec<String>,
     /// Labels of event types numbered from the data (NVTX domains).
     pub extra_types: Vec<EventTypeInfo>,
-    /// The category whose pass numbered each of them.
+    /// The category whose pass numbered each of them (saved by its `-t` name).
+    #[serde(with = "crate::saved::categories_by_name")]
     pub extra_type_categories: Vec<(u32, Category)>,
     /// pid → MPI world rank, where known.
     pub ranks: HashMap<u32, u32>,

@@ -3,112 +3,84 @@
 //! [`paraver_writer::saved`]) and everything else the plan, the clock
 //! alignment, the message pairing, the catalog and the cuts read, in
 //! [`SavedReport`]. Restored, it is the same [`ReportTranslation`] whose records
-//! the merge reads from the file.
+//! the merge reads from the file: one type, generic over where its records are.
 
-use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use nsys_reader::Metadata;
 use paraver_writer::saved::{restore_run, save_run, SavedRun};
-use paraver_writer::EventTypeInfo;
-use serde::{Deserialize, Serialize};
 
-use crate::context::ThreadKey;
-use crate::handoff::{P2pEndpoint, SyncPoints};
-use crate::options::Category;
-use crate::registry::Registry;
 use crate::report::ReportTranslation;
 
 /// A report without its records, which lie in the section `run` describes.
-#[derive(Serialize, Deserialize)]
-pub struct SavedReport {
-    #[serde(with = "path_bytes")]
-    path: PathBuf,
-    meta: Metadata,
-    run: SavedRun,
-    threads: Vec<ThreadKey>,
-    thread_names: HashMap<(u32, u32), String>,
-    process_names: HashMap<u32, String>,
-    row_labels: HashMap<ThreadKey, String>,
-    counts: BTreeMap<String, u64>,
-    warnings: Vec<String>,
-    extra_types: Vec<EventTypeInfo>,
-    /// The category that numbered each extra type, by its `-t` name.
-    extra_type_categories: Vec<(u32, String)>,
-    ranks: HashMap<u32, u32>,
-    p2p: Vec<P2pEndpoint>,
-    sync_points: SyncPoints,
-    cpus_seen: u32,
-    recorded_tables: Vec<String>,
+pub type SavedReport = ReportTranslation<SavedRun>;
+
+impl<R> ReportTranslation<R> {
+    /// The same report with its records held by `f(run)`.
+    fn map_run<S>(self, f: impl FnOnce(R) -> S) -> ReportTranslation<S> {
+        ReportTranslation {
+            path: self.path,
+            meta: self.meta,
+            run: f(self.run),
+            threads: self.threads,
+            thread_names: self.thread_names,
+            process_names: self.process_names,
+            row_labels: self.row_labels,
+            counts: self.counts,
+            warnings: self.warnings,
+            extra_types: self.extra_types,
+            extra_type_categories: self.extra_type_categories,
+            ranks: self.ranks,
+            p2p: self.p2p,
+            sync_points: self.sync_points,
+            cpus_seen: self.cpus_seen,
+            recorded_tables: self.recorded_tables,
+        }
+    }
 }
 
 impl ReportTranslation {
     /// Writes the report's records into `out`, which is at `offset` of its file;
     /// returns the rest of the report, to be stored too.
-    pub fn save(&self, out: &mut impl Write, offset: u64) -> std::io::Result<SavedReport> {
-        Ok(SavedReport {
-            path: self.path.clone(),
-            meta: self.meta.clone(),
-            run: save_run(&self.run, out, offset)?,
-            threads: self.threads.clone(),
-            thread_names: self.thread_names.clone(),
-            process_names: self.process_names.clone(),
-            row_labels: self.row_labels.clone(),
-            counts: self.counts.clone(),
-            warnings: self.warnings.clone(),
-            extra_types: self.extra_types.clone(),
-            extra_type_categories: self
-                .extra_type_categories
-                .iter()
-                .map(|&(ty, category)| (ty, category.name().to_string()))
-                .collect(),
-            ranks: self.ranks.clone(),
-            p2p: self.p2p.clone(),
-            sync_points: self.sync_points,
-            cpus_seen: self.cpus_seen,
-            recorded_tables: self.recorded_tables.clone(),
-        })
+    pub fn save(self, out: &mut impl Write, offset: u64) -> std::io::Result<SavedReport> {
+        let run = save_run(&self.run, out, offset)?;
+        Ok(self.map_run(|_| run))
     }
 
     /// The report `saved` describes, its records read from `file` (named
     /// `origin` in errors) when merged.
     pub fn restore(saved: SavedReport, file: Arc<File>, origin: &Path) -> ReportTranslation {
-        ReportTranslation {
-            path: saved.path,
-            meta: saved.meta,
-            run: restore_run(saved.run, file, origin),
-            threads: saved.threads,
-            thread_names: saved.thread_names,
-            process_names: saved.process_names,
-            row_labels: saved.row_labels,
-            counts: saved.counts,
-            warnings: saved.warnings,
-            extra_types: saved.extra_types,
-            // Parts come from the same binary (the plan fingerprints it), so every
-            // name is a category of the standard registry.
-            extra_type_categories: categories_by_name(&saved.extra_type_categories),
-            ranks: saved.ranks,
-            p2p: saved.p2p,
-            sync_points: saved.sync_points,
-            cpus_seen: saved.cpus_seen,
-            recorded_tables: saved.recorded_tables,
-        }
+        saved.map_run(|run| restore_run(run, file, origin))
     }
 }
 
-/// Each `(type, category name)` with the standard registry's category of that name.
-fn categories_by_name(named: &[(u32, String)]) -> Vec<(u32, Category)> {
-    let registry = Registry::standard();
-    named
-        .iter()
-        .filter_map(|(ty, name)| {
-            let info = registry.iter().find(|info| info.category.name() == name)?;
-            Some((*ty, info.category))
-        })
-        .collect()
+/// `(type, category)` pairs saved as `(type, category name)`; restored with the
+/// standard registry's category of that name (parts come from the same binary,
+/// which the plan fingerprints, so every name is one).
+pub mod categories_by_name {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::options::Category;
+    use crate::registry::Registry;
+
+    pub fn serialize<S: Serializer>(pairs: &[(u32, Category)], s: S) -> Result<S::Ok, S::Error> {
+        let named: Vec<(u32, &str)> = pairs.iter().map(|(ty, c)| (*ty, c.name())).collect();
+        named.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u32, Category)>, D::Error> {
+        let named: Vec<(u32, String)> = Vec::deserialize(d)?;
+        let registry = Registry::standard();
+        Ok(named
+            .iter()
+            .filter_map(|(ty, name)| {
+                let info = registry.iter().find(|info| info.category.name() == name)?;
+                Some((*ty, info.category))
+            })
+            .collect())
+    }
 }
 
 /// A path as its bytes: any file name, UTF-8 or not.

@@ -13,7 +13,7 @@ use nsys2prv_convert::config::{
     self, ClockSync, Config, Cuts, Inputs, KernelNameChoice, MetricTypesChoice, Mode, Output,
     ReportRequest, Resources, Selection,
 };
-pub use nsys2prv_convert::error::{is_usage_error, UsageError};
+pub use nsys2prv_convert::error::UsageError;
 
 /// `0.1.0 (commit 1a2b3c4d5e6f, x86_64-unknown-linux-musl)`: what was built,
 /// from which commit, for which target (see build.rs).
@@ -668,6 +668,11 @@ fn roff(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+pub fn is_usage_error(e: &anyhow::Error) -> bool {
+    nsys2prv_convert::error::is_usage_error(e)
+        || e.downcast_ref::<nsys2prv_report::UsageError>().is_some()
 }
 
 impl Args {

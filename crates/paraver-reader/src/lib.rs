@@ -11,6 +11,7 @@
 
 pub mod pcf;
 pub mod prv;
+pub mod records;
 pub mod row;
 pub mod validate;
 
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 pub use pcf::{Pcf, PcfType};
 pub use prv::{open_body, parse_header, parse_record, Header, Lines, Object, Record};
+pub use records::{PrvError, PrvErrorKind, PrvReader, RecordBuf};
 pub use row::{Row, RowLevel};
 
 /// How bad a problem is: errors make a trace invalid, warnings do not.

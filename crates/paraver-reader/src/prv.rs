@@ -598,47 +598,75 @@ pub enum RecordError {
 /// and returns its typed view.
 pub fn parse_record<'a>(line: &[u8], fields: &'a mut Vec<i128>) -> Result<Record<'a>, RecordError> {
     parse_fields(line, fields).map_err(RecordError::Field)?;
-    let f: &'a [i128] = fields;
-    let (kind, need, ok) = match f[0] {
-        1 => ("state", "8", f.len() == 8),
-        2 => (
-            "event",
-            "6+2k",
-            f.len() >= 6 && f[6..].chunks_exact(2).remainder().is_empty(),
-        ),
-        3 => ("communication", "15", f.len() == 15),
-        other => return Err(RecordError::Kind(other)),
-    };
-    if !ok {
-        return Err(RecordError::FieldCount {
-            kind,
-            need,
-            has: f.len(),
-        });
+    Record::check(fields)?;
+    Ok(Record::of_checked(fields))
+}
+
+impl<'a> Record<'a> {
+    /// Whether `fields` are a record: a known kind and its number of fields.
+    #[inline]
+    pub(crate) fn check(f: &[i128]) -> Result<(), RecordError> {
+        let (kind, need, ok) = match f[0] {
+            1 => ("state", "8", f.len() == 8),
+            2 => (
+                "event",
+                "6+2k",
+                f.len() >= 6 && f[6..].chunks_exact(2).remainder().is_empty(),
+            ),
+            3 => ("communication", "15", f.len() == 15),
+            other => return Err(RecordError::Kind(other)),
+        };
+        if !ok {
+            return Err(RecordError::FieldCount {
+                kind,
+                need,
+                has: f.len(),
+            });
+        }
+        Ok(())
     }
-    Ok(match f[0] {
-        1 => Record::State {
-            object: Object::of(&f[1..5]),
-            begin: f[5],
-            end: f[6],
-            state: f[7],
-        },
-        2 => Record::Event {
-            object: Object::of(&f[1..5]),
-            time: f[5],
-            pairs: &f[6..],
-        },
-        _ => Record::Comm(Comm {
-            sender: Object::of(&f[1..5]),
-            logical_send: f[5],
-            physical_send: f[6],
-            receiver: Object::of(&f[7..11]),
-            logical_receive: f[11],
-            physical_receive: f[12],
-            size: f[13],
-            tag: f[14],
-        }),
-    })
+
+    /// The typed view of fields that passed [`Record::check`].
+    #[inline]
+    pub(crate) fn of_checked(f: &'a [i128]) -> Record<'a> {
+        match f[0] {
+            1 => Record::State {
+                object: Object::of(&f[1..5]),
+                begin: f[5],
+                end: f[6],
+                state: f[7],
+            },
+            2 => Record::Event {
+                object: Object::of(&f[1..5]),
+                time: f[5],
+                pairs: &f[6..],
+            },
+            _ => Record::Comm(Comm {
+                sender: Object::of(&f[1..5]),
+                logical_send: f[5],
+                physical_send: f[6],
+                receiver: Object::of(&f[7..11]),
+                logical_receive: f[11],
+                physical_receive: f[12],
+                size: f[13],
+                tag: f[14],
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Field(bad) => {
+                write!(f, "field {} is not a decimal integer", bad.index + 1)
+            }
+            RecordError::Kind(kind) => write!(f, "unknown record kind '{kind}'"),
+            RecordError::FieldCount { kind, need, has } => {
+                write!(f, "{kind} record needs {need} fields, has {has}")
+            }
+        }
+    }
 }
 
 /// A line without its trailing blanks (spaces and tabs).

@@ -15,9 +15,9 @@ use std::process::Command;
 
 use crate::pcf::{read_pcf, Pcf, PcfType};
 use crate::prv::{
-    open_body, parse_header, parse_record, trim_trailing_blanks, Comm, Header, Lines, Object,
-    Record, RecordError, MAX_EXACT_TIME,
+    open_body, parse_header, Comm, Header, Object, Record, RecordError, MAX_EXACT_TIME,
 };
+use crate::records::{PrvError, PrvErrorKind, PrvReader, RecordBuf};
 use crate::row::{read_row, RowLevel};
 use crate::{shorten, Issue, TraceFiles};
 
@@ -273,7 +273,6 @@ struct BodyChecker<'a> {
     /// Primary time (and line) of the previous record, for the global order check.
     previous: Option<(u64, u64)>,
     records: u64,
-    fields: Vec<i128>,
     undeclared_types: Reported<u32>,
     undeclared_values: Reported<(u32, i64)>,
     undeclared_states: Reported<u32>,
@@ -286,8 +285,12 @@ fn check_prv(
     pcf: Option<&Pcf>,
     sink: &mut Sink,
 ) -> (Option<Header>, TraceStats) {
-    let mut lines = Lines::new(reader);
-    match lines.advance() {
+    let mut reader = PrvReader::new(reader, path).collect_issues();
+    let header = reader.read_header();
+    for issue in reader.drain_issues() {
+        sink.issue(path, issue);
+    }
+    match header {
         Ok(true) => {}
         Ok(false) => {
             sink.push(Severity::Error, path, None, "header", || {
@@ -296,53 +299,50 @@ fn check_prv(
             return (None, TraceStats::default());
         }
         Err(e) => {
-            sink.error(path, 1, "io", || format!("cannot read the trace: {e}"));
+            sink.error(path, 1, "io", || io_message(&e));
             return (None, TraceStats::default());
         }
     }
-    let mut body = BodyChecker::from_header_line(path, lines.line(), lines.crlf(), pcf, sink);
-    let mut pending_comm_lines = body.header.as_ref().map_or(0, |h| h.ncomm);
+    let mut body = BodyChecker::from_header_line(path, reader.line(), pcf, sink);
+    reader.expect_communicator_lines(body.header.as_ref().map_or(0, |h| h.ncomm));
+    let mut record = RecordBuf::new();
     loop {
-        match lines.advance() {
-            Ok(true) => {}
+        let read = reader.read_record(&mut record);
+        for issue in reader.drain_issues() {
+            body.sink.issue(path, issue);
+        }
+        match read {
+            Ok(true) => body.record(&record),
             Ok(false) => break,
+            Err(PrvError {
+                line,
+                kind: PrvErrorKind::Record(e),
+                ..
+            }) => body.bad_record(line, reader.trimmed_line(), e),
             Err(e) => {
-                let at = lines.number() + 1;
-                body.sink
-                    .error(path, at, "io", || format!("cannot read the trace: {e}"));
+                body.sink.error(path, e.line, "io", || io_message(&e));
                 break;
             }
         }
-        if pending_comm_lines > 0 {
-            pending_comm_lines -= 1;
-            if body.communicator_line(lines.number(), lines.line()) {
-                continue;
-            }
-            pending_comm_lines = 0;
-        }
-        if lines.crlf() {
-            body.sink.warn(path, lines.number(), "crlf", || {
-                "CRLF line ending (Paraver ignores the \\r)".into()
-            });
-        }
-        body.line(lines.number(), lines.line());
     }
     body.finish()
+}
+
+/// `cannot read the trace: WHY`.
+fn io_message(e: &PrvError) -> String {
+    match &e.kind {
+        PrvErrorKind::Io(io) => format!("cannot read the trace: {io}"),
+        PrvErrorKind::Record(r) => r.to_string(),
+    }
 }
 
 impl<'a> BodyChecker<'a> {
     fn from_header_line(
         path: &'a Path,
         line: &[u8],
-        crlf: bool,
         pcf: Option<&'a Pcf>,
         sink: &'a mut Sink,
     ) -> Self {
-        if crlf {
-            sink.warn(path, 1, "crlf", || {
-                "CRLF line ending (Paraver ignores the \\r)".into()
-            });
-        }
         let mut issues = Vec::new();
         let header = parse_header(&String::from_utf8_lossy(line), &mut issues);
         let header = match header {
@@ -371,22 +371,10 @@ impl<'a> BodyChecker<'a> {
             stats,
             previous: None,
             records: 0,
-            fields: Vec::new(),
             undeclared_types: Reported::new(),
             undeclared_values: Reported::new(),
             undeclared_states: Reported::new(),
         }
-    }
-
-    /// The header's NCOMM lines must start with c, C, i or I, or Paraver fails to load.
-    fn communicator_line(&mut self, lineno: u64, line: &[u8]) -> bool {
-        let ok = matches!(line.first(), Some(b'c' | b'C' | b'i' | b'I'));
-        if !ok {
-            self.sink.error(self.path, lineno, "comm-lines", || {
-                "the header announces communicator lines, but this line is not one (Paraver refuses to load)".into()
-            });
-        }
-        ok
     }
 
     fn finish(self) -> (Option<Header>, TraceStats) {
@@ -399,51 +387,38 @@ impl<'a> BodyChecker<'a> {
         (self.header, self.stats)
     }
 
-    fn line(&mut self, lineno: u64, raw: &[u8]) {
+    fn record(&mut self, record: &RecordBuf) {
+        self.records += 1;
+        let lineno = record.line();
+        match record.record() {
+            Record::State {
+                object,
+                begin,
+                end,
+                state,
+            } => self.state(lineno, object, begin, end, state),
+            Record::Event {
+                object,
+                time,
+                pairs,
+            } => self.event(lineno, object, time, pairs),
+            Record::Comm(comm) => self.comm(lineno, &comm),
+        }
+    }
+
+    /// A line that is not a record (`line` without its trailing blanks).
+    fn bad_record(&mut self, lineno: u64, line: &[u8], error: RecordError) {
         let path = self.path;
-        let line = trim_trailing_blanks(raw);
-        if line.is_empty() {
-            self.sink.warn(path, lineno, "empty-line", || {
-                "empty line (Paraver skips it)".into()
-            });
-            return;
-        }
-        if line[0] == b'#' {
-            return;
-        }
-        if line.len() != raw.len() {
-            self.sink.warn(path, lineno, "trailing-space", || {
-                "trailing whitespace (Paraver ignores it; ptd comprovar rejects it)".into()
-            });
-        }
-        let mut fields = std::mem::take(&mut self.fields);
-        match parse_record(line, &mut fields) {
-            Ok(record) => {
-                self.records += 1;
-                match record {
-                    Record::State {
-                        object,
-                        begin,
-                        end,
-                        state,
-                    } => self.state(lineno, object, begin, end, state),
-                    Record::Event {
-                        object,
-                        time,
-                        pairs,
-                    } => self.event(lineno, object, time, pairs),
-                    Record::Comm(comm) => self.comm(lineno, &comm),
-                }
-            }
-            Err(RecordError::Field(bad)) if bad.index == 0 => self.unknown_kind(lineno, line),
-            Err(RecordError::Field(bad)) => self.sink.error(path, lineno, "syntax", || {
+        match error {
+            RecordError::Field(bad) if bad.index == 0 => self.unknown_kind(lineno, line),
+            RecordError::Field(bad) => self.sink.error(path, lineno, "syntax", || {
                 format!(
                     "field {} is not a decimal integer in '{}'",
                     bad.index + 1,
                     shorten(&String::from_utf8_lossy(line))
                 )
             }),
-            Err(RecordError::Kind(other)) => self.sink.error(path, lineno, "kind", || {
+            RecordError::Kind(other) => self.sink.error(path, lineno, "kind", || {
                 let why = if other == 4 {
                     " (Paraver drops kind 4 silently)"
                 } else {
@@ -451,13 +426,12 @@ impl<'a> BodyChecker<'a> {
                 };
                 format!("unknown record kind '{other}'{why}")
             }),
-            Err(RecordError::FieldCount { kind, need, has }) => {
+            RecordError::FieldCount { kind, need, has } => {
                 self.sink.error(path, lineno, "fields", || {
                     format!("{kind} record needs {need} fields, has {has}")
                 })
             }
         }
-        self.fields = fields;
     }
 
     fn unknown_kind(&mut self, lineno: u64, line: &[u8]) {

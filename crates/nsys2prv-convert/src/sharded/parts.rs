@@ -347,7 +347,6 @@ fn write_part_file(
             Outcome::Translated(report) => {
                 let offset = out.position;
                 let saved = report.save(&mut out, offset)?;
-                drop(report);
                 let blob = postcard::to_stdvec(&saved)?;
                 let offset = out.position;
                 out.write_all(&blob)?;

@@ -1,7 +1,8 @@
 //! The report's files: JSON (serde), CSV tables (csv) and the page, written only
-//! where asked, each under a temporary name and renamed into place. A file or
-//! directory that is there already is replaced only when the report wrote it (a
-//! page or JSON that names the generator, a directory with the marker file).
+//! where asked, each under a temporary name (removed by an interrupt) and renamed
+//! into place (`atomic-output`). A file or directory that is there already is
+//! replaced only when the report wrote it (a page or JSON that names the
+//! generator, a directory with the marker file).
 
 use std::path::{Path, PathBuf};
 
@@ -9,9 +10,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::model::{Report, GENERATOR};
-use crate::cli::UsageError;
+use crate::UsageError;
 use atomic_output::cleanup::{self, Tracked};
-use atomic_output::MARKER;
+pub use atomic_output::MARKER;
 
 /// Bytes of a file read to find the generator's name.
 const SNIFF: usize = 4096;
@@ -58,6 +59,23 @@ pub fn check_dir_target(dir: &Path) -> Result<()> {
         ))
         .into())
     }
+}
+
+/// The files of a report directory (`--out DIR`): (file name, content).
+pub fn all(report: &Report) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut set = vec![
+        ("report.json".to_string(), json(report)),
+        (
+            "report.html".to_string(),
+            crate::html::page(report).into_bytes(),
+        ),
+        (
+            "report.txt".to_string(),
+            report.text(usize::MAX).into_bytes(),
+        ),
+    ];
+    set.extend(csv_tables(report)?);
+    Ok(set)
 }
 
 /// Writes `bytes` to `path` under a temporary name, then renames it into place.

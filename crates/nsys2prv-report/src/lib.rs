@@ -1,4 +1,4 @@
-//! `nsys2prv-rs report`: the GPU efficiency report of a written trace, computed
+//! The GPU efficiency report (`nsys2prv-rs report`) of a written trace, computed
 //! without Paraver by streaming the `.prv` (or `.prv.gz`) with its `.pcf` and `.row`.
 //!
 //! A GPU is one device of one task: the task's stream rows `CUDA-D<dev>.S<stream>`
@@ -14,12 +14,16 @@
 //! max(U)/max(U+C); orchestration efficiency OrchE = max(U+C)/T; parallel
 //! efficiency PE = LB·CommE·OrchE = avg(U)/T.
 //!
-//! The summary goes to stdout; files are written only where asked (`--out DIR`,
-//! `--html FILE`, `--json FILE`).
+//! [`analyze`] computes the [`Report`]; [`Report::text`], [`html::page`], [`files::json`] and
+//! [`files::csv_tables`] render it. The command line (`nsys2prv-rs report`) prints the
+//! summary on stdout and writes the files only where asked (`--out DIR`, `--html FILE`,
+//! `--json FILE`), each put in place atomically.
+
+#![forbid(unsafe_code)]
 
 mod assemble;
-mod files;
-mod html;
+pub mod files;
+pub mod html;
 mod model;
 mod scan;
 mod svg;
@@ -29,17 +33,30 @@ mod types;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+pub use nsys2prv_events::NvtxRangeSpec;
 use paraver_reader::TraceFiles;
 
-use crate::cli::{ReportArgs, TimeWindowArg, UsageError};
-pub use model::Report;
-use nsys_semantics::cuts::NvtxRangeSpec;
+pub use model::{Report, GENERATOR};
 use scan::{Scan, ScanOptions};
 
 /// Bins of the heat maps across the run.
 const BINS: usize = 240;
 /// Gaps kept per GPU.
 const GAPS_PER_GPU: usize = 5;
+
+/// A mistake in what was asked (a name the trace does not have, a window outside
+/// it, a file the report may not replace), as opposed to a trace it cannot read:
+/// the command line exits 2 on it.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -80,80 +97,21 @@ impl Default for ReportOptions {
 /// The part of the trace a report covers, as asked.
 #[derive(Clone, Debug)]
 pub enum WindowArg {
-    Time(TimeWindowArg),
+    /// `--time-window START:END`, ns from the start of the trace (`None`: its end).
+    Time {
+        start: i64,
+        end: Option<i64>,
+    },
     Range(NvtxRangeSpec),
 }
 
-/// `nsys2prv-rs report TRACE`.
-pub fn run_command(args: &ReportArgs) -> Result<()> {
-    if args.no_files {
-        eprintln!("note: --no-files is no longer needed: files are written only with --out, --html or --json");
+/// `1 range`, `2 ranges`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
-    run(
-        &args.trace,
-        &ReportOptions {
-            iterations: args.iterations.clone(),
-            top: args.top,
-            gap_threshold_ns: args.gap_threshold,
-            memory_limit: args.memory_limit,
-            print: true,
-            out_dir: args.out.clone(),
-            html: args.html.clone(),
-            json: args.json.clone(),
-            window: match (&args.time_window, &args.nvtx_range) {
-                (Some(w), _) => Some(WindowArg::Time(*w)),
-                (None, Some(spec)) => Some(WindowArg::Range(spec.clone())),
-                (None, None) => None,
-            },
-        },
-    )
-}
-
-/// Computes the report of `trace`, prints it and writes the files asked for.
-pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
-    let files = resolve_trace(trace)?;
-    let json_to_stdout = options.json.as_deref() == Some(Path::new("-"));
-    // Refuse what may not be replaced before the long part.
-    if let Some(dir) = &options.out_dir {
-        files::check_dir_target(dir)?;
-    }
-    for path in [&options.html, &options.json].into_iter().flatten() {
-        if path.as_os_str() != "-" {
-            files::check_file_target(path)?;
-        }
-    }
-    let report = analyze(&files, options)?;
-    if json_to_stdout {
-        crate::stdout::write(&files::json(&report))?;
-    } else if options.print {
-        crate::stdout::write(report.text(options.top).as_bytes())?;
-    }
-    let mut written: Vec<PathBuf> = Vec::new();
-    if let Some(path) = options.html.as_ref() {
-        files::write_file(path, html::page(&report).as_bytes())?;
-        written.push(path.clone());
-    }
-    if let Some(path) = options.json.as_ref().filter(|_| !json_to_stdout) {
-        files::write_file(path, &files::json(&report))?;
-        written.push(path.clone());
-    }
-    if let Some(dir) = &options.out_dir {
-        let mut set = vec![
-            ("report.json".to_string(), files::json(&report)),
-            ("report.html".to_string(), html::page(&report).into_bytes()),
-            (
-                "report.txt".to_string(),
-                report.text(usize::MAX).into_bytes(),
-            ),
-        ];
-        set.extend(files::csv_tables(&report)?);
-        written.extend(files::write_dir(dir, &set)?);
-    }
-    if options.print && !written.is_empty() {
-        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        eprintln!("wrote {}", names.join(", "));
-    }
-    Ok(())
 }
 
 /// Refuses an output directory the report may not replace (before a conversion).
@@ -197,14 +155,17 @@ pub fn resolve_trace(path: &Path) -> Result<TraceFiles> {
 pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
     let window = match &options.window {
         None => None,
-        Some(WindowArg::Time(w)) => {
-            let start = u64::try_from(w.start).unwrap_or(0);
-            let end = w.end.map_or(u64::MAX, |e| u64::try_from(e).unwrap_or(0));
+        Some(WindowArg::Time {
+            start: from,
+            end: to,
+        }) => {
+            let start = u64::try_from(*from).unwrap_or(0);
+            let end = to.map_or(u64::MAX, |e| u64::try_from(e).unwrap_or(0));
             let arg = |t: Option<i64>| t.map_or(String::new(), |t| text::time_arg(t as u64));
             Some((
                 start,
                 end,
-                format!("--time-window {}:{}", arg(Some(w.start)), arg(w.end)),
+                format!("--time-window {}:{}", arg(Some(*from)), arg(*to)),
             ))
         }
         Some(WindowArg::Range(spec)) => {
@@ -215,9 +176,7 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
                 end,
                 format!(
                     "--nvtx-range {spec}: {}",
-                    nsys2prv_convert::messages::count(ranges, "range")
-                        + " on "
-                        + &nsys2prv_convert::messages::count(tasks, "task")
+                    count(ranges, "range") + " on " + &count(tasks, "task")
                 ),
             ))
         }
@@ -232,7 +191,7 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
     };
     let (mut scan, mut body) = Scan::open(files, &scan_options)?;
     scan.run(&mut body, files)?;
-    scan.finish();
+    scan.finish()?;
     let window = window.map(|(start, _, chosen_by)| model::Window {
         start_ns: start,
         end_ns: start + scan.elapsed,

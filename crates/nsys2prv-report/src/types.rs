@@ -1,23 +1,16 @@
 //! The event types and row names the report reads (BSC nsys2prv's numbering, which
 //! nsys2prv-rs keeps), and how it recognises them.
 
-pub use nsys_semantics::event_types::{
+pub use nsys2prv_events::{
     is_nvtx_range_type as is_nvtx_type, CUDA_API, CUDA_KERNEL, CUDA_MEMORY_OP as MEMORY_OP,
-    CUDA_MEMORY_SIZE as MEMORY_SIZE, KERNEL_COLLECTIVE as NCCL_COLLECTIVE,
-    MESSAGE_SIZE as NCCL_MESSAGE_SIZE, NCCL_KERNEL,
+    CUDA_MEMORY_SIZE as MEMORY_SIZE, CUDA_SYNC, GPU_METRICS as METRICS,
+    MPI_SEND_SIZE_IN_COLLECTIVE as MPI_SEND_SIZE, NCCL_COMMUNICATOR, NCCL_KERNEL,
+    NCCL_KERNEL_COLLECTIVE as NCCL_COLLECTIVE, NCCL_MESSAGE_SIZE, OSRT_CALL as OS_RUNTIME,
 };
 
-pub const CUDA_SYNC: u32 = 9350;
-pub const NCCL_COMMUNICATOR: u32 = 9505;
-pub const MPI_FIRST: u32 = 50_000_001;
-pub const MPI_LAST: u32 = 50_000_005;
-pub const MPI_SEND_SIZE: u32 = 50_100_001;
-pub const OS_RUNTIME: u32 = 66_400_000;
-/// GPU metric types: the named table and the hashed ones.
-pub const METRICS: std::ops::Range<u32> = 9400..9500;
 /// Communication tags of a launch (kernel) and of a memory operation's call.
-pub const LAUNCH_TAG: i128 = nsys_semantics::event_types::TAG_LAUNCH as i128;
-pub const COPY_TAG: i128 = nsys_semantics::event_types::TAG_MEMORY as i128;
+pub const LAUNCH_TAG: i128 = nsys2prv_events::TAG_LAUNCH as i128;
+pub const COPY_TAG: i128 = nsys2prv_events::TAG_MEMORY as i128;
 
 /// `CUDA-D<dev>.S<stream>` → device.
 pub fn stream_device(thread_name: &str) -> Option<u32> {
@@ -38,7 +31,7 @@ pub fn metrics_device(thread_name: &str) -> Option<u32> {
 }
 
 pub fn is_mpi_type(ty: u32) -> bool {
-    (MPI_FIRST..=MPI_LAST).contains(&ty)
+    nsys2prv_events::is_mpi_call_type(ty)
 }
 
 /// CPU-side calls a thread can be in when a GPU goes idle.

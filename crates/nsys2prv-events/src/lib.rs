@@ -1,0 +1,194 @@
+//! The event numbering of the traces nsys2prv-rs writes (BSC nsys2prv's, which it
+//! keeps): the type numbers, values and communication tags that the translation
+//! (`nsys-semantics`) writes and the `report` reads back, and how an NVTX range is
+//! named on the command line (`NAME[#N]`). One place for both sides, with no
+//! dependencies, so that reading a trace needs none of the translation's crates.
+
+#![forbid(unsafe_code)]
+
+use std::ops::Range;
+
+// --- CUDA ------------------------------------------------------------------------
+
+/// A CUDA API call, valued by function name.
+pub const CUDA_API: u32 = 63_000_000;
+/// On API calls and the GPU operations they launched.
+pub const CORRELATION_ID: u32 = 9200;
+/// A memory operation on a GPU stream (copy or set), valued by kind.
+pub const CUDA_MEMORY_OP: u32 = 63_000_001;
+/// Its size in bytes, on the operation's begin line.
+pub const CUDA_MEMORY_SIZE: u32 = 63_000_002;
+/// A compute kernel on a GPU stream, valued by name.
+pub const CUDA_KERNEL: u32 = 63_000_006;
+/// An NCCL kernel on a GPU stream, valued by name.
+pub const NCCL_KERNEL: u32 = 63_000_007;
+/// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
+/// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
+pub const CUDA_SYNC: u32 = 9350;
+
+/// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
+/// functions), and to memory operations.
+pub const TAG_LAUNCH: i64 = 55_001;
+pub const TAG_MEMORY: i64 = 55_002;
+/// Our own: a CUDA event record to the waits on it, a host function's GPU side
+/// to its callback.
+pub const TAG_EVENT_WAIT: i64 = 55_003;
+pub const TAG_HOST_CALLBACK: i64 = 55_004;
+/// Every tag of a CUDA line; any other communication is an MPI message (views of
+/// MPI messages leave these out).
+pub const CUDA_TAGS: [i64; 4] = [TAG_LAUNCH, TAG_MEMORY, TAG_EVENT_WAIT, TAG_HOST_CALLBACK];
+
+// --- GPU metrics -----------------------------------------------------------------
+
+/// GPU metric types: 9400–9449 the built-in names, 9450–9499 other names by hash.
+pub const GPU_METRICS: Range<u32> = 9400..9500;
+
+// --- NCCL ------------------------------------------------------------------------
+
+/// Ranges of the NVTX `NCCL` domain, and their payload types after it.
+pub const NCCL_REGIONS: u32 = 9500;
+pub const NCCL_MESSAGE_SIZE: u32 = 9501;
+pub const NCCL_COMMUNICATOR: u32 = 9505;
+/// The collective an NCCL kernel runs, on the kernel's begin line.
+pub const NCCL_KERNEL_COLLECTIVE: u32 = 9520;
+
+// --- MPI -------------------------------------------------------------------------
+
+/// Extrae's MPI call types, one per class of call (point-to-point, collective,
+/// other, one-sided, I/O), valued by call; 0 ends any call.
+pub const MPI_POINT_TO_POINT: u32 = 50_000_001;
+pub const MPI_COLLECTIVE: u32 = 50_000_002;
+pub const MPI_OTHER: u32 = 50_000_003;
+pub const MPI_ONE_SIDED: u32 = 50_000_004;
+pub const MPI_IO: u32 = 50_000_005;
+/// `MPI_GLOBAL_OP_SENDSIZE` (`MPI_INIT_EV + 100000`): bytes sent, on a call's
+/// begin line.
+pub const MPI_SEND_SIZE_IN_COLLECTIVE: u32 = 50_100_001;
+
+/// Whether `ty` is one of Extrae's MPI call types.
+pub fn is_mpi_call_type(ty: u32) -> bool {
+    (MPI_POINT_TO_POINT..=MPI_IO).contains(&ty)
+}
+
+// --- OS runtime ------------------------------------------------------------------
+
+/// OS runtime call, valued by function name (BSC nsys2prv 0.6).
+pub const OSRT_CALL: u32 = 66_400_000;
+
+// --- NVTX ------------------------------------------------------------------------
+
+/// Push/pop ranges of NVTX's default domain; each other domain has a block of
+/// types starting at a multiple of [`NVTX_DOMAIN_STRIDE`] above it.
+pub const NVTX_DEFAULT_DOMAIN: u32 = 9600;
+pub const NVTX_DOMAIN_STRIDE: u32 = 100;
+/// Where a configured domain's block may start (a multiple of 100): the hashed
+/// blocks' range and above, up to here (Extrae's OMPT types at 60000 excluded).
+pub const NVTX_CONFIGURED_DOMAIN_TYPES: Range<u32> = NVTX_DEFAULT_DOMAIN..1_000_000;
+/// Start/end ranges, one type per lane of overlapping ranges.
+pub const NVTX_START_END_FIRST_LANE: u32 = 9004;
+pub const NVTX_START_END_LANES: u32 = 96;
+/// Extrae's OpenMP types (60000-60019) and ours beside them (60100-60103): no
+/// domain block.
+pub const OPENMP_TYPES: Range<u32> = 60_000..60_200;
+
+/// Whether `ty` holds NVTX ranges: push/pop ranges of any domain (hashed or
+/// configured blocks: multiples of 100 from 9600 up to 1,000,000 but the
+/// OpenMP types' 60000-60199), start/end lanes.
+pub fn is_nvtx_range_type(ty: u32) -> bool {
+    (NVTX_CONFIGURED_DOMAIN_TYPES.contains(&ty)
+        && ty.is_multiple_of(NVTX_DOMAIN_STRIDE)
+        && !OPENMP_TYPES.contains(&ty))
+        || (NVTX_START_END_FIRST_LANE..NVTX_START_END_FIRST_LANE + NVTX_START_END_LANES)
+            .contains(&ty)
+}
+
+/// `--nvtx-range NAME[#N]`: the ranges of a name, or the N-th of every thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NvtxRangeSpec {
+    pub name: String,
+    /// 1-based occurrence per thread; `None`: all of them.
+    pub occurrence: Option<usize>,
+}
+
+impl std::str::FromStr for NvtxRangeSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (name, occurrence) = match text.rsplit_once('#') {
+            Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                let n: usize = n
+                    .parse()
+                    .map_err(|_| format!("'{text}': occurrence out of range"))?;
+                if n == 0 {
+                    return Err(format!("'{text}': occurrences count from 1"));
+                }
+                (name, Some(n))
+            }
+            _ => (text, None),
+        };
+        if name.is_empty() {
+            return Err(format!(
+                "'{text}': give the range's name, as NAME or NAME#N"
+            ));
+        }
+        Ok(NvtxRangeSpec {
+            name: name.to_string(),
+            occurrence,
+        })
+    }
+}
+
+impl std::fmt::Display for NvtxRangeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.occurrence {
+            Some(n) => write!(f, "{}#{n}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvtx_range_types_are_domain_blocks_and_start_end_lanes() {
+        for ty in [9600, 9700, 59_900, 60_200, 999_900, 9004, 9099] {
+            assert!(is_nvtx_range_type(ty), "{ty}");
+        }
+        // Payload types of a block, OpenMP's types, past the lanes and the blocks.
+        for ty in [
+            9601, 9650, 60_000, 60_100, 9100, 9003, 1_000_000, 63_000_000,
+        ] {
+            assert!(!is_nvtx_range_type(ty), "{ty}");
+        }
+    }
+
+    #[test]
+    fn mpi_call_types_are_extraes_five_classes() {
+        let classes = [
+            MPI_POINT_TO_POINT,
+            MPI_COLLECTIVE,
+            MPI_OTHER,
+            MPI_ONE_SIDED,
+            MPI_IO,
+        ];
+        assert_eq!(
+            classes,
+            [50_000_001, 50_000_002, 50_000_003, 50_000_004, 50_000_005]
+        );
+        assert!(classes.iter().all(|ty| is_mpi_call_type(*ty)));
+        assert!(!is_mpi_call_type(50_000_000) && !is_mpi_call_type(MPI_SEND_SIZE_IN_COLLECTIVE));
+    }
+
+    #[test]
+    fn range_specs_read_a_name_and_an_occurrence() {
+        let spec: NvtxRangeSpec = "train#3".parse().unwrap();
+        assert_eq!((spec.name.as_str(), spec.occurrence), ("train", Some(3)));
+        assert_eq!(spec.to_string(), "train#3");
+        let spec: NvtxRangeSpec = "a#b".parse().unwrap();
+        assert_eq!((spec.name.as_str(), spec.occurrence), ("a#b", None));
+        assert!("x#0".parse::<NvtxRangeSpec>().is_err());
+        assert!("#2".parse::<NvtxRangeSpec>().is_err());
+    }
+}

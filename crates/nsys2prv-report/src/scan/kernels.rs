@@ -1,0 +1,67 @@
+//! Compute kernels: statistics per kernel name, and the mean of each GPU metric
+//! over the samples taken while the kernel ran.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+
+use super::{Accumulator, At, Event, NamedStatsAcc, Trace};
+use crate::types::*;
+
+pub(crate) struct Kernels {
+    stats: HashMap<i64, NamedStatsAcc>,
+    /// Per GPU: values of the compute kernels running (for metric samples).
+    running: Vec<Vec<i64>>,
+    /// (kernel value, metric type) → (sum, samples)
+    metrics: HashMap<(i64, u32), (f64, u64)>,
+}
+
+impl Kernels {
+    pub fn new(gpus: usize) -> Kernels {
+        Kernels {
+            stats: HashMap::new(),
+            running: vec![Vec::new(); gpus],
+            metrics: HashMap::new(),
+        }
+    }
+
+    pub fn stats(&self) -> impl Iterator<Item = (i64, &NamedStatsAcc)> {
+        self.stats.iter().map(|(v, s)| (*v, s))
+    }
+
+    /// Per kernel value and metric type: the mean of the samples.
+    pub fn metric_means(&self) -> impl Iterator<Item = (i64, u32, f64)> + '_ {
+        self.metrics
+            .iter()
+            .map(|((k, ty), (sum, n))| (*k, *ty, sum / *n as f64))
+    }
+}
+
+impl Accumulator for Kernels {
+    fn on_event(&mut self, _: &Trace, at: At, event: Event) -> Result<()> {
+        match event {
+            Event::GpuBegin { gpu, op } if op.ty == CUDA_KERNEL => {
+                self.running[gpu].push(op.value);
+            }
+            Event::GpuEnd { gpu, op } if op.ty == CUDA_KERNEL => {
+                let running = &mut self.running[gpu];
+                if let Some(i) = running.iter().position(|v| *v == op.value) {
+                    running.swap_remove(i);
+                }
+                if !at.ends_outside {
+                    let duration = at.time.saturating_sub(op.begin);
+                    self.stats.entry(op.value).or_default().add(duration, None);
+                }
+            }
+            Event::Metric { gpu, ty, value } => {
+                for &kernel in &self.running[gpu] {
+                    let entry = self.metrics.entry((kernel, ty)).or_default();
+                    entry.0 += value as f64;
+                    entry.1 += 1;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+//! `nsys2prv-rs report TRACE`: the command line of the `nsys2prv-report` crate. It
+//! prints the summary and writes the files asked for.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use nsys2prv_report::files::{self, write_dir, write_file};
+pub use nsys2prv_report::{check_out_dir, ReportOptions};
+use nsys2prv_report::{html, WindowArg};
+
+use crate::cli::ReportArgs;
+
+/// `nsys2prv-rs report TRACE`.
+pub fn run_command(args: &ReportArgs) -> Result<()> {
+    if args.no_files {
+        eprintln!("note: --no-files is no longer needed: files are written only with --out, --html or --json");
+    }
+    run(
+        &args.trace,
+        &ReportOptions {
+            iterations: args.iterations.clone(),
+            top: args.top,
+            gap_threshold_ns: args.gap_threshold,
+            memory_limit: args.memory_limit,
+            print: true,
+            out_dir: args.out.clone(),
+            html: args.html.clone(),
+            json: args.json.clone(),
+            window: match (&args.time_window, &args.nvtx_range) {
+                (Some(w), _) => Some(WindowArg::Time {
+                    start: w.start,
+                    end: w.end,
+                }),
+                (None, Some(spec)) => Some(WindowArg::Range(spec.clone())),
+                (None, None) => None,
+            },
+        },
+    )
+}
+
+/// Computes the report of `trace`, prints it and writes the files asked for.
+pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
+    let files = nsys2prv_report::resolve_trace(trace)?;
+    let json_to_stdout = options.json.as_deref() == Some(Path::new("-"));
+    // Refuse what may not be replaced before the long part.
+    if let Some(dir) = &options.out_dir {
+        files::check_dir_target(dir)?;
+    }
+    for path in [&options.html, &options.json].into_iter().flatten() {
+        if path.as_os_str() != "-" {
+            files::check_file_target(path)?;
+        }
+    }
+    let report = nsys2prv_report::analyze(&files, options)?;
+    if json_to_stdout {
+        crate::stdout::write(&files::json(&report))?;
+    } else if options.print {
+        crate::stdout::write(report.text(options.top).as_bytes())?;
+    }
+    let mut written: Vec<PathBuf> = Vec::new();
+    if let Some(path) = options.html.as_ref() {
+        write_file(path, html::page(&report).as_bytes())?;
+        written.push(path.clone());
+    }
+    if let Some(path) = options.json.as_ref().filter(|_| !json_to_stdout) {
+        write_file(path, &files::json(&report))?;
+        written.push(path.clone());
+    }
+    if let Some(dir) = &options.out_dir {
+        written.extend(write_dir(dir, &files::all(&report)?)?);
+    }
+    if options.print && !written.is_empty() {
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("wrote {}", names.join(", "));
+    }
+    Ok(())
+}
