@@ -1,10 +1,18 @@
 //! Embeds every Paraver view of `cfgs/` (the workspace's) in the binary: writes
 //! `$OUT_DIR/views.rs` with one `(relative path, include_str!)` entry per `.cfg`,
-//! sorted by path, so that adding a view to `cfgs/` needs no code.
+//! sorted by path, so that adding a view to `cfgs/` needs no code. Also names the
+//! commit the binary is built from, for `--version` (see `commit`).
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn main() {
+    println!(
+        "cargo:rustc-env=NSYS2PRV_RS_BUILD_COMMIT={}",
+        commit(&PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")
+        ))
+    );
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let cfgs = manifest.join("../../cfgs");
     // A directory makes cargo rerun this when any file below it changes or appears.
@@ -43,4 +51,54 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
             out.push((rel.join("/"), absolute));
         }
     }
+}
+
+/// The commit `--version` names: `$NSYS2PRV_RS_COMMIT` when set (the release
+/// script sets it, and the source archive's `.cargo/config.toml`, which has no
+/// `.git` beside it), else the short hash of the workspace's git HEAD, else
+/// "unknown". A git repository around an unpacked source archive (a home
+/// directory kept in git) is not asked: its top must be the workspace's.
+fn commit(manifest: &Path) -> String {
+    println!("cargo:rerun-if-env-changed=NSYS2PRV_RS_COMMIT");
+    if let Some(commit) = std::env::var("NSYS2PRV_RS_COMMIT")
+        .ok()
+        .filter(|c| !c.is_empty())
+    {
+        return commit;
+    }
+    let workspace = manifest.join("../..");
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&workspace)
+            .args(args)
+            .output()
+            .ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        out.status.success().then(|| text.trim().to_string())
+    };
+    let same_dir = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let top = git(&["rev-parse", "--show-toplevel"]);
+    if !top.is_some_and(|top| same_dir(Path::new(&top), &workspace)) {
+        return "unknown".into();
+    }
+    // Rerun when HEAD moves: HEAD names the branch, its reflog grows with every commit,
+    // checkout or reset in this worktree, and the branch's own file (when not packed).
+    let mut watched = vec!["HEAD".to_string(), "logs/HEAD".to_string()];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(branch);
+    }
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            let path = workspace.join(path);
+            // A path that does not exist would make cargo rerun this on every build.
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+    }
+    git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into())
 }

@@ -11,13 +11,21 @@ use nsys_semantics::Category;
 
 use crate::bsc_config::BscConfig;
 
+/// `--version`: the version and the commit built (see build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("NSYS2PRV_RS_BUILD_COMMIT"),
+    ")"
+);
+
 // Subcommands and the conversion's positionals exclude each other, and a
 // subcommand lifts the requirement of two paths: `nsys2prv-rs a.sqlite out.prv`
 // converts, `nsys2prv-rs report out.prv` reports.
 #[derive(Parser, Debug)]
 #[command(
     name = "nsys2prv-rs",
-    version,
+    version = VERSION,
     about = "Convert NVIDIA Nsight Systems reports (one per rank) into one Paraver trace",
     override_usage = USAGE,
     after_help = short_guide(),
