@@ -12,10 +12,10 @@ nsys_semantics module on the stack (`report` alone: finishing a report, i.e. sor
 import collections, re, sys
 
 PHASES = [  # (phase, pattern on a frame), checked leaf first for each frame
-    ("format (.prv text, itoa)", r"paraver_writer::lines|itoa::|^(eight_digits|leading_digits) "),
+    ("format (.prv text, itoa)", r"paraver_writer::lines|paraver_writer::text|itoa::|^(eight_digits|leading_digits) "),
     ("compress (gzip)", r"flate2|miniz|deflate"),
     ("write (BufWriter, kernel copy to page cache)", r"BufWriter|std::io::Write|ext4_|copy_folio|generic_perform_write|vfs_write|ksys_write"),
-    ("merge (segments' loser tree, gather, spill read-back)", r"paraver_writer::segments|paraver_writer::merge|paraver_writer::spill|^(replace_winner|merge_parts|part_key) "),
+    ("merge (segments' loser tree, gather, spill read-back)", r"paraver_writer::(segments|merge|kmerge|cursor|gather|cut|view|spill)|^(replace_winner|merge_parts|part_key) "),
     ("sort (runs, states, links)", r"rayon::slice::sort|core::slice::sort|driftsort|quicksort|par_merge|merge_sort"),
     ("states (tiling intervals)", r"paraver_writer::states"),
     ("run building (push records, pairs, held-back heap, blocks)", r"paraver_writer::run::|paraver_writer::chunked|BinaryHeap"),

@@ -16,7 +16,7 @@
 #                         both binaries (and with --archives every archive) are the same bytes
 #
 # The build: target x86_64-unknown-linux-musl with `--features mimalloc` (musl's own malloc is
-# slow; musl's memcpy is replaced by the binary's own, see src/musl_memcpy.rs) and the `dist`
+# slow; musl's memcpy is replaced by the binary's own, see crates/musl-memcpy) and the `dist`
 # profile (fat LTO, one codegen unit, stripped). The musl target is added
 # with rustup and musl-gcc (for the bundled SQLite) installed with apt-get when missing. If that
 # fails, the script says so and falls back to the gnu target with `-C target-feature=+crt-static`
@@ -37,7 +37,7 @@
 # (--remap-path-prefix, -ffile-prefix-map for C) to fixed names, SOURCE_DATE_EPOCH is the last
 # commit's time, and the build is `--locked`; so the same commit and toolchain give the same bytes
 # wherever the checkout lies. The commit that
-# `--version` prints is passed in NSYS2PRV_RS_COMMIT, so the copy built by --check-reproducible
+# `--version` prints is passed in NSYS2PRV_COMMIT, so the copy built by --check-reproducible
 # (which has no .git) prints the same.
 #
 # Output, in $CARGO_TARGET_DIR (default target/)/static/:
@@ -196,7 +196,12 @@ cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustflags=(--remap-path-prefix="$cargo_home=/build/cargo")
 cflags="-ffile-prefix-map=$cargo_home=/build/cargo"
 source_date_epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
-commit=${NSYS2PRV_RS_COMMIT:-$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+# The commit `--version` names (build.rs), the same for the copy without .git; `-modified` when
+# tracked files differ from it.
+commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    commit=$commit-modified
+fi
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -1)
 [ -n "$version" ] || die "no version in $ROOT/Cargo.toml"
 
@@ -214,7 +219,7 @@ build() {
     (
         cd "$src"
         export SOURCE_DATE_EPOCH=$source_date_epoch
-        export NSYS2PRV_RS_COMMIT=$commit
+        export NSYS2PRV_COMMIT=$commit
         export CARGO_TARGET_DIR=$target_dir
         export RUSTFLAGS=$flags
         export "CFLAGS_${target//-/_}=$cflags -ffile-prefix-map=$target_dir=/build/target"
@@ -324,7 +329,7 @@ offline = true
 
 [env]
 # What \`nsys2prv-rs --version\` prints (there is no .git here).
-NSYS2PRV_RS_COMMIT = "$commit"
+NSYS2PRV_COMMIT = "$commit"
 EOF
     reproducible_tar "$stage" "$name" "$out_dir/$name-src.tar.gz"
     rm -rf "$stage"

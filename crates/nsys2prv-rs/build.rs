@@ -1,18 +1,13 @@
 //! Embeds every Paraver view of `cfgs/` (the workspace's) in the binary: writes
 //! `$OUT_DIR/views.rs` with one `(relative path, include_str!)` entry per `.cfg`,
-//! sorted by path, so that adding a view to `cfgs/` needs no code. Also names the
-//! commit the binary is built from, for `--version` (see `commit`).
+//! sorted by path, so that adding a view to `cfgs/` needs no code. Also gives
+//! `--version` the commit and the target the binary was built from.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
-    println!(
-        "cargo:rustc-env=NSYS2PRV_RS_BUILD_COMMIT={}",
-        commit(&PathBuf::from(
-            std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")
-        ))
-    );
+    version_details();
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let cfgs = manifest.join("../../cfgs");
     // A directory makes cargo rerun this when any file below it changes or appears.
@@ -33,6 +28,50 @@ fn main() {
     std::fs::write(out.join("views.rs"), code).expect("write views.rs");
 }
 
+/// `NSYS2PRV_COMMIT` (`commit HASH`: `$NSYS2PRV_COMMIT` when set, as
+/// `scripts/release.sh` sets it for its builds from a copy without `.git`; else
+/// git's short hash of HEAD; else `unknown commit`) and `NSYS2PRV_TARGET` (the target
+/// triple) for the binary. Nothing of the build machine or time: the same commit
+/// gives the same bytes.
+fn version_details() {
+    println!("cargo:rerun-if-env-changed=NSYS2PRV_COMMIT");
+    let hash = match std::env::var("NSYS2PRV_COMMIT") {
+        Ok(hash) if !hash.trim().is_empty() => Some(hash.trim().to_string()),
+        _ => {
+            // A new commit or checkout moves HEAD or the branch it names (a loose
+            // ref, or packed). Only files that exist: cargo reruns every build
+            // for a missing one.
+            let branch = git(&["symbolic-ref", "-q", "HEAD"]);
+            let files = ["HEAD", "packed-refs"].into_iter().chain(branch.as_deref());
+            for file in files {
+                if let Some(path) = git(&["rev-parse", "--git-path", file]) {
+                    if Path::new(&path).exists() {
+                        println!("cargo:rerun-if-changed={path}");
+                    }
+                }
+            }
+            git(&["rev-parse", "--short=12", "HEAD"])
+        }
+    };
+    let commit = hash.map_or_else(|| "unknown commit".to_string(), |h| format!("commit {h}"));
+    println!("cargo:rustc-env=NSYS2PRV_COMMIT={commit}");
+    let target = std::env::var("TARGET").expect("cargo sets it");
+    println!("cargo:rustc-env=NSYS2PRV_TARGET={target}");
+}
+
+/// Git's answer (trimmed) in this crate's directory, or `None` without git or a
+/// repository.
+fn git(args: &[&str]) -> Option<String> {
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")?;
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_string())
+}
+
 /// (`/`-separated path under `root`, absolute path) of every `.cfg` below `dir`.
 fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
     let entries = std::fs::read_dir(dir)
@@ -51,54 +90,4 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
             out.push((rel.join("/"), absolute));
         }
     }
-}
-
-/// The commit `--version` names: `$NSYS2PRV_RS_COMMIT` when set (the release
-/// script sets it, and the source archive's `.cargo/config.toml`, which has no
-/// `.git` beside it), else the short hash of the workspace's git HEAD, else
-/// "unknown". A git repository around an unpacked source archive (a home
-/// directory kept in git) is not asked: its top must be the workspace's.
-fn commit(manifest: &Path) -> String {
-    println!("cargo:rerun-if-env-changed=NSYS2PRV_RS_COMMIT");
-    if let Some(commit) = std::env::var("NSYS2PRV_RS_COMMIT")
-        .ok()
-        .filter(|c| !c.is_empty())
-    {
-        return commit;
-    }
-    let workspace = manifest.join("../..");
-    let git = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&workspace)
-            .args(args)
-            .output()
-            .ok()?;
-        let text = String::from_utf8(out.stdout).ok()?;
-        out.status.success().then(|| text.trim().to_string())
-    };
-    let same_dir = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    let top = git(&["rev-parse", "--show-toplevel"]);
-    if !top.is_some_and(|top| same_dir(Path::new(&top), &workspace)) {
-        return "unknown".into();
-    }
-    // Rerun when HEAD moves: HEAD names the branch, its reflog grows with every commit,
-    // checkout or reset in this worktree, and the branch's own file (when not packed).
-    let mut watched = vec!["HEAD".to_string(), "logs/HEAD".to_string()];
-    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        watched.push(branch);
-    }
-    for name in watched {
-        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
-            let path = workspace.join(path);
-            // A path that does not exist would make cargo rerun this on every build.
-            if path.exists() {
-                println!("cargo:rerun-if-changed={}", path.display());
-            }
-        }
-    }
-    git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into())
 }

@@ -7,11 +7,17 @@ use std::sync::OnceLock;
 
 use paraver_reader::validate::{ptd_comprovar, validate_trace, PtdOutcome, TraceStats};
 
+pub mod bsc;
 pub mod fixtures;
+pub mod gui;
 pub mod paramedir;
 pub mod sharding;
+pub mod skips;
+
+pub use skips::{missing_tool, not_checked};
 
 /// The shared corpus: `$NSYS2PRV_CORPUS`, else `../shared/corpus` beside the checkout.
+/// `None` when it is missing (a failure under CI, and noted in the summary elsewhere).
 pub fn corpus_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("NSYS2PRV_CORPUS")
         .map(PathBuf::from)
@@ -19,9 +25,9 @@ pub fn corpus_dir() -> Option<PathBuf> {
     if dir.join("MANIFEST.tsv").is_file() {
         Some(dir)
     } else {
-        eprintln!(
-            "note: no corpus at {} (set NSYS2PRV_CORPUS); corpus checks skipped",
-            dir.display()
+        missing_tool(
+            "the corpus",
+            &format!("none at {}; set NSYS2PRV_CORPUS", dir.display()),
         );
         None
     }
@@ -75,9 +81,16 @@ pub fn binary_path() -> &'static Path {
     })
 }
 
+/// The binary, with the clock of the metadata file's `translation_time` fixed
+/// (`SOURCE_DATE_EPOCH`), so that runs compare byte for byte at any time.
 pub fn binary() -> Command {
-    Command::new(binary_path())
+    let mut cmd = Command::new(binary_path());
+    cmd.env("SOURCE_DATE_EPOCH", FIXED_EPOCH);
+    cmd
 }
+
+/// The `SOURCE_DATE_EPOCH` of [`binary`]: 2025-03-01T09:00:00Z.
+pub const FIXED_EPOCH: &str = "1740819600";
 
 fn build_binary() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -163,12 +176,7 @@ pub fn check_trace(prv: &Path) -> TraceStats {
     assert_every_label_declared(prv);
     match ptd_comprovar(prv) {
         Ok(PtdOutcome::Passed) => {}
-        Ok(PtdOutcome::NotInstalled) => {
-            if std::env::var_os("CI").is_some() {
-                panic!("ptd (pip install pertalde) is required in CI");
-            }
-            eprintln!("note: ptd not installed; `ptd comprovar` skipped");
-        }
+        Ok(PtdOutcome::NotInstalled) => missing_tool("ptd", "pip install pertalde"),
         Err(out) => panic!("ptd comprovar rejected {}:\n{out}", prv.display()),
     }
     report.stats

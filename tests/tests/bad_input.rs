@@ -512,7 +512,10 @@ fn unwritable_output_directory() {
         match Mount::tmpfs(&ro, "ro,size=64k") {
             Some(m) => Some(m),
             None => {
-                eprintln!("note: running as root without mount: read-only directory case skipped");
+                not_checked(
+                    "a tmpfs mount",
+                    "running as root without mount: the read-only directory case",
+                );
                 return;
             }
         }
@@ -598,7 +601,10 @@ fn disk_full_message() {
     let full = case.out_dir().join("full");
     fs::create_dir(&full).unwrap();
     let Some(_mount) = Mount::tmpfs(&full, "size=64k") else {
-        eprintln!("note: cannot mount a tmpfs: skipped");
+        not_checked(
+            "a tmpfs mount",
+            "run the tests as root: the disk-full cases",
+        );
         return;
     };
     for extra in [&[][..], &["--memory-limit", "64K"][..]] {
@@ -619,7 +625,10 @@ fn disk_full_while_writing_views() {
     let full = case.out_dir().join("full");
     fs::create_dir(&full).unwrap();
     let Some(_mount) = Mount::tmpfs(&full, "size=64k") else {
-        eprintln!("note: cannot mount a tmpfs: skipped");
+        not_checked(
+            "a tmpfs mount",
+            "run the tests as root: the disk-full cases",
+        );
         return;
     };
     let out = convert(&[&input], &full.join("t.prv"), &[]);
@@ -632,6 +641,7 @@ fn disk_full_by_file_size_limit(case: &Case, input: &Path) {
     eprintln!("note: cannot mount a tmpfs: disk full simulated with a file size limit");
     let prv = case.prv();
     let out = Command::new("sh")
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
         .arg("-c")
         .arg("ulimit -f 128; trap '' XFSZ; exec \"$@\"")
         .arg("sh")
@@ -1210,7 +1220,7 @@ fn special_files_as_input() {
         let out = convert_within(&[&case.input("")], &case.prv(), limit);
         assert_fails_cleanly(&out, &[], &["no Nsight Systems reports"], &case.out_dir());
     } else {
-        eprintln!("note: no mkfifo: FIFO case skipped");
+        not_checked("mkfifo", "the FIFO input case");
     }
     let null = Path::new("/dev/null");
     let out = convert_within(&[null], &case.prv(), limit);

@@ -120,6 +120,39 @@ const GPC_CLOCK: u32 = 9400;
 const SMS_ACTIVE: u32 = 9406;
 const COMPUTE_WARPS: u32 = 9416;
 
+/// Metric values recorded at or after the session start (those before it are
+/// left out): rows of `GPU_METRICS`, or the values of `GENERIC_EVENTS` samples.
+fn metric_values_in_session(input: &Path, gpu: Option<i64>) -> u64 {
+    let db = rusqlite::Connection::open(input).unwrap();
+    let on_gpu = gpu.map_or(String::new(), |g| format!(" AND typeId & 255 = {g}"));
+    let count = |sql: &str| -> u64 {
+        db.query_row(sql, [], |r| r.get::<_, i64>(0))
+            .unwrap_or(0)
+            .try_into()
+            .unwrap()
+    };
+    let current = count(&format!(
+        "SELECT count(*) FROM GPU_METRICS WHERE timestamp >= 0{on_gpu}"
+    ));
+    if current > 0 {
+        return current;
+    }
+    // One JSON object of the same metrics per legacy sample.
+    let json: String = db
+        .query_row("SELECT data FROM GENERIC_EVENTS LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let per_sample = json.matches(':').count() as u64;
+    per_sample
+        * count(&format!(
+            "SELECT count(*) FROM GENERIC_EVENTS WHERE timestamp >= 0{on_gpu}"
+        ))
+}
+
+/// GPU metrics of exports of every schema, on two GPUs whose metric sets number
+/// the metrics differently (as two GPU models do): BSC's numbering (the default,
+/// `9400 + metricId`) cannot hold both, so they are numbered by name, with a
+/// warning, as with `--metric-types name`; older exports have no ids and are
+/// numbered by name anyway. BSC's numbering itself: the next test.
 #[test]
 fn gpu_metrics_of_both_representations_land_on_their_gpu_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -132,71 +165,144 @@ fn gpu_metrics_of_both_representations_land_on_their_gpu_rows() {
         let first_pid = spec.processes[0].pid;
         let name = format!("metrics_{}", schema.schema_version());
         let (input, counts) = export(dir.path(), &format!("{name}.sqlite"), &spec);
+        assert!(counts.gpu_metric_values > metric_values_in_session(&input, None));
+        for by_name in [false, true] {
+            let output = dir.path().join(format!("{name}_{by_name}.prv"));
+            let extra: &[&str] = if by_name {
+                &["--metric-types", "name"]
+            } else {
+                &[]
+            };
+            let result = binary()
+                .args(extra)
+                .arg(&input)
+                .arg(&output)
+                .output()
+                .unwrap();
+            assert!(result.status.success());
+            let stderr = String::from_utf8_lossy(&result.stderr);
+            let warned = stderr.contains("GPU metrics numbered by metric name");
+            assert_eq!(
+                warned,
+                !by_name && schema >= SchemaVersion::V3_16,
+                "{stderr}"
+            );
+            let stats = check_trace(&output);
+            let what = format!("{schema} (by name: {by_name})");
+            // Every value of the session is kept (zeros are counted as ends); the
+            // samples taken before it are not.
+            let written: u64 = METRIC_TYPES
+                .map(|t| begins(&stats, t) + stats.event_ends.get(&t).copied().unwrap_or(0))
+                .sum();
+            assert_eq!(written, metric_values_in_session(&input, None), "{what}");
+            let lines = event_lines(&output);
+            // One row per GPU, both under the first process (lowest pid of the users of GPU 1).
+            let clocks = values_by_row(&lines, GPC_CLOCK);
+            assert_eq!(
+                clocks.keys().collect::<Vec<_>>(),
+                ["GPU0 metrics", "GPU1 metrics"],
+                "{what}"
+            );
+            let owners: Vec<u32> = lines
+                .iter()
+                .filter(|l| l.row.ends_with("metrics"))
+                .map(|l| l.task)
+                .collect();
+            assert!(owners.iter().all(|&t| t == owners[0]));
+            // The trace starts at the session start: the first sample in it is at
+            // or after 0 of the session, and nothing is earlier than it.
+            assert!(lines
+                .iter()
+                .all(|l| l.row.ends_with("metrics") || l.time > 0));
+            let task_names = std::fs::read_to_string(output.with_extension("row")).unwrap();
+            assert!(
+                task_names.contains(&format!(":{first_pid})")),
+                "{task_names}"
+            );
+            // The generator gives GPU n clocks of 1410 + 100 n MHz (± 15) and metric
+            // id 0 to the GPC clock: samples are on their GPU's row, as recorded.
+            for (gpu, values) in clocks.values().enumerate() {
+                let centre = 1410 + 100 * gpu as i64;
+                assert!(values.len() < 30 && values.len() > 20, "{what}");
+                assert!(values
+                    .iter()
+                    .all(|v| (centre - 15..=centre + 15).contains(v)));
+            }
+            // Percentages ×100, within the recorded 0–100 %.
+            for values in values_by_row(&lines, SMS_ACTIVE).values() {
+                assert!(values
+                    .iter()
+                    .all(|v| (0..=10_000).contains(v) && v % 100 == 0));
+            }
+            if schema < SchemaVersion::V3_16 {
+                // Half percents survive the ×100 scaling.
+                let warps = values_by_row(&lines, COMPUTE_WARPS);
+                assert!(warps.values().flatten().any(|v| v % 100 == 50), "{what}");
+            }
+            // Stable types, by name, whatever the representation and metric ids.
+            assert_eq!(
+                pcf_label(&output, SMS_ACTIVE).as_deref(),
+                Some("GPU metric SMs Active [Throughput %] x100")
+            );
+            // The metric outside the built-in table gets a hashed type and its own label.
+            let nvdec = (9450..=9499).find(|&t| begins(&stats, t) > 0);
+            let label = pcf_label(&output, nvdec.expect("hashed type")).unwrap();
+            assert!(label.starts_with("GPU metric NVDEC 0 Active"), "{label}");
+        }
+    }
+}
+
+/// BSC's numbering, on a GPU of one model: each metric id's type (`9400 +
+/// metricId`), labelled with the bare metric name as BSC's `.pcf` has it, holding
+/// the values as recorded (no scaling), the samples before the session left out.
+#[test]
+fn gpu_metrics_are_numbered_by_metric_id_as_bsc_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for schema in [SchemaVersion::V3_16, SchemaVersion::V3_24] {
+        let device = SynthDeviceSide {
+            gpu_metric_samples: 30,
+            metric_gpus: vec![0],
+            ..Default::default()
+        };
+        let spec = two_process_spec(schema, device);
+        let name = format!("bsc_metrics_{}", schema.schema_version());
+        let (input, _) = export(dir.path(), &format!("{name}.sqlite"), &spec);
         let output = dir.path().join(format!("{name}.prv"));
-        run(&[&input], &output, &[]);
-        let stats = check_trace(&output);
-        // Every value is kept (zeros are counted as ends).
-        let written: u64 = METRIC_TYPES
-            .map(|t| begins(&stats, t) + stats.event_ends.get(&t).copied().unwrap_or(0))
-            .sum();
-        assert_eq!(written, counts.gpu_metric_values, "{schema}: metric values");
+        let result = binary().arg(&input).arg(&output).output().unwrap();
+        assert!(result.status.success());
+        assert!(!String::from_utf8_lossy(&result.stderr).contains("numbered by metric name"));
+        check_trace(&output);
         let lines = event_lines(&output);
-        // One row per GPU, both under the first process (lowest pid of the users of GPU 1).
-        let clocks = values_by_row(&lines, GPC_CLOCK);
-        assert_eq!(
-            clocks.keys().collect::<Vec<_>>(),
-            ["GPU0 metrics", "GPU1 metrics"],
-            "{schema}"
-        );
-        let owners: Vec<u32> = lines
-            .iter()
-            .filter(|l| l.row.ends_with("metrics"))
-            .map(|l| l.task)
+        let what = schema.to_string();
+        let db = rusqlite::Connection::open(&input).unwrap();
+        let mut stmt = db
+            .prepare("SELECT DISTINCT metricId, metricName FROM TARGET_INFO_GPU_METRICS")
+            .unwrap();
+        let metrics: Vec<(i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
             .collect();
-        assert!(owners.iter().all(|&t| t == owners[0]));
-        // Sampling started before the session: those samples are kept and start the trace.
-        let first_sample = lines
-            .iter()
-            .filter(|l| l.row.ends_with("metrics"))
-            .map(|l| l.time);
-        assert_eq!(first_sample.min(), Some(0), "{schema}");
-        assert!(lines
-            .iter()
-            .all(|l| l.row.ends_with("metrics") || l.time > 0));
-        let task_names = std::fs::read_to_string(output.with_extension("row")).unwrap();
-        assert!(
-            task_names.contains(&format!(":{first_pid})")),
-            "{task_names}"
-        );
-        // The generator gives GPU n clocks of 1410 + 100 n MHz (± 15): samples are on their
-        // GPU's row, as recorded (no scaling).
-        for (gpu, values) in clocks.values().enumerate() {
-            let centre = 1410 + 100 * gpu as i64;
-            assert_eq!(values.len(), 30, "{schema}");
-            assert!(values
-                .iter()
-                .all(|v| (centre - 15..=centre + 15).contains(v)));
+        assert!(metrics.len() > 10);
+        for (id, metric) in &metrics {
+            let ty = 9400 + *id as u32;
+            assert_eq!(pcf_label(&output, ty).as_deref(), Some(metric.as_str()));
+            let recorded: Vec<i64> = db
+                .prepare(&format!(
+                    "SELECT value FROM GPU_METRICS WHERE metricId = {id} AND typeId & 255 = 0
+                     AND timestamp >= 0 ORDER BY timestamp"
+                ))
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(
+                values_by_row(&lines, ty).get("GPU0 metrics"),
+                Some(&recorded),
+                "{what}: {metric}"
+            );
         }
-        // Percentages ×100, within the recorded 0–100 %.
-        for values in values_by_row(&lines, SMS_ACTIVE).values() {
-            assert!(values
-                .iter()
-                .all(|v| (0..=10_000).contains(v) && v % 100 == 0));
-        }
-        if schema < SchemaVersion::V3_16 {
-            // Half percents survive the ×100 scaling.
-            let warps = values_by_row(&lines, COMPUTE_WARPS);
-            assert!(warps.values().flatten().any(|v| v % 100 == 50), "{schema}");
-        }
-        // Stable types, by name, whatever the representation and metric ids.
-        assert_eq!(
-            pcf_label(&output, SMS_ACTIVE).as_deref(),
-            Some("GPU metric SMs Active [Throughput %] x100")
-        );
-        // The metric outside the built-in table gets a hashed type and its own label.
-        let nvdec = (9450..=9499).find(|&t| begins(&stats, t) > 0);
-        let label = pcf_label(&output, nvdec.expect("hashed type")).unwrap();
-        assert!(label.starts_with("GPU metric NVDEC 0 Active"), "{label}");
     }
 }
 
@@ -224,7 +330,8 @@ fn metrics_of_unused_gpus_are_left_out_and_counted() {
     let written: u64 = METRIC_TYPES
         .map(|t| begins(&stats, t) + stats.event_ends.get(&t).copied().unwrap_or(0))
         .sum();
-    assert_eq!(written, counts.gpu_metric_values / 2);
+    assert!(counts.gpu_metric_values / 2 > written);
+    assert_eq!(written, metric_values_in_session(&input, Some(0)));
 }
 
 #[test]
@@ -243,7 +350,10 @@ fn graphs_in_graph_mode_are_intervals_with_launch_arrows() {
         run(&[&input], &output, &[]);
         let stats = check_trace(&output);
         assert_eq!(begins(&stats, 63_000_008), counts.graph_traces, "{schema}");
-        assert_eq!(begins(&stats, 63_000_101), counts.graph_traces + 2);
+        // The exec ids of the launches (BSC's 63000101), those of the exec
+        // creations on the CPU threads apart (63000107).
+        assert_eq!(begins(&stats, 63_000_101), counts.graph_traces);
+        assert_eq!(begins(&stats, 63_000_107), 2);
         assert_eq!(begins(&stats, 63_000_103), counts.graph_events);
         assert_eq!(
             stats.comm_tags.get(&55_001).copied(),
@@ -281,13 +391,15 @@ fn graphs_in_node_mode_carry_node_ids_and_arrows_to_every_node() {
         let output = dir.path().join(format!("{name}.prv"));
         run(&[&input], &output, &[]);
         let stats = check_trace(&output);
-        // Node ids on kernels, copies, and the node creation events (4 per graph).
+        // Node ids on kernels and copies (BSC's 63000102), those of the node
+        // creation events (4 per graph) apart (63000108).
         let node_events = if schema == SchemaVersion::V3_7 { 0 } else { 8 };
         assert_eq!(
             begins(&stats, 63_000_102),
-            counts.graph_node_kernels + counts.graph_node_memcpys + node_events,
+            counts.graph_node_kernels + counts.graph_node_memcpys,
             "{schema}"
         );
+        assert_eq!(begins(&stats, 63_000_108), node_events, "{schema}");
         assert_eq!(begins(&stats, 63_000_103), counts.graph_events, "{schema}");
         assert_eq!(begins(&stats, 63_000_008), 0);
         assert_eq!(
@@ -361,17 +473,18 @@ fn memory_usage_is_an_allocated_bytes_counter_per_gpu() {
         let output = dir.path().join(format!("{name}.prv"));
         run(&[&input], &output, &[]);
         let stats = check_trace(&output);
-        assert_eq!(begins(&stats, 66_500_002), 16, "{schema}: allocations");
-        assert_eq!(begins(&stats, 66_500_003), 16, "{schema}: frees");
+        // BSC's numbers: 66500001 allocations, 66500002 frees.
+        assert_eq!(begins(&stats, 66_500_001), 16, "{schema}: allocations");
+        assert_eq!(begins(&stats, 66_500_002), 16, "{schema}: frees");
         let allocated =
-            begins(&stats, 66_500_001) + stats.event_ends.get(&66_500_001).copied().unwrap_or(0);
+            begins(&stats, 66_500_003) + stats.event_ends.get(&66_500_003).copied().unwrap_or(0);
         assert_eq!(allocated, counts.memory_usage);
         let lines = event_lines(&output);
         // Per (task, row), in time order: the counter returns to 0 once all is freed.
         let mut last: BTreeMap<(u32, String), (u64, i64)> = BTreeMap::new();
         for line in &lines {
             for &(t, v) in &line.pairs {
-                if t == 66_500_001 {
+                if t == 66_500_003 {
                     assert!(line.row.ends_with("metrics"), "{}", line.row);
                     last.insert((line.task, line.row.clone()), (line.time, v));
                 }
@@ -404,8 +517,22 @@ fn nic_counters_are_on_a_nic_row() {
         .collect();
     let pairs: usize = nic.iter().map(|l| l.pairs.len()).sum();
     assert_eq!(pairs as u64, counts.nic_samples);
-    let pcf = std::fs::read_to_string(output.with_extension("pcf")).unwrap();
+    // BSC's numbering (9500 + the counter's index) and label (`name [unit]`).
+    assert!(nic
+        .iter()
+        .flat_map(|l| &l.pairs)
+        .all(|(t, _)| (9500..=9502).contains(t)));
+    assert_eq!(
+        pcf_label(&output, 9500).as_deref(),
+        Some("Bytes received [bytes]")
+    );
+    // By name: types of their own, labelled as NIC counters.
+    let by_name = dir.path().join("nic_by_name.prv");
+    run(&[&input], &by_name, &["--metric-types", "name"]);
+    check_trace(&by_name);
+    let pcf = std::fs::read_to_string(by_name.with_extension("pcf")).unwrap();
     assert!(pcf.contains("NIC Bytes received [bytes]"), "{pcf}");
+    assert_eq!(pcf_label(&by_name, 9500), None);
 }
 
 /// Pairs of the types in `types` on rows named `row`.
@@ -484,8 +611,8 @@ fn ib_switch_counters_and_congestion_events_are_on_the_switch_row() {
         pcf_label(&output, CONGESTION).as_deref(),
         Some("IB switch congestion event")
     );
-    // NIC counters keep their own row and types.
-    let nic = pairs_on(&lines, "NIC0 counters (mlx5_0)", 66_700_001..=66_700_997);
+    // NIC counters keep their own row and types (BSC's numbering).
+    let nic = pairs_on(&lines, "NIC0 counters (mlx5_0)", 9500..=9519);
     assert_eq!(nic.len() as u64, counts.nic_samples);
     // Excluding the network drops all of it.
     let without = dir.path().join("without.prv");

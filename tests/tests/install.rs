@@ -5,26 +5,18 @@
 //! What they test is built outside (it takes minutes): `.ci/run` runs `scripts/release.sh --all`
 //! and exports NSYS2PRV_RELEASE_DIR (the directory of the archives and SHA256SUMS), then
 //! `scripts/easybuild-module.sh` and exports NSYS2PRV_EASYBUILD_PREFIX (EasyBuild's install
-//! prefix). Without them, or without qemu-aarch64-static or Lmod, a test says so and passes,
-//! except in CI (`CI` set), where it fails.
+//! prefix). Without them, or without qemu-aarch64-static or Lmod, a test says so (and the
+//! summary of `skips`) and passes, except in CI (`CI` set), where it fails.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use end_to_end::sharding::assert_same_files;
+use end_to_end::skips;
 use end_to_end::*;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Says why a test cannot run and lets it pass, except in CI.
-fn skip_unless_ci(why: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{why} (CI must run this test)"
-    );
-    eprintln!("note: install test skipped: {why}");
-}
 
 /// The directory named by the environment variable `var`, or None (skipped).
 fn dir_from_env(var: &str, how: &str) -> Option<PathBuf> {
@@ -35,7 +27,7 @@ fn dir_from_env(var: &str, how: &str) -> Option<PathBuf> {
             Some(dir)
         }
         None => {
-            skip_unless_ci(&format!("{var} is not set: {how}"));
+            skips::missing_tool(var, how);
             None
         }
     }
@@ -95,15 +87,17 @@ fn unpack(archive: &Path) -> (tempfile::TempDir, PathBuf) {
     (dir, top)
 }
 
-/// `--version` prints the version and the commit it was built from.
-fn assert_version_line(stdout: &str) {
+/// `--version` prints the version, the commit it was built from (`-modified` when built with
+/// uncommitted changes) and the target.
+fn assert_version_line(stdout: &str, target: &str) {
     let line = stdout.trim_end();
     let commit = line
         .strip_prefix(&format!("nsys2prv-rs {VERSION} (commit "))
-        .and_then(|rest| rest.strip_suffix(')'))
-        .unwrap_or_else(|| panic!("--version printed {line:?}"));
+        .and_then(|rest| rest.strip_suffix(&format!(", {target})")))
+        .unwrap_or_else(|| panic!("--version printed {line:?}, not version, commit and {target}"));
+    let hash = commit.strip_suffix("-modified").unwrap_or(commit);
     assert!(
-        commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
         "--version names no commit: {line:?}"
     );
 }
@@ -192,7 +186,10 @@ fn release_archive_unpacks_and_its_binary_runs() {
     let (_dir, top) = unpack(&archive_of(&release, "x86_64-unknown-linux-musl"));
     let bin = top.join("bin/nsys2prv-rs");
     let version = Command::new(&bin).arg("--version").output().unwrap();
-    assert_version_line(&succeeded(&version, "bin/nsys2prv-rs --version"));
+    assert_version_line(
+        &succeeded(&version, "bin/nsys2prv-rs --version"),
+        "x86_64-unknown-linux-musl",
+    );
 
     // The man page and completions are the binary's own, where man, bash, zsh and fish look
     // under a prefix.
@@ -242,7 +239,10 @@ fn qemu_aarch64() -> Option<PathBuf> {
             .find(|candidate| candidate.is_file())
     });
     if found.is_none() {
-        skip_unless_ci("no qemu-aarch64-static on PATH (Debian: apt-get install qemu-user-static)");
+        skips::missing_tool(
+            "qemu-aarch64-static",
+            "Debian: apt-get install qemu-user-static",
+        );
     }
     found
 }
@@ -273,10 +273,10 @@ fn aarch64_binary_converts_under_qemu_like_the_x86_64_build() {
         .arg("--version")
         .output()
         .unwrap();
-    assert_version_line(&succeeded(
-        &version,
-        "qemu-aarch64-static bin/nsys2prv-rs --version",
-    ));
+    assert_version_line(
+        &succeeded(&version, "qemu-aarch64-static bin/nsys2prv-rs --version"),
+        "aarch64-unknown-linux-musl",
+    );
     converts_like_the_normal_build(
         &[qemu.as_os_str(), bin.as_os_str()],
         "the aarch64 binary under qemu-aarch64-static",
@@ -319,10 +319,13 @@ fn easybuild_module_loads_in_a_fresh_shell_and_converts() {
     if probe.status.code() == Some(127)
         || String::from_utf8_lossy(&probe.stderr).contains("module: command not found")
     {
-        skip_unless_ci(&format!(
-            "no Lmod `module` in a login shell (Debian: apt-get install lmod): {}",
-            String::from_utf8_lossy(&probe.stderr).trim()
-        ));
+        skips::missing_tool(
+            "Lmod",
+            &format!(
+                "no `module` in a login shell (Debian: apt-get install lmod): {}",
+                String::from_utf8_lossy(&probe.stderr).trim()
+            ),
+        );
         return;
     }
     let probe = succeeded(&probe, "module load nsys2prv-rs");
@@ -334,7 +337,11 @@ fn easybuild_module_loads_in_a_fresh_shell_and_converts() {
         installed.join("bin/nsys2prv-rs"),
         "PATH"
     );
-    assert_version_line(lines[1]);
+    // Built by EasyBuild with the host's Rust, for the host.
+    assert_version_line(
+        lines[1],
+        &format!("{}-unknown-linux-gnu", std::env::consts::ARCH),
+    );
     assert_eq!(
         Path::new(lines[2]),
         installed.join("share/man/man1/nsys2prv-rs.1"),

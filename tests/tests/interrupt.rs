@@ -234,10 +234,10 @@ fn after_sigkill_the_next_run_cleans_up() {
         assert_eq!(out.status.signal(), Some(9), "{at}");
         let killed = snapshot(&case);
         // Paraver opens t.prv and reads the labels beside it: a new body never
-        // sits beside old labels, even half-way through a commit.
+        // sits beside old labels (or old metadata), even half-way through a commit.
         let file = |s: &Snapshot, name: &str| s.get(Path::new(name)).cloned();
         if file(&killed, "t.prv") == file(&f.new, "t.prv") {
-            for labels in ["t.pcf", "t.row"] {
+            for labels in ["t.pcf", "t.row", "t.pmf"] {
                 assert_eq!(
                     file(&killed, labels),
                     file(&f.new, labels),
@@ -348,7 +348,7 @@ fn leftovers_of_older_versions_are_removed_and_nothing_else() {
         .collect();
     left.sort();
     let mut expected: Vec<String> = keep.iter().map(|s| s.to_string()).collect();
-    expected.extend(["spill", "t.cfgs", "t.pcf", "t.prv", "t.row"].map(String::from));
+    expected.extend(["spill", "t.cfgs", "t.pcf", "t.pmf", "t.prv", "t.row"].map(String::from));
     expected.sort();
     assert_eq!(left, expected);
 }

@@ -245,7 +245,7 @@ fn problem(out: &Output, input: &Path, out_dir: &Path) -> Option<String> {
                 Err(e) => return Some(format!("exit 0 but no readable trace: {e}")),
             };
             let errors: Vec<String> = report.errors().map(|f| f.to_string()).collect();
-            let mut expected = ["t.cfgs", "t.pcf", "t.prv", "t.row"]
+            let mut expected = ["t.cfgs", "t.pcf", "t.pmf", "t.prv", "t.row"]
                 .map(String::from)
                 .to_vec();
             expected.sort();

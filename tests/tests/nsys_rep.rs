@@ -117,7 +117,7 @@ fn a_recorded_report_exports_with_the_real_nsys() {
         .output()
         .is_err()
     {
-        eprintln!("note: no nsys on PATH; real export test skipped");
+        not_checked("nsys", "no nsys on PATH: the export with the real nsys");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

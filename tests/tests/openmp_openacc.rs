@@ -107,7 +107,10 @@ fn openmp_exports() -> Vec<PathBuf> {
         found.push(sample);
     }
     if found.is_empty() {
-        eprintln!("note: no OpenMP export found; OpenMP checks skipped");
+        missing_tool(
+            "an OpenMP export",
+            "neither the corpus's nor samples/openmp",
+        );
     }
     found
 }

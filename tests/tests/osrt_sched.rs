@@ -1,8 +1,8 @@
 //! OS runtime calls, pthreads and scheduling on real exports (shared corpus and
 //! bundled samples, skipped when absent): every `eventClass = 27` row of OSRT_API
 //! is one 66400000 interval, pthread calls carry Extrae's 61000000 values, the
-//! call states sit on CPU threads only, switch-ins become 66600000 runs with the
-//! right CPUs, switch-out states become 66600001 values, and the trace validates.
+//! call states sit on CPU threads only, switch-ins become 66900000 runs with the
+//! right CPUs, switch-out states become 66900001 values, and the trace validates.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,8 +11,8 @@ use end_to_end::*;
 
 const OSRT_CALL: u32 = 66_400_000;
 const PTHREAD_CALL: u32 = 61_000_000;
-const SCHED_CPU: u32 = 66_600_000;
-const SCHED_THREAD_STATE: u32 = 66_600_001;
+const SCHED_CPU: u32 = 66_900_000;
+const SCHED_THREAD_STATE: u32 = 66_900_001;
 /// Extrae states the OS runtime category gives CPU threads.
 const OSRT_STATES: [u32; 4] = [5, 9, 12, 15];
 
@@ -222,13 +222,13 @@ fn check_export(export: &Path) -> (paraver_reader::validate::TraceStats, Found) 
     assert_eq!(
         begins(&stats, SCHED_CPU),
         want.switch_ins,
-        "{name}: 66600000"
+        "{name}: 66900000"
     );
     assert_eq!(found.cpu_values, want.cpu_values, "{name}: CPU values");
     assert_eq!(
         begins(&stats, SCHED_THREAD_STATE),
         want.switch_out_states,
-        "{name}: 66600001"
+        "{name}: 66900001"
     );
     (stats, found)
 }
@@ -238,7 +238,7 @@ fn corpus_file(relpath: &str) -> Option<PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        eprintln!("note: {} absent; skipped", path.display());
+        missing_tool("a corpus file", &format!("{} is absent", path.display()));
         None
     }
 }

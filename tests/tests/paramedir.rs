@@ -9,7 +9,7 @@
 //! of `report` must equal, to the nanosecond, what paramedir computes from the
 //! bundled efficiency views.
 //!
-//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped with a note without
+//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped, and listed in the run's summary, without
 //! it, except under CI.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +21,8 @@ use end_to_end::paramedir::{
 };
 use end_to_end::*;
 use nsys_synth::{
-    write_export, MpiPattern, SchemaVersion, SynthDeviceSide, SynthGraphMode, SynthMpi, SynthSpec,
+    add_cpu_activity, write_export, MpiPattern, SchemaVersion, SynthCpu, SynthDeviceSide,
+    SynthGraphMode, SynthMpi, SynthSpec,
 };
 use paraver_reader::validate::{validate_trace, TraceStats};
 
@@ -183,7 +184,8 @@ fn is_rank_file(path: &Path) -> bool {
 /// NCCL kernels and NCCL NVTX ranges, GPU and SoC metrics (sampled all along the
 /// run, so every kernel has metric values), graphs, host functions, memory usage,
 /// NIC and InfiniBand counters; the same job in the 2023.4 form (MPI and metrics
-/// as NVTX and JSON rows, graph nodes as kernels); an OpenACC export.
+/// as NVTX and JSON rows, graph nodes as kernels); an OpenACC export; CPU samples
+/// with CPU core counters.
 fn synthetic_cases(dir: &Path) -> Vec<Case> {
     let everything = SynthDeviceSide {
         gpu_metric_samples: METRIC_SAMPLES,
@@ -211,10 +213,20 @@ fn synthetic_cases(dir: &Path) -> Vec<Case> {
     let old = synthetic_job(dir, SchemaVersion::V3_7, &older, "job_2023");
     let acc = dir.join("openacc.sqlite");
     openacc_export(&acc);
+    let counters = dir.join("cpu_counters.sqlite");
+    let spec = SynthSpec::small(SchemaVersion::V3_24);
+    write_export(&spec, &counters).unwrap();
+    let cpu = SynthCpu {
+        samples_per_thread: 100,
+        cpu_counters: 3,
+        ..SynthCpu::default()
+    };
+    add_cpu_activity(&counters, &spec, &cpu).unwrap();
     vec![
         Case::new("synthetic job 2025.5", new),
         Case::new("synthetic job 2023.4", old),
         Case::new("synthetic OpenACC", vec![acc]),
+        Case::new("synthetic CPU samples and counters", vec![counters]),
     ]
 }
 

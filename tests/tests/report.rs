@@ -241,15 +241,16 @@ fn assert_designed_numbers(j: &Value) {
             s["name"].as_str().unwrap().to_string(),
             s["count"].as_u64().unwrap(),
             s["total_ns"].as_u64().unwrap(),
-            s["bytes"].as_u64().unwrap(),
+            s["bytes"].as_u64(),
         )
     };
-    assert_eq!(named("kernels", 0), ("gemm".into(), 4, 850, 0));
-    assert_eq!(named("kernels", 1), ("softmax".into(), 2, 250, 0));
-    assert_eq!(named("nccl", 0), ("AllReduce".into(), 4, 800, 4096));
+    // Kernels have no bytes: null in the JSON, not 0.
+    assert_eq!(named("kernels", 0), ("gemm".into(), 4, 850, None));
+    assert_eq!(named("kernels", 1), ("softmax".into(), 2, 250, None));
+    assert_eq!(named("nccl", 0), ("AllReduce".into(), 4, 800, Some(4096)));
     assert_eq!(
         named("memory", 0),
-        ("CUDA memcpy Host-to-Device".into(), 1, 50, 4096)
+        ("CUDA memcpy Host-to-Device".into(), 1, 50, Some(4096))
     );
     // AllReduce over the 4 GPUs that ran it: 4096 B in 800 ns, bus factor 2·3/4.
     let nccl = &j["nccl"][0];
@@ -692,7 +693,7 @@ fn report_after_a_conversion_prints_and_writes_only_where_asked() {
     assert!(stdout.contains("Parallel efficiency"), "{stdout}");
     assert_eq!(
         listing(dir.path()),
-        ["c.cfgs", "c.pcf", "c.prv", "c.row"].map(String::from)
+        ["c.cfgs", "c.pcf", "c.pmf", "c.prv", "c.row"].map(String::from)
     );
     // The same numbers from the written trace, after the fact.
     let again = report(&[out.to_str().unwrap()]);
@@ -765,4 +766,275 @@ fn iterations_are_kept_within_the_memory_limit() {
         "{message}"
     );
     assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+/// Issue 27: sizes the trace does not give (NCCL without its payload, MPI recorded as
+/// NVTX ranges) were printed as `bytes 0`; they are `n/a` (null in the JSON), and
+/// known sizes stay numbers.
+#[test]
+fn unknown_sizes_are_not_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = workspace_root().join("samples");
+    for (set, table) in [
+        ("synthetic/4ranks_2hosts_2022.4", "nccl"),
+        ("mpi_3ranks", "mpi"),
+    ] {
+        let prv = dir.path().join(format!("{table}.prv"));
+        let out = convert(&[&samples.join(set)], &prv, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let prv = prv.to_str().unwrap();
+        let j = report_json(&[prv]);
+        let rows = j[table].as_array().unwrap();
+        assert!(!rows.is_empty(), "{set}");
+        assert!(rows.iter().all(|r| r["bytes"].is_null()), "{set}: {rows:?}");
+        let text = String::from_utf8_lossy(&report(&[prv]).stdout).into_owned();
+        let heading = if table == "nccl" {
+            "NCCL kernels per collective"
+        } else {
+            "MPI calls"
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with(heading))
+            .skip(2)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), rows.len(), "{text}");
+        // Bytes: the 4th column from the end of an NCCL row (ranks and two
+        // bandwidths follow), the last of an MPI row.
+        let from_end = if table == "nccl" { 4 } else { 1 };
+        for line in lines {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words[words.len() - from_end], "n/a", "{line}");
+        }
+        if table == "nccl" {
+            // Memory operations have sizes.
+            assert!(j["memory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["bytes"].as_u64().unwrap() > 0));
+        }
+    }
+}
+
+const LATE_PCF: &str = "EVENT_TYPE
+0    63000006   CUDA kernel
+VALUES
+0      End
+1      gemm
+
+EVENT_TYPE
+0    63000007   NCCL kernel
+VALUES
+0      End
+3      ncclDevKernel_AllReduce_Sum_f32_RING_LL
+
+EVENT_TYPE
+0    63000001   CUDA memcpy/memset
+VALUES
+0      End
+1      CUDA memcpy Host-to-Device
+
+EVENT_TYPE
+0    63000002   CUDA memcpy/memset size (bytes)
+
+EVENT_TYPE
+0    9600       NVTX push/pop ranges (default domain)
+VALUES
+0      End
+1      step
+";
+
+/// (task, thread, begin, end, pairs) of an interval.
+type Placed<'a> = (usize, usize, u64, u64, &'a [(u32, i64)]);
+
+/// A run of 10,000 ns whose GPUs start at `first` (the first kernel), per GPU:
+/// * rank 0: gemm [first, 7000) on S1, a copy of 100 B [7000, 8000) on S2;
+/// * rank 1: gemm [5000, 6000) on S1, NCCL [6000, 9000) on S2;
+/// * NVTX "step" ranges on rank 0 [3000, 5000), [5000, 8000) and on rank 1
+///   [4500, 6500), [6500, 9500).
+fn write_late_trace(dir: &Path, name: &str, first: u64) -> PathBuf {
+    let mut lines = Vec::new();
+    let pairs: [Placed; 8] = [
+        (1, 2, first, 7000, &[(63_000_006, 1)]),
+        (1, 3, 7000, 8000, &[(63_000_001, 1), (63_000_002, 100)]),
+        (2, 2, 5000, 6000, &[(63_000_006, 1)]),
+        (2, 3, 6000, 9000, &[(63_000_007, 3)]),
+        (1, 1, 3000, 5000, &[(9600, 1)]),
+        (1, 1, 5000, 8000, &[(9600, 1)]),
+        (2, 1, 4500, 6500, &[(9600, 1)]),
+        (2, 1, 6500, 9500, &[(9600, 1)]),
+    ];
+    for (task, thread, begin, end, p) in pairs {
+        interval(&mut lines, task, thread, begin, end, p);
+    }
+    write_trace(
+        dir,
+        name,
+        10_000,
+        &[
+            &["main (1)", "CUDA-D0.S1", "CUDA-D0.S2"],
+            &["main (2)", "CUDA-D0.S1", "CUDA-D0.S2"],
+        ],
+        lines,
+        LATE_PCF,
+    )
+}
+
+/// Issue 27: a report counted start-up before the first kernel as idle, silently.
+/// When the first GPU activity starts after a tenth of the trace, the report says
+/// so and gives the figures from it on beside the whole trace's (text, JSON, page).
+#[test]
+fn a_late_start_is_said_and_the_figures_from_the_first_activity_given_beside() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = write_late_trace(dir.path(), "late", 4000);
+    let prv = prv.to_str().unwrap();
+    let j = report_json(&[prv]);
+    // Whole trace: U 3000 and 1000, C 1000 and 3000 over 10,000 ns.
+    let m = &j["efficiency"];
+    assert!(close(m["parallel_efficiency"].as_f64().unwrap(), 0.2));
+    assert!(close(m["orchestration_efficiency"].as_f64().unwrap(), 0.4));
+    // From 4000 on: 6000 ns.
+    let late = &j["from_first_activity"];
+    assert_eq!(late["start_ns"], 4000);
+    assert_eq!(late["elapsed_ns"], 6000);
+    assert!(close(late["share_before"].as_f64().unwrap(), 0.4));
+    assert_eq!(late["idle_ns"], serde_json::json!([2000, 2000]));
+    let l = &late["efficiency"];
+    assert!(close(
+        l["parallel_efficiency"].as_f64().unwrap(),
+        2000.0 / 6000.0
+    ));
+    assert!(close(
+        l["orchestration_efficiency"].as_f64().unwrap(),
+        4000.0 / 6000.0
+    ));
+    assert!(close(l["load_balance"].as_f64().unwrap(), 2.0 / 3.0));
+    assert!(close(l["communication_efficiency"].as_f64().unwrap(), 0.75));
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains("first activity begins at 0.000004 s, 40% into the trace")
+            && notes.contains("--time-window 4us: leaves it out of every figure"),
+        "{notes}"
+    );
+
+    let text = String::from_utf8_lossy(&report(&[prv]).stdout).into_owned();
+    assert!(text.contains("40% into the trace"), "{text}");
+    let pe = text
+        .lines()
+        .find(|l| l.starts_with("Parallel efficiency"))
+        .unwrap();
+    let cells: Vec<&str> = pe.split_whitespace().collect();
+    assert_eq!(&cells[2..4], ["20.0%", "33.3%"], "{text}");
+    assert!(text.contains("idle s*"), "{text}");
+
+    let page = dir.path().join("late.html");
+    let out = report(&[prv, "--html", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("From the first GPU activity on"), "page");
+    assert!(html.contains("/from_first_activity/efficiency/parallel_efficiency"));
+
+    // Starting at 5 % of the trace is no late start.
+    let early = write_late_trace(dir.path(), "early", 500);
+    let j = report_json(&[early.to_str().unwrap()]);
+    assert!(j["from_first_activity"].is_null());
+    assert!(!j["notes"].to_string().contains("first activity"));
+}
+
+/// Issue 27: `report --time-window` and `--nvtx-range NAME[#N]` report on part of the
+/// trace, as the conversion cuts: intervals crossing the edges are clipped, the
+/// iterations are those wholly inside, times stay the trace's.
+#[test]
+fn report_takes_a_time_window_and_an_nvtx_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = write_late_trace(dir.path(), "late", 4000);
+    let prv = prv.to_str().unwrap();
+    let j = report_json(&[prv, "--time-window", "5us:8us"]);
+    assert_eq!(j["elapsed_ns"], 3000);
+    assert_eq!(j["window"]["start_ns"], 5000);
+    assert_eq!(j["window"]["end_ns"], 8000);
+    assert_eq!(j["window"]["chosen_by"], "--time-window 5us:8us");
+    let gpus: Vec<(u64, u64, u64)> = j["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["useful_ns"].as_u64().unwrap(),
+                g["communication_ns"].as_u64().unwrap(),
+                g["idle_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(gpus, [(2000, 1000, 0), (1000, 2000, 0)]);
+    let m = &j["efficiency"];
+    assert!(close(m["parallel_efficiency"].as_f64().unwrap(), 0.5));
+    assert!(close(m["load_balance"].as_f64().unwrap(), 0.75));
+    // Both gemms (one clipped from 4000), the NCCL kernel clipped at 8000, the copy.
+    assert_eq!(j["kernels"][0]["count"], 2);
+    assert_eq!(j["kernels"][0]["total_ns"], 3000);
+    assert_eq!(j["nccl"][0]["total_ns"], 2000);
+    assert_eq!(j["memory"][0]["bytes"], 100);
+    // Only rank 0's [5000, 8000) step lies wholly inside.
+    let it = &j["iterations"];
+    assert_eq!(it["tasks"].as_array().unwrap().len(), 1, "{it}");
+    assert_eq!(it["tasks"][0]["count"], 1);
+    // A window is the user's choice: no start-up figures.
+    assert!(j["from_first_activity"].is_null());
+
+    // The 2nd "step" of every thread: rank 0's [5000, 8000), rank 1's [6500, 9500).
+    let j = report_json(&[prv, "--nvtx-range", "step#2"]);
+    assert_eq!(
+        (
+            j["window"]["start_ns"].as_u64(),
+            j["window"]["end_ns"].as_u64()
+        ),
+        (Some(5000), Some(9500))
+    );
+    assert!(j["window"]["chosen_by"]
+        .as_str()
+        .unwrap()
+        .contains("2 ranges on 2 tasks"));
+    let j = report_json(&[prv, "--nvtx-range", "step"]);
+    assert_eq!(
+        (
+            j["window"]["start_ns"].as_u64(),
+            j["window"]["end_ns"].as_u64()
+        ),
+        (Some(3000), Some(9500))
+    );
+    let text =
+        String::from_utf8_lossy(&report(&[prv, "--nvtx-range", "step#2"]).stdout).into_owned();
+    assert!(
+        text.starts_with(&format!("GPU efficiency report of {prv}, from 0.000005 s to 0.000010 s (--nvtx-range step#2: 2 ranges on 2 tasks)")),
+        "{text}"
+    );
+
+    // Errors: a usage error naming what the trace has.
+    for (args, says) in [
+        (
+            vec!["--nvtx-range", "nope"],
+            "no NVTX range of that name; the trace has 'step'",
+        ),
+        (
+            vec!["--nvtx-range", "step#3"],
+            "no thread has 3 ranges of that name (at most 2 on one thread)",
+        ),
+        (
+            vec!["--time-window", "20us:"],
+            "at or after the end of the trace",
+        ),
+        (
+            vec!["--time-window", "1us:2us", "--nvtx-range", "step"],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec![prv];
+        all.extend(args.iter().copied());
+        let out = report(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
 }

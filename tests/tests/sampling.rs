@@ -13,7 +13,7 @@ use paraver_reader::{open_body, parse_header, parse_record, Lines, Pcf, Record, 
 
 const SAMPLED_FUNCTION: u32 = 30_000_000;
 const LIBRARY: u32 = 40_000_039;
-const SCHED_CPU: u32 = 66_600_000;
+const SCHED_CPU: u32 = 66_900_000;
 const DEFAULT_DEPTH: u32 = 5;
 
 fn sample(rel: &str) -> PathBuf {
@@ -359,7 +359,7 @@ fn tid_of(label: &str) -> u32 {
     label[open + 1..label.len() - 1].parse().unwrap()
 }
 
-/// Per thread (by tid), the time of 66600000 intervals with a CPU, and of
+/// Per thread (by tid), the time of 66900000 intervals with a CPU, and of
 /// Running and Idle states.
 fn trace_times(trace: &Trace) -> (BTreeMap<u32, i64>, BTreeMap<(u32, u32), i64>) {
     let mut on_cpu: BTreeMap<u32, i64> = BTreeMap::new();

@@ -391,11 +391,7 @@ fn a_full_file_system_under_the_parts_fails_cleanly() {
     fs::create_dir(&full).unwrap();
     // Room for the plan, not for a part of a third of the reports.
     let Some(_mount) = Mount::tmpfs(&full, "64k") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs as root and mounts a tmpfs"
-        );
-        eprintln!("note: cannot mount a tmpfs: skipped");
+        missing_tool("a tmpfs mount", "run the tests as root");
         return;
     };
     let trace = full.join("t.prv");
@@ -439,4 +435,92 @@ fn a_damaged_part_is_named_and_nothing_is_written() {
     bytes[len - 40] ^= 0x10;
     fs::write(&part, &bytes).unwrap();
     failure_line(&merge(&trace, &[]), 1, &["shard-1.part", "--shard 1/2"]);
+}
+
+/// A job of one report per entry of `gpus`: the GPUs its process uses and whose
+/// metrics are sampled (the generator numbers each GPU's metrics apart, as two
+/// GPU models do).
+fn metrics_job(dir: &Path, name: &str, gpus: &[Vec<u32>]) -> Vec<PathBuf> {
+    use nsys_synth::{SchemaVersion, SynthDeviceSide, SynthSpec};
+    let dir = dir.join(name);
+    fs::create_dir(&dir).unwrap();
+    gpus.iter()
+        .enumerate()
+        .map(|(rank, gpus)| {
+            let mut spec = SynthSpec::small(SchemaVersion::V3_24);
+            spec.utc_epoch_ns = SAMPLES_RECORDED + rank as i64 * 1_000;
+            spec.seed = rank as u64 + 3;
+            spec.processes[0].pid = 7000 + rank as u32;
+            spec.processes[0].devices = gpus.clone();
+            spec.env = vec![("SLURM_PROCID".into(), rank.to_string())];
+            spec.device = SynthDeviceSide {
+                gpu_metric_samples: 40,
+                metric_gpus: gpus.clone(),
+                nic_samples: 5,
+                ..SynthDeviceSide::default()
+            };
+            let path = dir.join(format!("rank{rank}.sqlite"));
+            nsys_synth::write_export(&spec, &path).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// GPU metrics numbered as BSC does (by metric id) give the same bytes sharded;
+/// a job whose reports number them apart is numbered by name in one process (with
+/// a warning), and its shards, each deciding from its own reports, are refused
+/// by the merge with what to do; with --metric-types name they merge.
+#[test]
+fn metric_numbering_is_the_same_sharded_and_shards_that_number_apart_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let same = metrics_job(tmp.path(), "same", &[vec![0], vec![0]]);
+    let expected = single(&same, tmp.path(), "single_same", "t.prv", &[]);
+    let pcf = fs::read_to_string(expected.join("t.pcf")).unwrap();
+    assert!(
+        pcf.contains("9400       GPC Clock Frequency [MHz]"),
+        "{pcf}"
+    );
+    let out = tmp.path().join("sharded_same");
+    fs::create_dir(&out).unwrap();
+    convert_sharded(&same, &out.join("t.prv"), 2, &[]);
+    assert_same_files(&expected, &out);
+
+    let mixed = metrics_job(tmp.path(), "mixed", &[vec![0], vec![0, 1]]);
+    let out = tmp.path().join("single_mixed");
+    fs::create_dir(&out).unwrap();
+    let run = binary()
+        .args(&mixed)
+        .arg(out.join("t.prv"))
+        .output()
+        .unwrap();
+    assert_ok(&run, "single run of the mixed job");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        stderr
+            .matches("GPU metrics numbered by metric name")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let pcf = fs::read_to_string(out.join("t.pcf")).unwrap();
+    assert!(
+        pcf.contains("GPU metric GPC Clock Frequency [MHz]"),
+        "{pcf}"
+    );
+
+    let out = tmp.path().join("sharded_mixed");
+    fs::create_dir(&out).unwrap();
+    for index in 0..2 {
+        assert_ok(&shard(&mixed, &out.join("t.prv"), index, 2, &[]), "shard");
+    }
+    let refused = merge(&out.join("t.prv"), &[]);
+    let line = failure_line(&refused, 1, &["numbered apart", "--metric-types name"]);
+    assert!(!out.join("t.prv").exists(), "{line}");
+
+    let by_name = ["--metric-types", "name"];
+    let expected = single(&mixed, tmp.path(), "single_by_name", "t.prv", &by_name);
+    let out = tmp.path().join("sharded_by_name");
+    fs::create_dir(&out).unwrap();
+    convert_sharded(&mixed, &out.join("t.prv"), 2, &by_name);
+    assert_same_files(&expected, &out);
 }

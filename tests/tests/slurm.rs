@@ -1,6 +1,7 @@
 //! The binary under a real Slurm: `scripts/slurm-local.sh start` runs a one-node cluster on
 //! localhost, and `.ci/run` starts it and exports its `SLURM_CONF`. Without a responding Slurm
-//! the test says how to start one and passes, except in CI (`CI` set), where it fails.
+//! the test passes and the run's summary lists it with how to start one, except in CI (`CI`
+//! set), where it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,13 +28,12 @@ fn slurm_is_running() -> bool {
             Err(why) => why,
         }
     };
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "Slurm is required in CI: {why}"
-    );
-    eprintln!(
-        "note: Slurm test skipped: {why}; start a local cluster as root with \
-         `export SLURM_CONF=$(scripts/slurm-local.sh start | tail -1)`"
+    missing_tool(
+        "Slurm",
+        &format!(
+            "{why}; start a local cluster as root with \
+             `export SLURM_CONF=$(scripts/slurm-local.sh start | tail -1)`"
+        ),
     );
     false
 }
@@ -76,7 +76,9 @@ fn sinfo_node_states() -> Result<Vec<String>, String> {
 }
 
 fn srun(tasks: usize, args: &[&str]) -> Output {
+    // Passed on to the tasks, as `binary()` does for single runs.
     Command::new("srun")
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
         .arg(format!("--ntasks={tasks}"))
         .arg(format!("--immediate={IMMEDIATE_SECONDS}"))
         .arg("--label")
@@ -182,7 +184,9 @@ fn srun_with_four_tasks_writes_what_one_process_writes() {
 
 /// Runs `sbatch` with `args`; returns its stdout (the job id with --parsable).
 fn sbatch(args: &[&str]) -> String {
+    // Exported to the job (sbatch's default --export=ALL), as `binary()` sets it.
     let out = Command::new("sbatch")
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
         .arg("--parsable")
         .args(args)
         .output()
@@ -231,4 +235,221 @@ fn a_job_array_then_a_dependent_merge_write_what_one_process_writes() {
             "no trace from the merge job ({what}): {log}"
         );
     });
+}
+
+/// A fenced `bash` block of a Markdown file that Slurm runs (it holds `#SBATCH`, `sbatch` or
+/// `srun`): a job script (its first line `#!`, named by a `# NAME.sh:` comment) or the
+/// commands that submit job scripts.
+struct ScriptBlock {
+    origin: String,
+    text: String,
+}
+
+impl ScriptBlock {
+    fn is_job_script(&self) -> bool {
+        self.text.starts_with("#!")
+    }
+
+    /// `NAME.sh` of a job script, from its `# NAME.sh: ...` comment.
+    fn name(&self) -> Option<String> {
+        self.text.lines().find_map(|l| {
+            let name = l.strip_prefix("# ")?.split(':').next()?;
+            name.ends_with(".sh").then(|| name.to_string())
+        })
+    }
+}
+
+/// The README and every Markdown file under `docs/` (the guide).
+fn documents() -> Vec<PathBuf> {
+    let root = workspace_root();
+    let mut docs = vec![root.join("README.md")];
+    if root.join("docs").is_dir() {
+        docs.extend(
+            files_under(&root.join("docs"))
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "md")),
+        );
+    }
+    docs
+}
+
+fn slurm_blocks() -> Vec<ScriptBlock> {
+    let mut blocks = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let mut open: Option<(usize, Vec<&str>)> = None;
+        for (n, line) in text.lines().enumerate() {
+            match (&mut open, line.trim_end()) {
+                (None, "```bash") => open = Some((n + 2, Vec::new())),
+                (Some(_), "```") => {
+                    let (first, lines) = open.take().unwrap();
+                    let body = lines.join("\n") + "\n";
+                    let slurm = ["#SBATCH", "sbatch ", "srun "]
+                        .iter()
+                        .any(|w| body.contains(w));
+                    if slurm {
+                        blocks.push(ScriptBlock {
+                            origin: format!("{}:{first}", doc.display()),
+                            text: body,
+                        });
+                    }
+                }
+                (Some((_, lines)), _) => lines.push(line),
+                _ => {}
+            }
+        }
+    }
+    blocks
+}
+
+/// The only changes made to the documents' scripts: sizes, scaled down to the local node
+/// (one node, 8 CPUs) and to three reports. Each must apply exactly once.
+const SCALED_DOWN: [(&str, &str); 2] = [
+    (
+        "#SBATCH --nodes=16 --ntasks-per-node=4 --cpus-per-task=8",
+        "#SBATCH --nodes=1 --ntasks-per-node=4 --cpus-per-task=2",
+    ),
+    ("shards=64\n", "shards=4\n"),
+];
+
+/// A directory holding three recorded reports named as the documents name them
+/// (`report_N.nsys-rep`). Without an `nsys` to export them, their exports lie beside them,
+/// which the tool reads instead (as it would a user's).
+fn job_directory(parent: &Path, name: &str, with_nsys: bool) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    let samples = workspace_root().join("samples/mpi_3ranks");
+    for rank in 0..3 {
+        let report = dir.join(format!("report_{rank}.nsys-rep"));
+        std::fs::copy(samples.join(format!("rank{rank}.nsys-rep")), &report).unwrap();
+        if !with_nsys {
+            std::fs::copy(
+                samples.join(format!("rank{rank}.sqlite")),
+                report.with_extension("sqlite"),
+            )
+            .unwrap();
+        }
+    }
+    dir
+}
+
+fn job_logs(dir: &Path) -> String {
+    let mut logs = String::new();
+    for file in files_under(dir) {
+        if file.extension().is_some_and(|e| e == "out") {
+            logs += &format!("--- {}\n", file.display());
+            logs += &std::fs::read_to_string(&file).unwrap_or_default();
+        }
+    }
+    logs
+}
+
+/// Every Slurm script of the README (and guide) runs as written under the local Slurm, sizes
+/// scaled down (`SCALED_DOWN`), with `nsys2prv-rs` on the PATH: the job scripts nothing submits
+/// by `sbatch --wait`, the submission commands by bash with `SBATCH_WAIT=1` (each `sbatch`
+/// returns when its job is over, so the dependent merge has run when bash ends). Each writes
+/// the trace one process writes.
+#[test]
+fn every_slurm_script_of_the_documents_runs_as_written() {
+    let mut blocks = slurm_blocks();
+    for (from, to) in SCALED_DOWN {
+        let matching: Vec<&mut ScriptBlock> = blocks
+            .iter_mut()
+            .filter(|b| b.text.contains(from))
+            .collect();
+        assert_eq!(matching.len(), 1, "{from:?} must be in exactly one script");
+        for block in matching {
+            assert_eq!(block.text.matches(from).count(), 1, "{from:?}");
+            block.text = block.text.replace(from, to);
+        }
+    }
+    let (scripts, submissions): (Vec<&ScriptBlock>, Vec<&ScriptBlock>) =
+        blocks.iter().partition(|b| b.is_job_script());
+    for script in &scripts {
+        assert!(
+            script.name().is_some(),
+            "{}: a job script says its name (`# NAME.sh: ...`)",
+            script.origin
+        );
+    }
+    // convert.sh, shards.sh, translate.sh and the array's submission, at least.
+    assert!(
+        scripts.len() >= 3 && !submissions.is_empty(),
+        "{} scripts",
+        blocks.len()
+    );
+
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(binary_path(), bin.join("nsys2prv-rs")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let with_nsys = Command::new("nsys")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+
+    let reference = job_directory(tmp.path(), "reference", with_nsys);
+    let single = binary()
+        .current_dir(&reference)
+        .args(["-q", "--sync", "mpi-init"])
+        .args((0..3).map(|r| format!("report_{r}.nsys-rep")))
+        .arg("run.prv.gz")
+        .output()
+        .unwrap();
+    assert_ok(&single, "one process");
+
+    let submitted = |name: &str| submissions.iter().any(|s| s.text.contains(name));
+    let mut ran = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let name = block.name();
+        if block.is_job_script() && submitted(name.as_deref().unwrap()) {
+            continue;
+        }
+        let dir = job_directory(tmp.path(), &format!("block{i}"), with_nsys);
+        for script in &scripts {
+            std::fs::write(dir.join(script.name().unwrap()), &script.text).unwrap();
+        }
+        let out = match &name {
+            Some(name) => Command::new("sbatch")
+                .current_dir(&dir)
+                .env("PATH", &path)
+                .args(["--wait", "--output=slurm-%j.out", name])
+                .output()
+                .expect("run sbatch"),
+            None => Command::new("bash")
+                .current_dir(&dir)
+                .env("PATH", &path)
+                .env("SBATCH_WAIT", "1")
+                .args(["-euo", "pipefail", "-c", &block.text])
+                .output()
+                .expect("run bash"),
+        };
+        let said = format!(
+            "{}:\n{}\n{}{}{}",
+            block.origin,
+            block.text,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            job_logs(&dir)
+        );
+        assert!(out.status.success(), "{said}");
+        for file in ["run.prv.gz", "run.pcf", "run.row"] {
+            let (got, want) = (dir.join(file), reference.join(file));
+            assert!(
+                std::fs::read(&got).ok() == std::fs::read(&want).ok(),
+                "{file} differs from one process's: {said}"
+            );
+        }
+        assert!(!dir.join("run.parts").exists(), "{said}");
+        ran.push(block.origin.clone());
+    }
+    eprintln!("ran as written: {}", ran.join(", "));
 }

@@ -224,6 +224,45 @@ fn demangled_kernel_names_on_request() {
     check_trace(&out);
 }
 
+/// Issue 27: 117 copies gave 117 identical warnings; many give one line with a count
+/// (the first few named, all of them with -v), and inputs given twice likewise.
+#[test]
+fn many_copies_of_a_report_give_one_warning_with_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _) = small_export(dir.path(), SchemaVersion::V3_7);
+    let mut inputs = vec![input.clone()];
+    for i in 0..5 {
+        let copy = dir.path().join(format!("copy{i}.sqlite"));
+        std::fs::copy(&input, &copy).unwrap();
+        inputs.push(copy);
+    }
+    inputs.push(input.clone());
+    inputs.push(dir.path().join("copy0.sqlite"));
+    let out = dir.path().join("copies.prv");
+    let result = binary().args(&inputs).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(
+        warnings[0].contains("2 inputs given more than once, each translated once: "),
+        "{stderr}"
+    );
+    assert!(
+        warnings[1].contains("5 reports are the same report as another")
+            && warnings[1].contains("; and 2 more (-v lists them)"),
+        "{stderr}"
+    );
+    let verbose = binary().arg("-v").args(&inputs).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    let listed = stderr
+        .lines()
+        .filter(|l| l.starts_with("DEBUG") && l.contains("the same report as"))
+        .count();
+    assert_eq!(listed, 5, "{stderr}");
+    assert_eq!(check_trace(&out).tasks, 1);
+}
+
 #[test]
 fn a_report_given_twice_under_two_names_is_used_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -313,7 +352,7 @@ fn dry_run_counts_rows_and_writes_nothing() {
         stdout.contains(&format!("cuda-api={}", counts.runtime_rows)),
         "{stdout}"
     );
-    assert!(stdout.contains("1 reports on 1 hosts"), "{stdout}");
+    assert!(stdout.contains("1 report on 1 host:"), "{stdout}");
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         1,

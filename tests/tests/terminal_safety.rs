@@ -71,6 +71,98 @@ fn a_views_directory_the_tool_did_not_make_is_refused() {
     assert_eq!(names_in(&work), ["out.cfgs", "report.sqlite"]);
 }
 
+/// Issue 27 item 6: a `.prv`, `.pcf` or `.row` that is not a Paraver file of its
+/// kind is refused (exit 2, one line naming it), before anything is read or
+/// written; Paraver files of another tool (BSC's nsys2prv) and empty files are
+/// replaced.
+#[test]
+fn an_output_file_that_is_not_a_paraver_file_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = sample(NVTX_SAMPLE);
+    let dir = tmp.path();
+    let cases: [(&str, &[u8], &str); 7] = [
+        ("bar.prv", b"my notes\n", "not a Paraver trace"),
+        (
+            "bar.prv.gz",
+            b"#Paraver (01/01/2025 at 10:00):1_ns:0:1:1(1:1)\n",
+            "gzip",
+        ),
+        (
+            "bar.pcf",
+            b"colour notes\nEVENT_TYPE\n",
+            "not a Paraver .pcf",
+        ),
+        ("bar.row", b"thread names: main\n", "not a Paraver .row"),
+        ("bar.prv", b"\x1f\x8b\x08\x00", "not a Paraver trace"),
+        ("bar.pcf", b"\n\n# comment\nSTATES_COLOR\n", ""),
+        ("bar.row", b"\nLEVEL NODE SIZE 1\nnode1\n", ""),
+    ];
+    for (name, content, refusal) in cases {
+        let target = dir.join(name);
+        fs::write(&target, content).unwrap();
+        let output = if name.ends_with(".gz") {
+            "bar.prv.gz"
+        } else {
+            "bar.prv"
+        };
+        let out = convert(&[&input], &dir.join(output), &[]);
+        let said = stderr(&out);
+        if refusal.is_empty() {
+            assert!(out.status.success(), "{name}: {said}");
+            assert_ne!(fs::read(&target).unwrap(), content, "{name} replaced");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{name}: {said}");
+            assert_eq!(said.lines().count(), 1, "{said}");
+            assert!(said.contains(&target.display().to_string()), "{said}");
+            assert!(said.contains(refusal), "{said}");
+            assert_eq!(fs::read(&target).unwrap(), content, "{name} kept");
+            assert_eq!(names_in(dir), [name], "nothing else written");
+            // A sharded conversion refuses it when planned, before any shard runs.
+            let out = binary()
+                .arg("-q")
+                .args(["--plan-shards", "2"])
+                .arg(&input)
+                .arg(dir.join(output))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        }
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                fs::remove_dir_all(path).unwrap();
+            } else {
+                fs::remove_file(path).unwrap();
+            }
+        }
+    }
+
+    // BSC nsys2prv's output set (a Paraver trace whose .pcf begins with blank
+    // lines and an indented DEFAULT_OPTIONS), and an empty .prv, are replaced.
+    fs::write(
+        dir.join("bsc.prv"),
+        "#Paraver (27/11/2026 at 11:39):270072049_ns:0:1:1(5:1)\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("bsc.pcf"),
+        "\n    DEFAULT_OPTIONS\n\n    LEVEL THREAD\n",
+    )
+    .unwrap();
+    fs::write(dir.join("bsc.row"), "LEVEL NODE SIZE 1\nnode1\n").unwrap();
+    fs::write(dir.join("empty.prv"), "").unwrap();
+    for name in ["bsc.prv", "empty.prv"] {
+        let out = convert(&[&input], &dir.join(name), &[]);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        check_trace(&dir.join(name));
+    }
+    // A directory in the trace's place is no trace.
+    fs::create_dir(dir.join("d.prv")).unwrap();
+    let out = convert(&[&input], &dir.join("d.prv"), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+}
+
 /// An empty directory, one the tool made (marker), and one of an older version
 /// (only bundled views, no marker) take the views.
 #[test]
@@ -213,6 +305,74 @@ fn ranks_of_nsys_rep_inputs_come_from_their_names() {
     }
 }
 
+/// Issue 27 item 11: a directory is searched recursively (per-node and per-step
+/// directories of a Slurm job), but not into what the tool made (marker file:
+/// `NAME.cache/`, `NAME.parts/`, views), hidden directories, or symbolic links to
+/// directories.
+#[test]
+fn directories_are_searched_recursively_but_not_into_our_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs = tmp.path().join("jobs");
+    let ranks = workspace_root().join("samples/mpi_3ranks");
+    for (rank, rel) in [(0, "node1"), (1, "node2/step0"), (2, "")] {
+        let dir = jobs.join(rel);
+        fs::create_dir_all(&dir).unwrap();
+        fs::copy(
+            ranks.join(format!("rank{rank}.sqlite")),
+            dir.join(format!("rank{rank}.sqlite")),
+        )
+        .unwrap();
+    }
+    // Copies that must not be found: in an export cache of ours, a snapshot, a link.
+    for dir in ["old.cache", ".snapshot"] {
+        fs::create_dir(jobs.join(dir)).unwrap();
+        fs::copy(
+            ranks.join("rank0.sqlite"),
+            jobs.join(dir).join("rank0.sqlite"),
+        )
+        .unwrap();
+    }
+    fs::write(jobs.join("old.cache/.nsys2prv-rs"), "").unwrap();
+    std::os::unix::fs::symlink(&jobs, jobs.join("node1/loop")).unwrap();
+    let prv = jobs.join("out.prv");
+    // A plan leaves out.parts/ (ours) in the directory; the conversion, out.cfgs/.
+    let plan = binary()
+        .args(["-q", "--plan-shards", "2"])
+        .arg(&jobs)
+        .arg(&prv)
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    assert!(jobs.join("out.parts/.nsys2prv-rs").is_file());
+    for _ in 0..2 {
+        let dry = binary()
+            .arg("--dry-run")
+            .arg(&jobs)
+            .arg(&prv)
+            .output()
+            .unwrap();
+        assert!(dry.status.success(), "{}", stderr(&dry));
+        let listing = String::from_utf8_lossy(&dry.stdout).into_owned();
+        let found: Vec<&str> = listing
+            .lines()
+            .filter(|l| l.contains(".sqlite"))
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        let want: Vec<String> = ["node1/rank0", "node2/step0/rank1", "rank2"]
+            .iter()
+            .map(|r| jobs.join(format!("{r}.sqlite")).display().to_string())
+            .collect();
+        let mut found_sorted = found.clone();
+        found_sorted.sort();
+        assert_eq!(found_sorted, want, "{listing}");
+        let out = convert(&[&jobs], &prv, &[]);
+        let said = stderr(&out);
+        assert!(out.status.success(), "{said}");
+        assert!(!said.contains("more than once"), "{said}");
+        assert_eq!(task_names(&jobs.join("out.row")).len(), 3);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Item 6: a dry run writes nothing, and its size estimate is close.
 
@@ -239,9 +399,99 @@ fn a_dry_run_creates_exports_and_changes_nothing() {
         listing.contains("r.nsys-rep") && listing.contains("needs `nsys export`"),
         "{listing}"
     );
-    assert!(listing.contains("1 reports need exporting"), "{listing}");
+    assert!(listing.contains("1 report not exported yet"), "{listing}");
     assert_eq!(names_in(tmp.path()), before, "nothing created");
     assert!(!tmp.path().join("nsys.log").exists(), "nsys was not run");
+}
+
+/// Issue 27 item 5: the common case after a Slurm job, real `.nsys-rep` reports not
+/// exported yet. The dry run lists them, says they need `nsys export` (and how long),
+/// guesses the size from the report files and says the guess is rough; it exports
+/// nothing. Once the conversion has exported them, it counts their rows.
+#[test]
+fn a_dry_run_of_reports_not_exported_lists_them_and_guesses_the_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("job");
+    fs::create_dir(&dir).unwrap();
+    let samples = sample("samples/mpi_3ranks");
+    for rank in 0..3 {
+        fs::copy(
+            samples.join(format!("rank{rank}.nsys-rep")),
+            dir.join(format!("report_{rank}.nsys-rep")),
+        )
+        .unwrap();
+    }
+    let home = fake_nsys_home(tmp.path(), &samples.join("rank0.sqlite"), false);
+    let before = names_in(&dir);
+    let out_prv = dir.join("run.prv");
+    let dry = binary()
+        .env("NSYS_HOME", &home)
+        .arg("--dry-run")
+        .arg(&dir)
+        .arg(&out_prv)
+        .output()
+        .unwrap();
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let listing = String::from_utf8_lossy(&dry.stdout).into_owned();
+    for rank in 0..3 {
+        let line = listing
+            .lines()
+            .find(|l| l.contains(&format!("report_{rank}.nsys-rep")))
+            .unwrap_or_else(|| panic!("report_{rank} not listed: {listing}"));
+        assert!(line.contains("needs `nsys export` first (1"), "{line}");
+    }
+    assert!(!listing.contains("0 reports on 0 hosts"), "{listing}");
+    assert!(
+        listing.contains("3 reports not exported yet (495 kB of reports)"),
+        "{listing}"
+    );
+    assert!(listing.contains("the dry run exports nothing"), "{listing}");
+    let guess = listing
+        .split("roughly ")
+        .nth(1)
+        .and_then(|s| s.split(" of .prv").next())
+        .map(parse_size)
+        .unwrap_or_else(|| panic!("no guess in {listing}"));
+    assert!(
+        listing.contains("a guess from the reports' size"),
+        "{listing}"
+    );
+    assert_eq!(names_in(&dir), before, "nothing created");
+    assert!(!tmp.path().join("nsys.log").exists(), "nsys was not run");
+
+    // The real size, from the same reports' exports.
+    let exports: Vec<PathBuf> = (0..3)
+        .map(|r| samples.join(format!("rank{r}.sqlite")))
+        .collect();
+    let refs: Vec<&Path> = exports.iter().map(PathBuf::as_path).collect();
+    let real_prv = tmp.path().join("real.prv");
+    assert!(convert(&refs, &real_prv, &[]).status.success());
+    let real = fs::metadata(&real_prv).unwrap().len() as f64;
+    assert!(
+        (real / 3.0..=real * 3.0).contains(&guess),
+        "guessed {guess} bytes, {real} written"
+    );
+
+    // Exported by the conversion (with the real nsys), the dry run counts rows.
+    let has_nsys = std::process::Command::new("nsys")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_nsys {
+        not_checked("nsys", "no nsys on PATH: the dry run after a real export");
+        return;
+    }
+    let out = binary().arg("-q").arg(&dir).arg(&out_prv).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dry = binary()
+        .arg("--dry-run")
+        .arg(&dir)
+        .arg(&out_prv)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&dry.stdout).into_owned();
+    assert!(listing.contains("3 reports on 1 host: "), "{listing}");
+    assert!(!listing.contains("not exported"), "{listing}");
 }
 
 /// "12.3 kB" → bytes.
@@ -382,20 +632,13 @@ fn bsc_command_lines_run_unchanged() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("no_such_range"), "{}", stderr(&out));
 
-    // Options of BSC's with no equivalent say what to use instead (exit 2);
-    // those with one (tests/bsc_cli.rs) run.
-    for (flag, instead) in [
-        ("--label=run1", "no labels"),
-        ("--description-text=x", "notes"),
-    ] {
-        let out = run(&[flag, "report1.sqlite", "x"]);
-        assert_eq!(out.status.code(), Some(2), "{flag}");
-        assert!(stderr(&out).contains(instead), "{flag}: {}", stderr(&out));
-    }
+    // BSC's options run (tests/bsc_cli.rs, tests/pmf.rs for -L and --description-*).
     let out = run(&[
         "--time-limit-start=1",
         "--exclude-kernels",
         "--clean",
+        "--label=run1",
+        "--description-text=x",
         "report1.sqlite",
         "x",
     ]);

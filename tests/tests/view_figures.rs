@@ -6,7 +6,7 @@
 //! the same figure computed here straight from the SQLite export (a kernel's
 //! share of its stream, a graph's launches, the peak GPU memory, ...).
 //!
-//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped with a note without
+//! Needs `PARAMEDIR` (see `end_to_end::paramedir`); skipped, and listed in the run's summary, without
 //! it, except under CI.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 
 use end_to_end::paramedir::{paramedir, run, Histogram, ViewResult};
 use end_to_end::*;
-use nsys_synth::{write_export, SchemaVersion, SynthDeviceSide, SynthGraphMode, SynthSpec};
+use nsys_synth::{
+    add_cpu_activity, write_export, SchemaVersion, SynthCpu, SynthDeviceSide, SynthGraphMode,
+    SynthSpec,
+};
 use rusqlite::{Connection, OpenFlags};
 
 /// A converted trace.
@@ -58,7 +61,9 @@ impl Trace {
     fn evaluate(&self, paramedir: &Path, view: &str) -> ViewResult {
         let path = self.views.join(view);
         assert!(path.is_file(), "{view} is not written");
-        let run = run(paramedir, &self.prv, &[path], &["-npr"]);
+        // -tu: a timeline's times in ns (the trace's unit), whatever unit the
+        // view was written with for the trace's length.
+        let run = run(paramedir, &self.prv, &[path], &["-npr", "-tu"]);
         assert!(
             run.unexpected_lines().is_empty() && run.messages(0).is_empty(),
             "{view}: {}{}",
@@ -367,7 +372,8 @@ fn gpu_metrics_per_kernel_are_the_averages_of_the_samples() {
         let file = view.rsplit('/').next().unwrap();
         let ty: u32 = file.split('_').next().unwrap().parse().unwrap();
         let label = label_in(&trace.views.join(view), Some(ty));
-        let label = label.strip_prefix("GPU metric ").unwrap();
+        // BSC's numbering labels a metric with its bare name, names `GPU metric …`.
+        let label = label.strip_prefix("GPU metric ").unwrap_or(&label);
         let (metric, scale) = match label.strip_suffix(" x100") {
             Some(metric) => (metric, 100),
             None => (label, 1),
@@ -377,7 +383,7 @@ fn gpu_metrics_per_kernel_are_the_averages_of_the_samples() {
             &format!(
                 "SELECT g.timestamp, g.value FROM GPU_METRICS g JOIN TARGET_INFO_GPU_METRICS t
                  ON t.typeId = g.typeId AND t.metricId = g.metricId
-                 WHERE t.metricName = '{metric}' ORDER BY g.timestamp"
+                 WHERE t.metricName = '{metric}' AND g.timestamp >= 0 ORDER BY g.timestamp"
             ),
             |r| Ok((r.get(0)?, r.get::<_, i64>(1)? * scale)),
         );
@@ -583,7 +589,13 @@ fn counter_views_show_each_counter_of_the_export() {
                 true => format!("{name} (port {port})"),
                 false => name,
             };
-            Ok((format!("{prefix} {name} [{unit}]"), r.get(3)?))
+            // NIC counters are labelled as BSC does (`name [unit]`), switch
+            // counters with their prefix.
+            let label = match prefix {
+                "" => format!("{name} [{unit}]"),
+                _ => format!("{prefix} {name} [{unit}]"),
+            };
+            Ok((label, r.get(3)?))
         })
         .into_iter()
         .collect()
@@ -605,10 +617,7 @@ fn counter_views_show_each_counter_of_the_export() {
     .into_iter()
     .collect();
     for (dir, want) in [
-        (
-            "views/nic_counters",
-            network("NET_NIC_METRIC", "NIC", false),
-        ),
+        ("views/nic_counters", network("NET_NIC_METRIC", "", false)),
         (
             "views/ib_switch_counters",
             network("NET_IB_SWITCH_METRIC", "IB switch", true),
@@ -625,6 +634,85 @@ fn counter_views_show_each_counter_of_the_export() {
             let lines = trace.timeline(&paramedir, view);
             let most = lines.iter().map(|l| l.3).fold(0.0, f64::max);
             assert_eq!(most, expected as f64, "{view}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// CPU core counters.
+
+/// Per (thread, counter label): the summed count of the samples BSC's rule gives
+/// the thread (the last switch-in on the sample's CPU at or before its
+/// midpoint), and the largest count the thread gets at one midpoint.
+fn counter_truth(db: &Connection) -> BTreeMap<(i64, String), (i64, i64)> {
+    let sql = "WITH s AS (
+           SELECT r.start + (r.end - r.start) / 2 AS mid, r.eventId, r.count,
+             COALESCE(
+               (SELECT c.instance FROM TARGET_INFO_COMPONENT c
+                WHERE c.componentId = r.componentId AND c.name = 'Core'),
+               (SELECT p.instance FROM TARGET_INFO_COMPONENT c
+                JOIN TARGET_INFO_COMPONENT p ON p.componentId = c.parentId
+                WHERE c.componentId = r.componentId AND p.name = 'Core')) AS cpu
+           FROM PERF_EVENT_SOC_OR_CPU_RAW_EVENT r),
+         t AS (
+           SELECT s.*, (SELECT e.globalTid % 16777216 FROM SCHED_EVENTS e
+                        WHERE e.cpu = s.cpu AND e.isSchedIn != 0 AND e.start <= s.mid
+                        ORDER BY e.start DESC, e.rowid DESC LIMIT 1) AS tid
+           FROM s),
+         per AS (SELECT tid, eventId, mid, SUM(count) AS n FROM t WHERE tid IS NOT NULL
+                 GROUP BY tid, eventId, mid)
+         SELECT per.tid, COALESCE(m.displayName, m.name)
+                  || CASE WHEN m.unit = '' THEN '' ELSE ' [' || m.unit || ']' END,
+                SUM(per.n), MAX(per.n)
+         FROM per JOIN TARGET_INFO_PERF_METRIC m ON m.id = per.eventId
+         GROUP BY per.tid, per.eventId";
+    rows(db, sql, |r| {
+        Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+    })
+    .into_iter()
+    .collect()
+}
+
+/// CPU core counters: the profile of each counter is the sum of the counts the
+/// export gives each thread, and its timeline shows each period's count.
+#[test]
+fn cpu_counter_views_sum_what_each_thread_counted() {
+    let Some(paramedir) = paramedir() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("counters.sqlite");
+    let spec = SynthSpec::small(SchemaVersion::V3_24);
+    write_export(&spec, &input).unwrap();
+    let cpu = SynthCpu {
+        samples_per_thread: 120,
+        cpu_counters: 3,
+        ..SynthCpu::default()
+    };
+    add_cpu_activity(&input, &spec, &cpu).unwrap();
+    let trace = convert_into(dir.path(), "counters", &[&input]);
+    let truth = counter_truth(&open(&input));
+    let labels: BTreeSet<&String> = truth.keys().map(|(_, label)| label).collect();
+    assert_eq!(labels.len(), 3, "{truth:?}");
+    let profiles = trace.views_under("analysis/cpu_counters");
+    let timelines = trace.views_under("views/cpu_counters");
+    assert_eq!((profiles.len(), timelines.len()), (3, 3));
+    for (profile, timeline) in profiles.iter().zip(&timelines) {
+        let label = label_in(&trace.views.join(timeline), None);
+        let h = trace.histogram(&paramedir, profile);
+        let lines = trace.timeline(&paramedir, timeline);
+        for ((tid, _), (sum, most)) in truth.iter().filter(|((_, l), _)| *l == label) {
+            let thread = trace.cpu_thread(*tid);
+            let total = cell(&h, thread, "1");
+            assert!(
+                close(total, *sum as f64),
+                "{profile} {thread}: {total} != {sum}"
+            );
+            let object = trace.object(thread);
+            let shown = lines
+                .iter()
+                .filter(|l| l.0 == object)
+                .map(|l| l.3)
+                .fold(0.0, f64::max);
+            assert_eq!(shown, *most as f64, "{timeline} {thread}");
         }
     }
 }

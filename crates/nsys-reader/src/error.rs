@@ -1,4 +1,4 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A reading failure, always naming the file (and the table and row where known).
 ///
@@ -51,5 +51,15 @@ fn advice(e: &rusqlite::Error) -> &'static str {
             " (the file is damaged, e.g. by an interrupted export or copy; export the report again)"
         }
         _ => "",
+    }
+}
+
+/// An SQLite error on `path` (in `table`, when known).
+pub(crate) fn sqlite_error(path: &Path, table: Option<&str>, cause: rusqlite::Error) -> ReadError {
+    ReadError::Sqlite {
+        path: path.to_path_buf(),
+        table: table.map(str::to_string),
+        row: None,
+        cause: Box::new(cause),
     }
 }

@@ -4,6 +4,12 @@
 //! detected by table and column presence, never by version number alone, and every
 //! table is optional.
 
+// Unsafe code only where allowed: `statement` (SQLite's C API for table scans).
+#![deny(unsafe_code)]
+
+mod checks;
+mod connection;
+pub mod cpu_counters;
 pub mod cuda;
 pub mod cuda_events;
 pub mod enums;
@@ -24,14 +30,18 @@ pub mod osrt;
 mod pages;
 #[cfg(test)]
 mod pages_tests;
+mod query;
 pub mod sampling;
+mod scan;
 pub mod sched;
 mod schema;
+#[allow(unsafe_code)]
 mod statement;
 mod threads;
 
 pub use error::ReadError;
-pub use export::{Export, TableScan};
+pub use export::Export;
 pub use meta::Metadata;
+pub use scan::TableScan;
 pub use schema::Schema;
 pub use statement::RowView;

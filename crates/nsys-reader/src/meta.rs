@@ -36,6 +36,14 @@ pub struct Metadata {
     /// CPU sampling and context switches were recorded for the whole machine
     /// (`--sample=system-wide`; 2023.3+ say so), not just the launched process tree.
     pub system_wide_cpu_data: bool,
+    /// `TARGET_INFO_SESSION_START_TIME.localTime`: the session start in the target's
+    /// local time, as nsys wrote it (`2025-03-01T10:00:00`).
+    pub session_start_local: Option<String>,
+    /// The command nsys launched (`PROCESS_n:COMMAND` of the lowest n that has one)
+    /// followed by its arguments (`PROCESS_n:ARGUMENT_i`, by i); empty when not recorded.
+    pub launch_command: Vec<String>,
+    /// `TARGET_INFO_GPU` ids and names.
+    pub gpu_names: Vec<(i64, String)>,
 }
 
 impl Metadata {
@@ -75,13 +83,28 @@ impl Metadata {
                 Ok(())
             },
         )?;
-        export.scan("TARGET_INFO_SESSION_START_TIME", &["utcEpochNs"], |row| {
-            let plausible = row.int(0).filter(|t| t.unsigned_abs() <= MAX_CLOCK_NS);
-            meta.session_start_utc_ns = meta.session_start_utc_ns.or(plausible);
+        export.scan(
+            "TARGET_INFO_SESSION_START_TIME",
+            &["utcEpochNs", "localTime"],
+            |row| {
+                let plausible = row.int(0).filter(|t| t.unsigned_abs() <= MAX_CLOCK_NS);
+                meta.session_start_utc_ns = meta.session_start_utc_ns.or(plausible);
+                if meta.session_start_local.is_none() {
+                    meta.session_start_local = row.text(1).filter(|t| !t.trim().is_empty());
+                }
+                Ok(())
+            },
+        )?;
+        export.scan("TARGET_INFO_GPU", &["id", "name"], |row| {
+            if let (Some(id), Some(name)) = (row.int(0), row.text(1)) {
+                meta.gpu_names.push((id, name));
+            }
             Ok(())
         })?;
+        let mut command = LaunchCommand::default();
         export.scan("META_DATA_CAPTURE", &["name", "value"], |row| {
             if let (Some(name), Some(value)) = (row.text(0), row.text(1)) {
+                command.note(&name, &value);
                 if name.ends_with("ENVIRONMENT_VARIABLE") {
                     if let Some(pair) = parse_env_assignment(&value) {
                         meta.environment.push(pair);
@@ -93,6 +116,7 @@ impl Metadata {
             Ok(())
         })?;
         meta.environment.extend(launcher_env);
+        meta.launch_command = command.words();
         Ok(meta)
     }
 
@@ -143,6 +167,51 @@ impl Metadata {
     }
 }
 
+/// The `PROCESS_n:COMMAND` and `PROCESS_n:ARGUMENT_i` rows of `META_DATA_CAPTURE`.
+#[derive(Default)]
+struct LaunchCommand {
+    /// (n, command).
+    commands: Vec<(u32, String)>,
+    /// (n, i, argument).
+    arguments: Vec<(u32, u32, String)>,
+}
+
+impl LaunchCommand {
+    fn note(&mut self, name: &str, value: &str) {
+        let Some((process, key)) = name
+            .strip_prefix("PROCESS_")
+            .and_then(|rest| rest.split_once(':'))
+        else {
+            return;
+        };
+        let Ok(process) = process.parse::<u32>() else {
+            return;
+        };
+        if key == "COMMAND" {
+            self.commands.push((process, value.to_string()));
+        } else if let Some(Ok(index)) = key.strip_prefix("ARGUMENT_").map(str::parse::<u32>) {
+            self.arguments.push((process, index, value.to_string()));
+        }
+    }
+
+    /// The command of the lowest process number that has one, then its arguments.
+    fn words(mut self) -> Vec<String> {
+        self.commands.sort_by_key(|(process, _)| *process);
+        let Some((process, command)) = self.commands.into_iter().next() else {
+            return Vec::new();
+        };
+        self.arguments.sort_by_key(|(_, index, _)| *index);
+        std::iter::once(command)
+            .chain(
+                self.arguments
+                    .into_iter()
+                    .filter(|(p, _, _)| *p == process)
+                    .map(|(_, _, argument)| argument),
+            )
+            .collect()
+    }
+}
+
 /// `NAME="value"` (as META_DATA_CAPTURE writes it) → (`NAME`, `value`).
 fn parse_env_assignment(text: &str) -> Option<(String, String)> {
     let (name, value) = text.split_once('=')?;
@@ -157,6 +226,28 @@ fn parse_env_assignment(text: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_launch_command_is_the_first_process_s_with_its_arguments_in_order() {
+        let mut command = LaunchCommand::default();
+        for (name, value) in [
+            ("PROCESS_1:COMMAND", "other"),
+            ("PROCESS_0:ARGUMENT_10", "k"),
+            ("PROCESS_0:COMMAND", "python3"),
+            ("PROCESS_1:ARGUMENT_0", "x"),
+            ("PROCESS_0:ARGUMENT_2", "c"),
+            ("PROCESS_0:ARGUMENT_0", "train.py"),
+            ("PROCESS_0:WORKING_DIR", "/w"),
+            ("PROCESS_0:ARGUMENT_1", "--epochs=2"),
+        ] {
+            command.note(name, value);
+        }
+        assert_eq!(
+            command.words(),
+            ["python3", "train.py", "--epochs=2", "c", "k"]
+        );
+        assert!(LaunchCommand::default().words().is_empty());
+    }
 
     #[test]
     fn env_assignments_lose_their_quotes() {

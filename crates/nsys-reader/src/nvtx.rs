@@ -90,7 +90,7 @@ impl Export {
         kinds: &[i64],
         f: impl FnMut(&NvtxEvent) -> Result<(), ReadError>,
     ) -> Result<TableScan, ReadError> {
-        let keep = crate::schema::ColumnIn {
+        let keep = crate::query::ColumnIn {
             column: 2,
             values: kinds.to_vec(),
         };

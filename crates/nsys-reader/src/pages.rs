@@ -22,7 +22,7 @@ use std::path::Path;
 
 use rusqlite::types::ValueRef;
 
-use crate::schema::Keep;
+use crate::query::{DirectScan, Field, Keep};
 
 /// Pages read ahead at most: leaves of a table written in order lie one after
 /// the other in the file. The read-ahead grows while pages are read in order,
@@ -41,26 +41,6 @@ pub(crate) struct PageFile {
     usable: usize,
     /// Pages in the file.
     pages: u32,
-}
-
-/// What a direct scan reads for each result column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Field {
-    /// Field `index` of the record; `real`: the column has REAL affinity.
-    Column { index: usize, real: bool },
-    /// The rowid (an `INTEGER PRIMARY KEY` column).
-    RowId,
-    /// A column the table does not have.
-    Null,
-}
-
-/// A direct scan of one table: its B-tree's root page, the result columns and
-/// the rows it keeps.
-#[derive(Clone, Debug)]
-pub(crate) struct DirectScan {
-    pub root: u32,
-    pub fields: Vec<Field>,
-    pub keep: Keep,
 }
 
 /// Why a scan stopped: the file is not what its pages say.

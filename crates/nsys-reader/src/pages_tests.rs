@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
-use crate::export::rows_of_table;
+use crate::scan::rows_of_table;
 use crate::Export;
 
 /// Rows of every table `export` reads from its pages, read both ways: each

@@ -11,7 +11,7 @@
 //! come in a block a second late, so whatever follows a thread's samples in time
 //! (the callers each one ends) needs this order.
 
-use crate::schema::Query;
+use crate::query::Query;
 use crate::{Export, ReadError, RowView};
 
 pub const COMPOSITE_EVENTS: &str = "COMPOSITE_EVENTS";

@@ -1,7 +1,12 @@
 use std::collections::{HashMap, HashSet};
 
-use crate::pages::{DirectScan, Field};
-pub(crate) use Keep::ColumnIn;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use crate::error::sqlite_error;
+use crate::query::{DirectScan, Field, Keep, Query};
+use crate::ReadError;
 
 /// Columns that hold event timestamps (ns).
 const TIME_COLUMNS: &[&str] = &["start", "end", "timestamp"];
@@ -42,43 +47,60 @@ pub(crate) struct ColumnInfo {
     pub hidden: bool,
 }
 
-/// A typed scan's query: its SQL, the result columns that are timestamps whose
-/// range the reader checks on the values (bit `i`: column `i`), as
-/// [`Schema::select`] would have SQLite do, and, for a plain scan of a table
-/// stored in the usual way, how to read it from the file's pages.
-pub(crate) struct Query {
-    pub sql: String,
-    pub checked_times: u64,
-    pub direct: Option<DirectScan>,
-}
-
-/// Which rows a scan keeps: all, or those whose result column `column` is one
-/// of `values` (an `=` of an integer column, as SQLite compares).
-#[derive(Clone, Debug)]
-pub(crate) enum Keep {
-    All,
-    ColumnIn { column: usize, values: Vec<i64> },
-}
-
-impl Keep {
-    /// The SQL condition, on the result columns `columns`.
-    fn condition(&self, columns: &[&str]) -> String {
-        match self {
-            Keep::All => "1".to_string(),
-            Keep::ColumnIn { values, .. } if values.is_empty() => "0".to_string(),
-            // `=` terms joined by OR: SQLite tests `IN` lists of more than two
-            // values with a lookup in a temporary index, several times the cost
-            // per row.
-            Keep::ColumnIn { column, values } => values
-                .iter()
-                .map(|v| format!("\"{}\" = {v}", columns[*column]))
-                .collect::<Vec<_>>()
-                .join(" OR "),
-        }
-    }
-}
-
 impl Schema {
+    /// Tables and views with their columns (name, declared type).
+    pub(crate) fn read(path: &Path, conn: &Connection) -> Result<Schema, ReadError> {
+        let mut schema = Schema::default();
+        let tables: Vec<(String, String, u32, String)> = conn
+            .prepare(
+                "SELECT name, type, rootpage, sql FROM sqlite_master WHERE type IN ('table', 'view')",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| {
+                    let root: Option<i64> = r.get(2)?;
+                    let sql: Option<String> = r.get(3)?;
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        root.and_then(|p| u32::try_from(p).ok()).unwrap_or(0),
+                        sql.unwrap_or_default(),
+                    ))
+                })?
+                .collect::<Result<_, _>>()
+            })
+            .map_err(|e| sqlite_error(path, Some("sqlite_master"), e))?;
+        for (table, kind, root, sql) in tables {
+            let columns: Vec<ColumnInfo> = conn
+                .prepare(&format!("PRAGMA table_xinfo(\"{table}\")"))
+                .and_then(|mut s| {
+                    // A column without a declared type has '' (or NULL).
+                    s.query_map([], |r| {
+                        let declared: Option<String> = r.get(2)?;
+                        let default: rusqlite::types::ValueRef = r.get_ref(4)?;
+                        Ok(ColumnInfo {
+                            name: r.get(1)?,
+                            declared: declared.unwrap_or_default(),
+                            has_default: default != rusqlite::types::ValueRef::Null,
+                            pk: r.get::<_, Option<u32>>(5)?.unwrap_or(0),
+                            hidden: r.get::<_, Option<i64>>(6)?.unwrap_or(0) != 0,
+                        })
+                    })?
+                    .collect::<Result<_, _>>()
+                })
+                .map_err(|e| sqlite_error(path, Some(&table), e))?;
+            if kind == "table" {
+                schema.insert_stored(&table, root, &sql, &columns);
+            }
+            let visible = columns
+                .into_iter()
+                .filter(|c| !c.hidden)
+                .map(|c| (c.name, c.declared))
+                .collect();
+            schema.insert(table, visible);
+        }
+        Ok(schema)
+    }
+
     /// A table with its columns: (name, declared type).
     pub(crate) fn insert(&mut self, table: String, columns: Vec<(String, String)>) {
         for (name, declared) in &columns {

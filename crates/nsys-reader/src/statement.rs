@@ -26,7 +26,7 @@ pub(crate) struct Statement<'c> {
 
 impl<'c> Statement<'c> {
     /// Prepares `sql`; the result columns in `checked_times` (bit `i`: column `i`)
-    /// are timestamps read as NULL out of range, see [`crate::schema::Query`].
+    /// are timestamps read as NULL out of range, see [`crate::query::Query`].
     pub fn prepare(
         conn: &'c Connection,
         sql: &str,

@@ -35,6 +35,7 @@ fn report(rank: u32) -> ReportTranslation {
         p2p: Vec::new(),
         sync_points: Default::default(),
         cpus_seen: 0,
+        recorded_tables: Vec::new(),
     }
 }
 

@@ -45,18 +45,25 @@ pub fn catalog_for_reports(reports: &[ReportTranslation]) -> PcfCatalog {
 /// reported: their values share one type in the trace.
 pub fn catalog_with_reports(registry: &Registry, reports: &[ReportTranslation]) -> PcfCatalog {
     let mut catalog = catalog_of(registry);
+    let declared = catalog.types.len();
     for info in reports.iter().flat_map(|r| &r.extra_types) {
-        match catalog.types.iter_mut().find(|t| t.ty == info.ty) {
+        let at = catalog.types.iter().position(|t| t.ty == info.ty);
+        match at.map(|i| (i, &mut catalog.types[i])) {
             None => catalog.types.push(info.clone()),
+            // NIC counters in BSC's numbering (9500 + index) take the types of
+            // NCCL's ranges, which then have none ([`crate::metric_sets`]): the
+            // report's label is the one.
+            Some((i, known)) if i < declared && (9500..9600).contains(&info.ty) => {
+                *known = info.clone();
+            }
             // A report may know enum values the built-in table lacks.
-            Some(known) if known.label == info.label => merge_fixed_values(known, info),
-            Some(known) if known.label != info.label => tracing::warn!(
+            Some((_, known)) if known.label == info.label => merge_fixed_values(known, info),
+            Some((_, known)) => tracing::warn!(
                 "event type {} labels both '{}' and '{}' (their names hash alike); their values share the type",
                 info.ty,
                 known.label,
                 info.label
             ),
-            Some(_) => {}
         }
     }
     catalog

@@ -297,7 +297,7 @@ impl<'a> ReportContext<'a> {
     /// Counts a scan of `table`: the rows translated (when there are any) and the
     /// rows skipped, with a warning.
     pub fn note_scan(&mut self, table: &str, scan: TableScan) {
-        let translated = scan.rows - scan.skipped;
+        let translated = scan.kept();
         if translated > 0 {
             self.count(table, translated);
         }

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::cuda_sync::{CUDA_SYNC, SYNC};
-use crate::handoff::{GpuLinks, NcclRanges, SyncCalls};
+use crate::handoff::{GpuLinks, NcclRanges, SyncCall, SyncCalls};
 use crate::types::{interval, state};
 use crate::view::View;
 
@@ -116,22 +116,24 @@ fn translate(
 ) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, ApiName> = FxHashMap::default();
-    let (mut arrows, mut synced, mut filtered, mut dropped) = (0u64, 0u64, 0u64, 0u64);
+    // Counted as they happen, never as differences (issue 27).
+    let (mut arrows, mut synced, mut filtered, mut emitted) = (0u64, 0u64, 0u64, 0u64);
     let mut launched = links.finder();
+    let mut matcher = syncs.matcher();
+    let sync_pair = |s: &SyncCall| [EventPair::name(CUDA_SYNC, s.kind)];
     let scan = export.api_calls(|call| {
         let thread = ctx.cpu_thread(call.global_tid);
         let pid = pid_of(call.global_tid);
-        let sync = call.correlation_id.and_then(|c| syncs.find(pid, c));
+        let held = match call.correlation_id {
+            Some(c) if syncs.len() > 0 => matcher.take(pid, c, call.start, call.end, thread),
+            _ => Vec::new(),
+        };
         if outputs.syncs {
-            if let Some(s) = sync {
+            for s in &held {
                 // Inside the call, so ahead of its begin: it waits in the run
                 // until the producer gets there.
-                ctx.run.interval_ahead(
-                    thread,
-                    s.start,
-                    s.end,
-                    &[EventPair::name(CUDA_SYNC, s.kind)],
-                );
+                ctx.run
+                    .interval_ahead(thread, s.start, s.end, &sync_pair(s));
                 synced += 1;
             }
         }
@@ -140,14 +142,13 @@ fn translate(
         }
         let name = api_name(ctx, &mut names, call.name_id)?;
         let launches = match call.correlation_id {
-            Some(c) => launched.find(pid, c),
+            Some(c) => launched.take(pid, c),
             None => &[],
         };
         // A call left out by BSC's filters takes its launch arrows with it.
         let by_filter = name.kept && ctx.options.api_calls.keeps_duration(call.start, call.end);
         let kept = by_filter && ctx.within_limits(call.start, call.end);
         filtered += u64::from(!by_filter);
-        dropped += u64::from(!kept);
         // The arrows first: they sort before the call's begin at its time, so
         // the run gets its records in order (pass order only matters between
         // records of one thread, time and kind).
@@ -167,7 +168,8 @@ fn translate(
             arrows += 1;
         }
         if kept {
-            emit_call(ctx, thread, call, name, sync.is_some());
+            emit_call(ctx, thread, call, name, !held.is_empty());
+            emitted += 1;
         }
         for link in launches {
             if let Some(end) = link.nccl_end() {
@@ -181,7 +183,7 @@ fn translate(
         Ok(())
     })?;
     if outputs.calls {
-        ctx.count(RUNTIME, scan.rows - scan.skipped - dropped);
+        ctx.count(RUNTIME, emitted);
         if ctx.options.api_calls.is_set() {
             ctx.count(
                 "CUDA API calls filtered out (--filter-cuda-calls-*)",
@@ -190,13 +192,23 @@ fn translate(
         }
         ctx.count("launch arrows", arrows);
         ctx.note_skipped(RUNTIME, scan.skipped);
+        if launched.repeats() > 0 {
+            ctx.count("API calls repeating a correlation id", launched.repeats());
+        }
     }
+    // Syncs no call held go to the nearest call with their id, behind what the
+    // scan pushed on its thread (the run sorts them in).
+    let (nearest, orphans) = matcher.leftovers();
     if outputs.syncs {
+        for &(s, thread) in &nearest {
+            ctx.run
+                .interval_ahead(thread, s.start, s.end, &sync_pair(s));
+        }
+        synced += nearest.len() as u64;
         ctx.count(SYNCHRONIZATION, synced);
-        let unmatched = syncs.len() as u64 - synced;
-        if unmatched > 0 {
+        if orphans > 0 {
             ctx.warnings.push(format!(
-                "{}: {unmatched} synchronizations have no API call with their correlation id and were left out",
+                "{}: {orphans} synchronizations have no API call with their correlation id and were left out",
                 export.path().display()
             ));
         }

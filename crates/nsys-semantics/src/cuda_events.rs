@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey};
-use crate::handoff::TAG_EVENT_WAIT;
+use crate::handoff::{owner_among, TAG_EVENT_WAIT};
 use crate::types::point;
 use crate::view::View;
 
@@ -128,11 +128,12 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     if records.is_empty() && waits.is_empty() {
         return Ok(());
     }
-    let mut calls: FxHashMap<(u32, i64), CallSite> = FxHashMap::default();
+    let mut sites: Vec<CallSite> = Vec::new();
     export.event_call_sites(|c| {
-        calls.insert((pid_of(c.global_tid), c.correlation_id), *c);
+        sites.push(*c);
         Ok(())
     })?;
+    let calls = CallSites::new(sites);
     let mut tally = Tally::default();
     let placed = place_records(ctx, &records, &calls, &mut tally);
     drop(records);
@@ -149,6 +150,26 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     Ok(())
 }
 
+/// The API calls behind records and waits, by (pid, correlation id); calls
+/// that share an id keep their table order. A record (which has no time of its
+/// own before nsys 2025.5) takes the first; a host wait the one that holds it
+/// (see [`owner_among`]).
+struct CallSites(Vec<CallSite>);
+
+impl CallSites {
+    fn new(mut sites: Vec<CallSite>) -> Self {
+        sites.sort_by_key(|c| (pid_of(c.global_tid), c.correlation_id));
+        CallSites(sites)
+    }
+
+    fn of(&self, pid: u32, correlation: i64) -> &[CallSite] {
+        let key = |c: &CallSite| (pid_of(c.global_tid), c.correlation_id);
+        let lo = self.0.partition_point(|c| key(c) < (pid, correlation));
+        let hi = self.0.partition_point(|c| key(c) <= (pid, correlation));
+        &self.0[lo..hi]
+    }
+}
+
 struct PlacedRecord {
     placed: Placed,
     sync_id: Option<i64>,
@@ -158,13 +179,13 @@ struct PlacedRecord {
 fn place_records(
     ctx: &mut ReportContext,
     records: &[EventRecord],
-    calls: &FxHashMap<(u32, i64), CallSite>,
+    calls: &CallSites,
     tally: &mut Tally,
 ) -> Vec<PlacedRecord> {
     let mut placed = Vec::with_capacity(records.len());
     for r in records {
         let pid = pid_of(r.global_pid);
-        let call = r.correlation_id.and_then(|c| calls.get(&(pid, c)));
+        let call = r.correlation_id.and_then(|c| calls.of(pid, c).first());
         let Some(time) = r.timestamp.or(call.map(|c| c.end)) else {
             tally.untimed_records += 1;
             continue;
@@ -230,7 +251,7 @@ fn place_wait(
     wait: &EventWait,
     placed: &[Placed],
     by_sync_id: &FxHashMap<(u32, i64), usize>,
-    calls: &FxHashMap<(u32, i64), CallSite>,
+    calls: &CallSites,
     tally: &mut Tally,
 ) {
     if !ctx.within_limits(wait.start, wait.end) {
@@ -243,7 +264,9 @@ fn place_wait(
             STREAM_WAIT,
         ),
         None => {
-            let call = wait.correlation_id.and_then(|c| calls.get(&(pid, c)));
+            let call = wait.correlation_id.and_then(|c| {
+                owner_among(calls.of(pid, c), |s| (s.start, s.end), wait.start, wait.end)
+            });
             let Some(call) = call else {
                 tally.threadless_waits += 1;
                 return;

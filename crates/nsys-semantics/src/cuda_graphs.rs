@@ -11,10 +11,12 @@
 //!   is the `cudaGraphLaunch` call's, so that call has an arrow to every node;
 //! * construction, on the CPU thread that made it: 63000103 "CUDA graph API
 //!   event" named by its event class (graph creation, exec creation, clone, node
-//!   creation, exec node parameters) with the ids it names (63000100–63000102,
-//!   and 63000104/63000105 the node or graph it was cloned from), from
-//!   `CUDA_GRAPH_NODE_EVENTS` and from `CUDA_GRAPH_EVENTS` in both of its forms
-//!   (node events in nsys 2022, graph events later).
+//!   creation, exec node parameters) with the ids it names (63000106–63000108
+//!   the graph, exec and node, 63000104/63000105 the node or graph it was cloned
+//!   from), from `CUDA_GRAPH_NODE_EVENTS` and from `CUDA_GRAPH_EVENTS` in both of
+//!   its forms (node events in nsys 2022, graph events later). Types of their
+//!   own, not 63000100–63000102: those are BSC nsys2prv's ids of what runs on the
+//!   GPU, which its views (`cuda_graph_id.cfg`, `graph_node_id.cfg`, …) count.
 
 use nsys_reader::enums;
 use nsys_reader::graphs::{GraphEvent, GRAPH_EVENTS, GRAPH_NODE_EVENTS, GRAPH_TRACE};
@@ -37,6 +39,10 @@ pub const GRAPH_NODE_ID: u32 = 63_000_102;
 pub const GRAPH_API_EVENT: u32 = 63_000_103;
 pub const ORIGINAL_GRAPH_NODE_ID: u32 = 63_000_104;
 pub const ORIGINAL_GRAPH_ID: u32 = 63_000_105;
+/// The ids a construction event names.
+pub const API_GRAPH_ID: u32 = 63_000_106;
+pub const API_GRAPH_EXEC_ID: u32 = 63_000_107;
+pub const API_GRAPH_NODE_ID: u32 = 63_000_108;
 
 pub const GRAPHS: Category = Category::named("graphs");
 
@@ -105,6 +111,13 @@ fn event_types() -> Vec<EventTypeInfo> {
             Numeric,
         ),
         interval(ORIGINAL_GRAPH_ID, "CUDA graph cloned from", Numeric),
+        interval(API_GRAPH_ID, "CUDA graph API event: graph id", Numeric),
+        interval(
+            API_GRAPH_EXEC_ID,
+            "CUDA graph API event: graph exec id",
+            Numeric,
+        ),
+        interval(API_GRAPH_NODE_ID, "CUDA graph API event: node id", Numeric),
     ]
 }
 
@@ -173,8 +186,8 @@ fn node_operations(ctx: &mut ReportContext) -> Result<(), ReadError> {
             .interval(thread, op.place.start, op.place.end, &[pair]);
         Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count("graph node copies and sets", scan.rows - scan.skipped);
+    if scan.kept() > 0 {
+        ctx.count("graph node copies and sets", scan.kept());
     }
     Ok(())
 }
@@ -211,9 +224,9 @@ fn emit_construction(ctx: &mut ReportContext, e: &GraphEvent, name: u32) {
     let thread = ctx.cpu_thread(e.global_tid);
     let mut pairs = vec![EventPair::name(GRAPH_API_EVENT, name)];
     let ids = [
-        (GRAPH_ID, e.graph_id),
-        (GRAPH_EXEC_ID, e.graph_exec_id),
-        (GRAPH_NODE_ID, e.graph_node_id),
+        (API_GRAPH_ID, e.graph_id),
+        (API_GRAPH_EXEC_ID, e.graph_exec_id),
+        (API_GRAPH_NODE_ID, e.graph_node_id),
         (ORIGINAL_GRAPH_NODE_ID, e.original_graph_node_id),
         (ORIGINAL_GRAPH_ID, e.original_graph_id),
     ];

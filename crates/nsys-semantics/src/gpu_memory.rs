@@ -2,11 +2,14 @@
 //! "GPU<n> metrics" row (the GPU of the allocation's CUDA ordinal, see
 //! [`crate::gpu_metrics::DeviceMap`]), and unified-memory page faults.
 //!
-//! * 66500001 "GPU memory allocated (bytes)": running sum of the process's
-//!   allocations minus its frees on that GPU (`CUDA_GPU_MEMORY_USAGE_EVENTS`),
-//!   written at each allocation and free. A free of memory allocated before the
-//!   capture would make it negative: it stops at 0 and is counted.
-//! * 66500002 / 66500003: size of the allocation / of the free (bytes).
+//! * 66500001 / 66500002: size of the allocation / of the free (bytes), at the
+//!   time it happened (`CUDA_GPU_MEMORY_USAGE_EVENTS`): BSC nsys2prv's numbers
+//!   and meanings ("GPU Memory Allocation" / "Deallocation"), so that its
+//!   `gpu_memory_usage.cfg` reads them.
+//! * 66500003 "GPU memory allocated (bytes)": running sum of the process's
+//!   allocations minus its frees on that GPU, written at each allocation and
+//!   free. A free of memory allocated before the capture would make it negative:
+//!   it stops at 0 and is counted.
 //! * 66500004 "GPU memory pools size (bytes)": the sizes of the process's pools on
 //!   the GPU added up (`CUDA_GPU_MEMORY_POOL_EVENTS`, and the pool size that
 //!   `cudaMallocAsync` allocations record), with 66500005 the pool operation.
@@ -33,9 +36,9 @@ use crate::gpu_metrics::DeviceMap;
 use crate::types::{level, point};
 use crate::view::View;
 
-pub const MEMORY_ALLOCATED: u32 = 66_500_001;
-pub const ALLOCATION_SIZE: u32 = 66_500_002;
-pub const FREE_SIZE: u32 = 66_500_003;
+pub const ALLOCATION_SIZE: u32 = 66_500_001;
+pub const FREE_SIZE: u32 = 66_500_002;
+pub const MEMORY_ALLOCATED: u32 = 66_500_003;
 pub const POOLS_SIZE: u32 = 66_500_004;
 pub const POOL_OPERATION: u32 = 66_500_005;
 pub const GPU_PAGE_FAULTS: u32 = 66_500_006;
@@ -91,9 +94,9 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
 fn event_types() -> Vec<EventTypeInfo> {
     use ValueLabels::{Bytes, Numeric};
     vec![
-        level(MEMORY_ALLOCATED, "GPU memory allocated (bytes)", Bytes),
         point(ALLOCATION_SIZE, "GPU memory allocation size (bytes)", Bytes),
         point(FREE_SIZE, "GPU memory free size (bytes)", Bytes),
+        level(MEMORY_ALLOCATED, "GPU memory allocated (bytes)", Bytes),
         level(POOLS_SIZE, "GPU memory pools size (bytes)", Bytes),
         point(
             POOL_OPERATION,
@@ -142,7 +145,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     }
     let map = DeviceMap::read(export)?;
     let mut rows: Vec<Row> = Vec::new();
-    let mut unknown_operations = 0u64;
+    let (mut unknown_operations, mut usage_rows) = (0u64, 0u64);
     let usage = export.memory_usage(|u| {
         if !ctx.within_limits(u.start, u.start) {
             return Ok(());
@@ -156,6 +159,7 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
                 return Ok(());
             }
         };
+        usage_rows += 1;
         let (time, gpu, seq) = (
             u.start,
             map.gpu_of(pid, u.device_id as u32),
@@ -207,12 +211,11 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     })?;
     rows.sort_unstable();
     let tally = running_sums(ctx, &rows);
-    let usage_rows = usage.rows - usage.skipped - unknown_operations;
     if usage_rows > 0 {
         ctx.count(MEMORY_USAGE, usage_rows);
     }
-    if pools.rows > pools.skipped {
-        ctx.count(MEMORY_POOL, pools.rows - pools.skipped);
+    if pools.kept() > 0 {
+        ctx.count(MEMORY_POOL, pools.kept());
     }
     if tally > 0 {
         ctx.count("GPU memory frees beyond the allocated total", tally);

@@ -1,28 +1,42 @@
 //! GPU hardware metrics on one "GPU<n> metrics" row per GPU, under the process
-//! that used the GPU: counter events (a value per sample, no end), one type per
-//! metric **name**, so that the same metric has the same type on every GPU model
-//! and in every trace (nsys numbers metrics differently per GPU; BSC nsys2prv's
-//! `9400 + metricId` follows those numbers).
+//! that used the GPU: counter events (a value per sample, no end).
 //!
 //! Both representations are read: `GPU_METRICS` + `TARGET_INFO_GPU_METRICS`
 //! (nsys 2024+) and the JSON samples of `GENERIC_EVENTS` (nsys 2021–2023).
 //!
-//! **Types.** A built-in table of the metric names of the Turing/Ampere/Hopper
-//! metric sets gives 9400 + k (9400–9449). A name is matched without its case and
-//! without repeated blanks; a name without a `[unit]` (the 2021–2023 names) takes
-//! the first unit the table lists for it, and a few renamed metrics are aliases
-//! (`SM Active` = `SMs Active`, `DRAM Read Throughput` = `DRAM Read Bandwidth`).
-//! Any other name gets 9450 + FNV-1a(name) mod 50; a name that lands on a slot
-//! another name of the report took moves to the next free one (with a warning),
-//! and when the 50 are taken the samples are counted and dropped.
+//! **Types** (`--metric-types`, decided for the whole job by
+//! [`crate::metric_sets`]):
 //!
-//! **Values** are integers (BSC's pertalde rejects PRECISION in the `.pcf`):
-//! percentages and per-cycle averages are ×100 (`SMs Active [Throughput %] x100`
-//! holds 8750 for 87.5 %), other units as recorded. Negative values: clock
-//! frequencies are 32-bit values that overflowed (NVIDIA stores some clocks in
-//! Hz) and are read back as unsigned 32 bits; any other negative value is written
-//! as 0 and counted. Samples with negative timestamps (taken before the session
-//! started) are kept: the trace starts earlier.
+//! * `bsc` (the default): `9400 + metricId`, the export's id, values as
+//!   recorded, as BSC nsys2prv 0.6 writes them, so that its views
+//!   (`sm_active.cfg`, `tensor_util_per_kernel-2dh.cfg`, …) read them. Ids are
+//!   nsys's per GPU model: a job whose reports give one id two names, and the
+//!   older exports (no ids), are numbered by name instead.
+//! * `name`: one type per metric **name**, the same on every GPU model and in
+//!   every trace. A built-in table of the metric names of the Turing/Ampere/Hopper
+//!   metric sets gives 9400 + k (9400–9449). A name is matched without its case
+//!   and without repeated blanks; a name without a `[unit]` (the 2021–2023 names)
+//!   takes the first unit the table lists for it, and a few renamed metrics are
+//!   aliases (`SM Active` = `SMs Active`, `DRAM Read Throughput` = `DRAM Read
+//!   Bandwidth`). Any other name gets 9450 + FNV-1a(name) mod 50; a name that
+//!   lands on a slot another name of the report took moves to the next free one
+//!   (with a warning), and when the 50 are taken the samples are counted and
+//!   dropped. Values are integers (BSC's pertalde rejects PRECISION in the
+//!   `.pcf`): percentages and per-cycle averages are ×100 (`SMs Active
+//!   [Throughput %] x100` holds 8750 for 87.5 %), other units as recorded.
+//!
+//! Types are declared per report, with the metric's name as label: the bare
+//! name in BSC's numbering, as BSC writes it (Paraver finds a view's types by
+//! their labels in the `.pcf` before their numbers), `GPU metric NAME` (plus
+//! ` x100` when scaled) by name.
+//!
+//! **Values.** Negative values: clock frequencies are 32-bit values that
+//! overflowed (NVIDIA stores some clocks in Hz) and are read back as unsigned 32
+//! bits; any other negative value is written as 0 and counted. Samples taken
+//! before the session started (negative timestamps) are left out and counted, as
+//! BSC does: a sample's value covers the period that ends at its timestamp, so
+//! they describe only time before the session, and keeping them would start the
+//! trace before the session (every whole-run figure would count that time).
 //!
 //! **Rows.** The GPU of a sample is `typeId & 0xFF` (`TARGET_INFO_GPU.id`). Its
 //! row belongs to the lowest pid, among the processes with events in the report,
@@ -41,7 +55,7 @@ use nsys_reader::gpu_metrics::{
 };
 use nsys_reader::{Export, ReadError};
 use paraver_writer::names::stable_hash;
-use paraver_writer::{EventPair, EventTypeInfo, LocalThread, ValueLabels};
+use paraver_writer::{EventPair, LocalThread, ValueLabels};
 use rustc_hash::FxHashMap;
 
 use crate::category::{Category, CategoryInfo, Pass, Stage};
@@ -70,7 +84,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     bytes_per_row: 50,
     background_bytes_per_row: 0,
     launched: false,
-    event_types,
+    event_types: || Vec::new(),
     states: &[],
     views: &[
         View::per_type(
@@ -110,11 +124,13 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     }),
 };
 
-/// The metric of a GPU metric type, from its label.
+/// The metric of a GPU metric type, from its label: `GPU metric NAME[ xSCALE]`
+/// by name, the bare name in BSC's numbering.
 fn gpu_metric_name(ty: u32, label: &str) -> Option<String> {
-    (METRICS_FIRST..HASHED_FIRST + HASHED_SLOTS)
-        .contains(&ty)
-        .then(|| metric_name(label, "GPU metric "))?
+    if !(METRICS_FIRST..HASHED_FIRST + HASHED_SLOTS).contains(&ty) {
+        return None;
+    }
+    metric_name(label, "GPU metric ").or_else(|| Some(label.to_string()))
 }
 
 fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
@@ -228,34 +244,69 @@ fn known_type(index: usize) -> MetricType {
     }
 }
 
-/// Samples hold until the next one.
-fn event_types() -> Vec<EventTypeInfo> {
-    (0..KNOWN.len())
-        .map(|i| {
-            let known = &KNOWN[i];
-            let t = known_type(i);
-            let label = label(&format!("{} [{}]", known.name, known.unit), t.scale);
-            level(t.ty, &label, ValueLabels::Numeric)
-        })
-        .collect()
-}
-
-/// The metric types of one report: built-in, or hashed for other names.
-#[derive(Default)]
+/// The metric types of one report: by metric id (BSC's numbering), or by name
+/// (built-in, or hashed for other names). Each type is declared, with its label,
+/// the first time the report uses it; samples hold until the next one.
 pub(crate) struct MetricTypes {
+    numbering: crate::options::MetricTypes,
     by_name: FxHashMap<String, Option<MetricType>>,
     /// Hashed slot → the normalized name that took it.
     slots: BTreeMap<u32, String>,
 }
 
 impl MetricTypes {
+    fn new(numbering: crate::options::MetricTypes) -> Self {
+        MetricTypes {
+            numbering,
+            by_name: FxHashMap::default(),
+            slots: BTreeMap::new(),
+        }
+    }
+
+    /// The type of metric `id` (of `GPU_METRICS`) named `name`: `9400 + id` in
+    /// BSC's numbering, else by name.
+    pub fn resolve_id(
+        &mut self,
+        ctx: &mut ReportContext,
+        id: i64,
+        name: &str,
+    ) -> Option<MetricType> {
+        if self.numbering == crate::options::MetricTypes::Name {
+            return self.resolve(ctx, name);
+        }
+        // The job's metric sets were checked ([`crate::metric_sets`]): ids are
+        // 0..=99. Without that check, others are left out (counted by the caller).
+        let id = u32::try_from(id)
+            .ok()
+            .filter(|&id| id < HASHED_FIRST + HASHED_SLOTS - METRICS_FIRST)?;
+        let t = MetricType {
+            ty: METRICS_FIRST + id,
+            scale: 1,
+            clock: is_clock(split_unit(name).0),
+        };
+        // Labelled exactly as BSC does, with the bare name: Paraver finds a
+        // view's event type by its label in the `.pcf` first, so BSC's views
+        // find the metric they name even where ids differ.
+        declare(ctx, t.ty, name);
+        Some(t)
+    }
+
     /// The type of a recorded metric name; `None` when every hashed slot is taken.
     pub fn resolve(&mut self, ctx: &mut ReportContext, name: &str) -> Option<MetricType> {
         if let Some(&t) = self.by_name.get(name) {
             return t;
         }
         let t = match known_index(name) {
-            Some(i) => Some(known_type(i)),
+            Some(i) => {
+                let t = known_type(i);
+                let known = &KNOWN[i];
+                declare(
+                    ctx,
+                    t.ty,
+                    &label(&format!("{} [{}]", known.name, known.unit), t.scale),
+                );
+                Some(t)
+            }
             None => self.hashed(ctx, name),
         };
         self.by_name.insert(name.to_string(), t);
@@ -294,11 +345,15 @@ impl MetricTypes {
             scale: scale_of(unit),
             clock: is_clock(base),
         };
-        let info = level(t.ty, &label(name.trim(), t.scale), ValueLabels::Numeric);
-        if ctx.extra_types.iter().all(|e| e.ty != t.ty) {
-            ctx.extra_types.push(info);
-        }
+        declare(ctx, t.ty, &label(name.trim(), t.scale));
         Some(t)
+    }
+}
+
+/// Declares metric type `ty` for the report, once.
+fn declare(ctx: &mut ReportContext, ty: u32, label: &str) {
+    if ctx.extra_types.iter().all(|e| e.ty != ty) {
+        ctx.extra_types.push(level(ty, label, ValueLabels::Numeric));
     }
 }
 
@@ -402,11 +457,17 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
         threads: FxHashMap::default(),
         unowned: 0,
     };
-    let mut types = MetricTypes::default();
+    let mut types = MetricTypes::new(ctx.options.gpu_metric_types);
     let mut tally = Tally::default();
     current(ctx, &mut rows, &mut types, &mut tally)?;
     legacy(ctx, &mut rows, &mut types, &mut tally)?;
     tally.record(ctx, "GPU");
+    if tally.before_session > 0 {
+        ctx.count(
+            "GPU metric samples before the session start left out",
+            tally.before_session,
+        );
+    }
     if rows.unowned > 0 {
         let gpus: Vec<String> = rows
             .threads
@@ -447,6 +508,10 @@ fn current(
     let mut pairs: Vec<EventPair> = Vec::with_capacity(32);
     let (mut written, mut unnamed, mut untyped) = (0u64, 0u64, 0u64);
     let scan = export.gpu_metrics(|m| {
+        if m.timestamp < 0 {
+            tally.before_session += 1;
+            return Ok(());
+        }
         if !ctx.within_limits(m.timestamp, m.timestamp) {
             return Ok(());
         }
@@ -462,7 +527,7 @@ fn current(
                     format!("Unnamed GPU metric {}", m.metric_id)
                 }
             };
-            types.resolve(ctx, &name)
+            types.resolve_id(ctx, m.metric_id, &name)
         });
         let Some(t) = t else {
             untyped += 1;
@@ -519,6 +584,10 @@ fn legacy(
     let mut pairs: Vec<EventPair> = Vec::with_capacity(32);
     let (mut samples, mut values, mut untyped) = (0u64, 0u64, 0u64);
     let scan = export.generic_gpu_metrics(&metric_types, |s| {
+        if s.timestamp < 0 {
+            tally.before_session += 1;
+            return Ok(());
+        }
         if !ctx.within_limits(s.timestamp, s.timestamp) {
             return Ok(());
         }

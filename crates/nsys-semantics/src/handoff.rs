@@ -155,6 +155,8 @@ impl GpuLinks {
         LinkFinder {
             links: &self.0,
             next: 0,
+            taken: vec![0; self.0.len().div_ceil(64)],
+            repeats: 0,
         }
     }
 }
@@ -163,10 +165,20 @@ impl GpuLinks {
 /// mostly grow: each search starts where the previous one ended and widens
 /// exponentially, a few comparisons on memory just read instead of a binary
 /// search over every link of the report.
+///
+/// Each GPU operation belongs to one call: the first call with its (process,
+/// correlation id) takes its links, and a later call with the same id gets none
+/// (nsys 2022.2 records a runtime call and the versioned call it wraps with one
+/// id; older ones let a driver call and a runtime call share one), so no
+/// operation gets two arrows.
 pub(crate) struct LinkFinder<'a> {
     links: &'a [GpuLink],
     /// Where the previous search ended.
     next: usize,
+    /// Bit `i`: the links starting at `i` (a call's group) were taken.
+    taken: Vec<u64>,
+    /// Calls whose id's operations an earlier call had taken.
+    repeats: u64,
 }
 
 impl<'a> LinkFinder<'a> {
@@ -180,6 +192,28 @@ impl<'a> LinkFinder<'a> {
             .count();
         self.next = lo + n;
         &self.links[lo..lo + n]
+    }
+
+    /// The GPU operations this call launched, unless an earlier call with the
+    /// same id took them.
+    pub fn take(&mut self, pid: u32, correlation: i64) -> &'a [GpuLink] {
+        let found = self.find(pid, correlation);
+        if found.is_empty() {
+            return found;
+        }
+        let first = self.next - found.len();
+        let (word, bit) = (first / 64, 1u64 << (first % 64));
+        if self.taken[word] & bit != 0 {
+            self.repeats += 1;
+            return &[];
+        }
+        self.taken[word] |= bit;
+        found
+    }
+
+    /// Calls that found their operations taken by an earlier call with their id.
+    pub fn repeats(&self) -> u64 {
+        self.repeats
     }
 }
 
@@ -231,17 +265,8 @@ pub(crate) struct SyncCalls(Vec<SyncCall>);
 
 impl SyncCalls {
     pub fn new(mut calls: Vec<SyncCall>) -> Self {
-        calls.sort_by_key(|s| (s.pid, s.correlation));
+        calls.sort_by_key(|s| (s.pid, s.correlation, s.start, s.end, s.kind));
         SyncCalls(calls)
-    }
-
-    pub fn find(&self, pid: u32, correlation: i64) -> Option<&SyncCall> {
-        let i = self
-            .0
-            .partition_point(|s| (s.pid, s.correlation) < (pid, correlation));
-        self.0
-            .get(i)
-            .filter(|s| (s.pid, s.correlation) == (pid, correlation))
     }
 
     pub fn len(&self) -> usize {
@@ -250,6 +275,117 @@ impl SyncCalls {
 
     fn bytes(&self) -> usize {
         self.0.capacity() * std::mem::size_of::<SyncCall>()
+    }
+
+    /// A [`SyncMatcher`] for the API calls of the report.
+    pub fn matcher(&self) -> SyncMatcher<'_> {
+        SyncMatcher {
+            syncs: &self.0,
+            owner: vec![Owner::None; self.0.len()],
+        }
+    }
+}
+
+/// Where a call lies from a row with the same correlation id: `Holds` when the
+/// row is inside the call, else how far apart they are (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Placement {
+    Holds,
+    Apart(i64),
+}
+
+/// How the call `[call_start, call_end]` lies from the row `[start, end]`.
+pub(crate) fn placement(call_start: i64, call_end: i64, start: i64, end: i64) -> Placement {
+    if call_start <= start && end <= call_end {
+        Placement::Holds
+    } else if end < call_start {
+        Placement::Apart(call_start - end)
+    } else if call_end < start {
+        Placement::Apart(start - call_end)
+    } else {
+        Placement::Apart(0)
+    }
+}
+
+/// The call a row belongs to among the calls with its correlation id (in table
+/// order): the first that holds it, else the nearest (the first of equals).
+pub(crate) fn owner_among<T>(
+    calls: &[T],
+    interval: impl Fn(&T) -> (i64, i64),
+    start: i64,
+    end: i64,
+) -> Option<&T> {
+    calls.iter().min_by_key(|c| {
+        let (call_start, call_end) = interval(c);
+        placement(call_start, call_end, start, end)
+    })
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    None,
+    /// Emitted on a call that holds it.
+    Taken,
+    /// The nearest call seen so far, none holding it.
+    Nearest(Placement, LocalThread),
+}
+
+/// Gives each synchronization to one API call with its (process, correlation
+/// id), as the calls come: the first call that holds it takes it at once (the
+/// sync is written while that call is read, so the thread's records stay in
+/// order); if none does, the nearest call gets it once every call was read
+/// ([`SyncMatcher::leftovers`]). No sync is written twice, whatever number of
+/// calls share its id.
+pub(crate) struct SyncMatcher<'a> {
+    syncs: &'a [SyncCall],
+    owner: Vec<Owner>,
+}
+
+impl<'a> SyncMatcher<'a> {
+    /// The syncs a call `[start, end]` on `thread` takes: those with its id that
+    /// it holds and no earlier call took.
+    pub fn take(
+        &mut self,
+        pid: u32,
+        correlation: i64,
+        start: i64,
+        end: i64,
+        thread: LocalThread,
+    ) -> Vec<&'a SyncCall> {
+        let key = (pid, correlation);
+        let lo = self.syncs.partition_point(|s| (s.pid, s.correlation) < key);
+        let mut taken = Vec::new();
+        for (i, s) in self.syncs.iter().enumerate().skip(lo) {
+            if (s.pid, s.correlation) != key {
+                break;
+            }
+            let here = placement(start, end, s.start, s.end);
+            match self.owner[i] {
+                Owner::Taken => {}
+                _ if here == Placement::Holds => {
+                    self.owner[i] = Owner::Taken;
+                    taken.push(s);
+                }
+                Owner::Nearest(best, _) if best <= here => {}
+                _ => self.owner[i] = Owner::Nearest(here, thread),
+            }
+        }
+        taken
+    }
+
+    /// The syncs no call held, each with the thread of the nearest call with
+    /// its id; and how many syncs had no call at all.
+    pub fn leftovers(&self) -> (Vec<(&'a SyncCall, LocalThread)>, u64) {
+        let mut nearest = Vec::new();
+        let mut orphans = 0u64;
+        for (s, owner) in self.syncs.iter().zip(&self.owner) {
+            match *owner {
+                Owner::Taken => {}
+                Owner::Nearest(_, thread) => nearest.push((s, thread)),
+                Owner::None => orphans += 1,
+            }
+        }
+        (nearest, orphans)
     }
 }
 
@@ -397,6 +533,87 @@ mod tests {
                 assert!(found.iter().zip(want).all(|(a, b)| a.key() == b.key()));
             }
         }
+    }
+
+    #[test]
+    fn the_first_call_with_an_id_takes_its_links() {
+        let mut links = GpuLinks::default();
+        let place = |corr| GpuPlace {
+            global_pid: 1 << 24,
+            correlation_id: Some(corr),
+            ..Default::default()
+        };
+        links.add_launch(&place(5), 0, false);
+        links.add_memory(&place(5), 1, 64);
+        links.add_launch(&place(6), 2, false);
+        links.sort();
+        let mut finder = links.finder();
+        assert_eq!(finder.take(1, 5).len(), 2);
+        assert!(finder.take(1, 5).is_empty());
+        assert_eq!(finder.take(1, 6).len(), 1);
+        assert!(finder.take(1, 7).is_empty());
+        assert!(finder.take(1, 5).is_empty());
+        assert_eq!(finder.repeats(), 2);
+    }
+
+    fn sync(correlation: i64, start: i64, end: i64) -> SyncCall {
+        SyncCall {
+            pid: 1,
+            correlation,
+            start,
+            end,
+            kind: 0,
+        }
+    }
+
+    /// A sync goes to the first call that holds it, or else to the nearest call with
+    /// its id; never to two; syncs without a call are counted apart.
+    #[test]
+    fn each_sync_goes_to_one_call() {
+        let syncs = SyncCalls::new(vec![
+            sync(1, 10, 20),
+            sync(2, 100, 110),
+            sync(3, 500, 510),
+            sync(1, 30, 40),
+        ]);
+        let mut m = syncs.matcher();
+        // Id 1: the first call holds both its syncs; a later one gets none.
+        let starts = |v: Vec<&SyncCall>| v.iter().map(|s| s.start).collect::<Vec<_>>();
+        assert_eq!(starts(m.take(1, 1, 5, 45, 0)), [10, 30]);
+        assert!(m.take(1, 1, 0, 1000, 1).is_empty());
+        // Id 2: a call 50 ns before, another holding it, then one inside too.
+        assert!(m.take(1, 2, 0, 50, 2).is_empty());
+        assert_eq!(starts(m.take(1, 2, 90, 120, 3)), [100]);
+        assert!(m.take(1, 2, 95, 115, 4).is_empty());
+        // Id 3: no call holds it: 30 ns after beats 90 before and 30 after (first seen wins).
+        assert!(m.take(1, 3, 400, 410, 5).is_empty());
+        assert!(m.take(1, 3, 540, 600, 6).is_empty());
+        assert!(m.take(1, 3, 540, 600, 7).is_empty());
+        let (nearest, orphans) = m.leftovers();
+        assert_eq!(nearest.len(), 1);
+        assert_eq!((nearest[0].0.start, nearest[0].1), (500, 6));
+        assert_eq!(orphans, 0);
+        // Another process's call takes nothing; with no call at all a sync is an orphan.
+        let mut m = syncs.matcher();
+        assert!(m.take(2, 1, 0, 1000, 0).is_empty());
+        let (nearest, orphans) = m.leftovers();
+        assert!(nearest.is_empty());
+        assert_eq!(orphans, 4);
+    }
+
+    #[test]
+    fn placement_orders_holding_calls_first_then_by_distance() {
+        assert_eq!(placement(0, 100, 10, 20), Placement::Holds);
+        assert_eq!(placement(0, 15, 10, 20), Placement::Apart(0));
+        assert_eq!(placement(30, 40, 10, 20), Placement::Apart(10));
+        assert_eq!(placement(0, 5, 10, 20), Placement::Apart(5));
+        assert!(Placement::Holds < Placement::Apart(0));
+        let calls = [(0, 5), (25, 30), (0, 100), (12, 18)];
+        assert_eq!(owner_among(&calls, |&c| c, 10, 20), Some(&(0, 100)));
+        // Equally near: the first.
+        assert_eq!(owner_among(&calls[..2], |&c| c, 10, 20), Some(&(0, 5)));
+        assert_eq!(owner_among(&calls[1..2], |&c| c, 10, 20), Some(&(25, 30)));
+        assert_eq!(owner_among(&calls[..0], |&c| c, 10, 20), None);
     }
 
     #[test]

@@ -174,8 +174,8 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
         }
         Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count(HOST_CALLBACK, scan.rows - scan.skipped);
+    if scan.kept() > 0 {
+        ctx.count(HOST_CALLBACK, scan.kept());
     }
     if arrows > 0 {
         ctx.count("host function arrows", arrows);

@@ -2,10 +2,13 @@
 //! the global layout, value interning and clock alignment. Knows neither SQL nor
 //! file formats: rows come from `nsys-reader`, records go to `paraver-writer`.
 
+#![forbid(unsafe_code)]
+
 pub mod catalog;
 pub mod category;
 pub mod clock;
 mod context;
+mod cpu_raw_counters;
 mod cuda_api;
 mod cuda_events;
 mod cuda_graphs;
@@ -19,6 +22,7 @@ mod kernels;
 pub mod layout;
 mod memory;
 pub mod messages;
+pub mod metric_sets;
 mod metric_values;
 pub mod mpi;
 mod mpi_values;
@@ -44,7 +48,7 @@ pub mod view;
 pub use category::CategoryInfo;
 pub use context::{ThreadKey, ThreadKind};
 pub use layout::{plan_layout, plan_layout_named, RowNames, TracePlan};
-pub use options::{Category, KernelNames, Options};
+pub use options::{Category, KernelNames, MetricTypes, Options};
 pub use registry::{DeclaredView, Registry, UnknownCategory};
 pub use report::{translate_report, translate_with, ReportTranslation};
 pub use view::{TypeFamily, View};

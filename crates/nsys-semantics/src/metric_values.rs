@@ -23,6 +23,16 @@ pub(crate) fn split_unit(name: &str) -> (&str, Option<&str>) {
     (trimmed, None)
 }
 
+/// A NIC counter's name with its unit, as its `.pcf` label shows it.
+pub(crate) fn counter_name(name: &str, unit: &str) -> String {
+    let unit = unit.trim();
+    if unit.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} [{unit}]")
+    }
+}
+
 /// Lower case, single blanks.
 pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace()
@@ -50,6 +60,8 @@ pub(crate) struct Tally {
     clamped: u64,
     unwrapped_clocks: u64,
     rounded: u64,
+    /// Samples taken before the session started, left out.
+    pub before_session: u64,
 }
 
 impl Tally {

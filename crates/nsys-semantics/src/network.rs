@@ -10,15 +10,19 @@
 //!   taken to be the rows' `globalId`); switches that table does not list come
 //!   after, in the order the tables name them.
 //!
-//! Each sample is a counter event at its start, valued for [start, end]. Types
-//! are keyed by metric name (`TARGET_INFO_NETWORK_METRICS`), the same in every
-//! trace: NIC counters 66700000 + 1 + FNV-1a(name) mod 997, switch counters
-//! 66710000 + 1 + FNV-1a(name) mod 997 (a name that lands on a number another
-//! name of the report took moves to the next free one, with a warning); the
-//! label carries the unit. NIC ports other than 1 get their own types, named
-//! `<metric> (port N)`; switch counters always carry their port. Negative
-//! values are written as 0 and counted (counters are never negative; pertalde
-//! rejects them).
+//! Each sample is a counter event at its start, valued for [start, end]. NIC
+//! counters of port 1 are numbered as BSC nsys2prv 0.6 numbers them, `9500 +
+//! metricsIdx`, so that its views (`eth-bytes-sent.cfg`, `ib-packets-recv.cfg`,
+//! …) read them (`--metric-types bsc`, the default, when the job allows it: see
+//! [`crate::metric_sets`]). Otherwise types are keyed by metric name
+//! (`TARGET_INFO_NETWORK_METRICS`), the same in every trace: NIC counters
+//! 66700000 + 1 + FNV-1a(name) mod 997, switch counters 66710000 + 1 +
+//! FNV-1a(name) mod 997 (a name that lands on a number another name of the
+//! report took moves to the next free one, with a warning); the label carries
+//! the unit. NIC ports other than 1 get their own types, named `<metric> (port
+//! N)` and keyed by name (BSC puts every port on one type); switch counters
+//! always carry their port. Negative values are written as 0 and counted
+//! (counters are never negative; pertalde rejects them).
 //!
 //! A congestion event is a point event 66701001 valued by its congestion type
 //! (labelled from `ENUM_NET_IB_CONGESTION_EVENT_TYPE`), with the packet that saw
@@ -42,6 +46,10 @@ use crate::types::{level, point, HashedTypes};
 use crate::view::{metric_name, TypeFamily, View};
 
 pub const NIC_COUNTERS_FIRST: u32 = 66_700_000;
+/// BSC's numbering of NIC counters: 9500 + the counter's index in its list.
+pub const NIC_COUNTERS_BSC_FIRST: u32 = 9500;
+/// Indexes BSC's numbering holds here (9500–9519: NCCL's kernel fields follow).
+const NIC_COUNTERS_BSC_SLOTS: i64 = 20;
 pub const IB_CONGESTION_EVENT: u32 = 66_701_001;
 /// Packet fields of a congestion event, in `CONGESTION_FIELDS` order.
 pub const IB_CONGESTION_FIELDS_FIRST: u32 = 66_701_002;
@@ -61,8 +69,15 @@ const FIELD_LABELS: [&str; 8] = [
 
 pub const NETWORK: Category = Category::named("network");
 
-/// The counter of a NIC counter type, from its label (`NIC Bytes sent [bytes]`).
+/// The counter of a NIC counter type, from its label: `NIC Bytes sent [bytes]`
+/// by name, `Bytes sent [bytes]` in BSC's numbering (9500 + index; the NCCL
+/// types there are labelled `NCCL …`, and a counter replaces them only in a
+/// trace without NCCL ranges).
 fn nic_counter_name(ty: u32, label: &str) -> Option<String> {
+    let bsc = NIC_COUNTERS_BSC_FIRST..NIC_COUNTERS_BSC_FIRST + NIC_COUNTERS_BSC_SLOTS as u32;
+    if bsc.contains(&ty) {
+        return (!label.starts_with("NCCL ")).then(|| label.to_string());
+    }
     (NIC_COUNTERS_FIRST + 1..=NIC_COUNTERS_FIRST + SLOTS)
         .contains(&ty)
         .then(|| metric_name(label, "NIC "))?
@@ -146,15 +161,18 @@ struct CounterTypes {
     prefix: &'static str,
     /// Whether port 1 is named too (switches: every port).
     name_every_port: bool,
+    /// Port 1's counters numbered by index as BSC does (NICs, `--metric-types bsc`).
+    by_index: bool,
     by_key: FxHashMap<(i64, i64, i64), Option<u32>>,
 }
 
 impl CounterTypes {
-    fn new(first: u32, prefix: &'static str, name_every_port: bool) -> Self {
+    fn new(first: u32, prefix: &'static str, name_every_port: bool, by_index: bool) -> Self {
         CounterTypes {
             hashed: HashedTypes::new(first, SLOTS),
             prefix,
             name_every_port,
+            by_index,
             by_key: FxHashMap::default(),
         }
     }
@@ -181,7 +199,19 @@ impl CounterTypes {
         } else {
             name
         };
-        let ty = self.type_of(ctx, &name, unit.trim());
+        // The job's counter sets were checked ([`crate::metric_sets`]): indexes
+        // are below 20. Labelled exactly as BSC does (`name [unit]`): Paraver
+        // finds a view's event type by its label in the `.pcf` first.
+        let ty = if self.by_index && port <= 1 && (0..NIC_COUNTERS_BSC_SLOTS).contains(&index) {
+            let ty = NIC_COUNTERS_BSC_FIRST + index as u32;
+            if ctx.extra_types.iter().all(|e| e.ty != ty) {
+                ctx.extra_types
+                    .push(level(ty, &format!("{name} [{unit}]"), ValueLabels::Numeric));
+            }
+            Some(ty)
+        } else {
+            self.type_of(ctx, &name, unit.trim())
+        };
         self.by_key.insert((list, index, port), ty);
         ty
     }
@@ -201,16 +231,21 @@ impl CounterTypes {
                 self.prefix
             ));
         }
-        let label = if unit.is_empty() {
-            format!("{} {name}", self.prefix)
-        } else {
-            format!("{} {name} [{unit}]", self.prefix)
-        };
-        if ctx.extra_types.iter().all(|e| e.ty != found.ty) {
-            ctx.extra_types
-                .push(level(found.ty, &label, ValueLabels::Numeric));
-        }
+        self.declare(ctx, found.ty, name, unit);
         Some(found.ty)
+    }
+
+    /// Declares counter type `ty` for the report, once, labelled with its name and unit.
+    fn declare(&self, ctx: &mut ReportContext, ty: u32, name: &str, unit: &str) {
+        let label = format!(
+            "{} {}",
+            self.prefix,
+            crate::metric_values::counter_name(name, unit)
+        );
+        if ctx.extra_types.iter().all(|e| e.ty != ty) {
+            ctx.extra_types
+                .push(level(ty, &label, ValueLabels::Numeric));
+        }
     }
 }
 
@@ -275,7 +310,8 @@ fn nic_counters(
             *v = i as u32;
         }
     }
-    let mut types = CounterTypes::new(NIC_COUNTERS_FIRST, "NIC", false);
+    let by_index = ctx.options.nic_metric_types == crate::options::MetricTypes::Bsc;
+    let mut types = CounterTypes::new(NIC_COUNTERS_FIRST, "NIC", false, by_index);
     let mut rows: FxHashMap<i64, LocalThread> = FxHashMap::default();
     let mut tally = Tally::default();
     let scan = export.nic_samples(|s| {
@@ -301,8 +337,8 @@ fn nic_counters(
         Ok(())
     })?;
     tally.record(ctx, NIC_METRIC, "NIC");
-    if scan.rows > scan.skipped {
-        ctx.count(NIC_METRIC, scan.rows - scan.skipped - tally.untyped);
+    if tally.written > 0 {
+        ctx.count(NIC_METRIC, tally.written);
     }
     ctx.note_skipped(NIC_METRIC, scan.skipped);
     Ok(())
@@ -311,6 +347,7 @@ fn nic_counters(
 /// Samples written as they are, and samples changed or dropped on the way.
 #[derive(Default)]
 struct Tally {
+    written: u64,
     clamped: u64,
     untyped: u64,
 }
@@ -329,6 +366,7 @@ impl Tally {
             return;
         };
         let value = counter_value(s.value, &mut self.clamped);
+        self.written += 1;
         ctx.run
             .events(thread, s.start, &[EventPair::raw(ty, value)]);
     }
@@ -401,7 +439,7 @@ fn switch_counters(
     if !export.has_table(IB_SWITCH_METRIC) {
         return Ok(());
     }
-    let mut types = CounterTypes::new(IB_SWITCH_COUNTERS_FIRST, "IB switch", true);
+    let mut types = CounterTypes::new(IB_SWITCH_COUNTERS_FIRST, "IB switch", true, false);
     let mut tally = Tally::default();
     let scan = export.ib_switch_samples(|s| {
         if !ctx.within_limits(s.start, s.end) {
@@ -412,8 +450,8 @@ fn switch_counters(
         Ok(())
     })?;
     tally.record(ctx, IB_SWITCH_METRIC, "IB switch");
-    if scan.rows > scan.skipped {
-        ctx.count(IB_SWITCH_METRIC, scan.rows - scan.skipped - tally.untyped);
+    if tally.written > 0 {
+        ctx.count(IB_SWITCH_METRIC, tally.written);
     }
     ctx.note_skipped(IB_SWITCH_METRIC, scan.skipped);
     Ok(())
@@ -455,8 +493,8 @@ fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result
         ctx.run.events(thread, e.start, &pairs);
         Ok(())
     })?;
-    if scan.rows > scan.skipped {
-        ctx.count(IB_CONGESTION, scan.rows - scan.skipped);
+    if scan.kept() > 0 {
+        ctx.count(IB_CONGESTION, scan.kept());
     }
     if negative_fields > 0 {
         ctx.count(

@@ -260,6 +260,13 @@ fn domain_types(base: u32, domain: &str) -> Vec<EventTypeInfo> {
     ]
 }
 
+/// The type of the marks of the NVTX domain `NCCL`, which a report declares when
+/// it has that domain (and so NCCL ranges, types 9500–9507), where BSC's
+/// configuration puts that domain by default.
+pub(crate) fn nccl_domain_mark_type() -> u32 {
+    domain_base(nccl::DOMAIN, &NvtxConfig::default()) + MARK
+}
+
 fn mark_type(base: u32, label: &str) -> EventTypeInfo {
     point(
         base + MARK,

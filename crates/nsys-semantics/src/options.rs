@@ -34,6 +34,19 @@ pub enum KernelNames {
     Demangled,
 }
 
+/// How metric samples get their event types (`--metric-types`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MetricTypes {
+    /// As BSC nsys2prv 0.6 numbers them, so that its views work: GPU metrics
+    /// `9400 + metricId`, NIC counters `9500 + metricsIdx`, values as recorded.
+    /// The ids are the export's, which differ between GPU models.
+    #[default]
+    Bsc,
+    /// By metric name, the same in every trace whatever the GPU (percentages and
+    /// averages ×100).
+    Name,
+}
+
 /// The default (in [`crate::registry`]) selects every category of the standard
 /// registry.
 #[derive(Clone, Debug)]
@@ -59,6 +72,11 @@ pub struct Options {
     /// How NVTX domains are numbered and which are translated (BSC nsys2prv
     /// 0.6's `--config`).
     pub nvtx: crate::nvtx_config::NvtxConfig,
+    /// How GPU metrics are numbered in this conversion (decided for the whole
+    /// job: see [`crate::metric_sets`]).
+    pub gpu_metric_types: MetricTypes,
+    /// How NIC counters are numbered in this conversion.
+    pub nic_metric_types: MetricTypes,
 }
 
 /// Rows kept by BSC nsys2prv's `--time-limit-start`/`--time-limit-end`: those

@@ -96,7 +96,7 @@ struct OsrtName {
 fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let export = ctx.export;
     let mut names: FxHashMap<i64, OsrtName> = FxHashMap::default();
-    let (mut markers, mut pthread_calls) = (0u64, 0u64);
+    let (mut markers, mut calls, mut pthread_calls) = (0u64, 0u64, 0u64);
     let scan = export.osrt_calls(|call| {
         if !call.is_call() {
             markers += 1;
@@ -106,11 +106,11 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
             return Ok(());
         }
         let name = osrt_name(ctx, &mut names, call.name_id)?;
+        calls += 1;
         pthread_calls += u64::from(name.pthread.is_some());
         emit_call(ctx, call, name);
         Ok(())
     })?;
-    let calls = scan.rows - scan.skipped - markers;
     if calls > 0 {
         ctx.count(OSRT_API, calls);
         ctx.count("pthread calls", pthread_calls);

@@ -14,8 +14,9 @@ use crate::nvtx_config::NvtxConfig;
 use crate::options::{KernelNames, Options};
 use crate::view::View;
 use crate::{
-    cuda_api, cuda_events, cuda_graphs, cuda_sync, gpu_memory, gpu_metrics, host_functions,
-    kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sampling, sched,
+    cpu_raw_counters, cuda_api, cuda_events, cuda_graphs, cuda_sync, gpu_memory, gpu_metrics,
+    host_functions, kernels, memory, mpi, nccl, network, nvtx, openacc, openmp, osrt, sampling,
+    sched,
 };
 
 #[cfg(doc)]
@@ -42,6 +43,8 @@ pub static STANDARD: &[&CategoryInfo] = &[
     // Before sched, which keeps the scheduling of processes other categories traced.
     &sampling::CATEGORY,
     &sched::CATEGORY,
+    // After sched: counters go to the threads scheduling keeps.
+    &cpu_raw_counters::CATEGORY,
 ];
 
 /// Views of no one category: the thread states every trace has, and the starter
@@ -157,6 +160,8 @@ impl Registry {
             time_limits: Default::default(),
             api_calls: Default::default(),
             nvtx: Default::default(),
+            gpu_metric_types: crate::options::MetricTypes::Bsc,
+            nic_metric_types: crate::options::MetricTypes::Bsc,
         }
     }
 
@@ -418,7 +423,9 @@ mod tests {
         assert_eq!(selected, BTreeSet::from([DUMMY]));
         assert_eq!(registry.select("DUMMY_TRACE"), Some(vec![DUMMY]));
         assert!(registry.select("all").unwrap().contains(&DUMMY));
-        assert!(registry.help().contains("sched, dummy, or all."));
+        assert!(registry
+            .help()
+            .contains("sched, cpu-raw-counters, dummy, or all."));
         let unknown = Registry::standard().parse_list(&words(&["dummy"]));
         assert!(unknown.unwrap_err().to_string().contains("'dummy'"));
 
@@ -488,7 +495,10 @@ mod tests {
         ] {
             assert_eq!(registry.select(bsc).unwrap().len(), 1, "{bsc}");
         }
-        assert!(registry.select("cpu_raw_counters").is_none());
+        assert_eq!(
+            registry.select("cpu_raw_counters"),
+            Some(vec![crate::cpu_raw_counters::CPU_RAW_COUNTERS])
+        );
     }
 
     #[test]
@@ -571,7 +581,7 @@ mod tests {
             Registry::standard().help(),
             "cuda-api, kernels, memory, sync (cuda: these four), graphs, host-functions, \
              cuda-events, gpu-memory, gpu-metrics, network, nvtx, nccl, mpi, osrt, openmp, \
-             openacc, sampling, sched, or all."
+             openacc, sampling, sched, cpu-raw-counters, or all."
         );
     }
 
@@ -620,6 +630,7 @@ mod tests {
                 "openacc",
                 "sampling",
                 "sched",
+                "cpu-raw-counters",
                 "gpu-metrics",
                 "network",
             ]

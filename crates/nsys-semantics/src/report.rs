@@ -40,6 +40,9 @@ pub struct ReportTranslation {
     pub sync_points: SyncPoints,
     /// One more than the highest logical CPU its threads ran on (0: none seen).
     pub cpus_seen: u32,
+    /// The export's tables of recordings that have rows (what nsys recorded, for
+    /// the trace's metadata file).
+    pub recorded_tables: Vec<String>,
 }
 
 /// Translates the export at `path` with the standard categories; `name` is the
@@ -153,6 +156,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         p2p,
         sync_points,
         cpus_seen,
+        recorded_tables: export.tables_with_rows()?,
     })
 }
 

@@ -42,6 +42,7 @@ pub struct SavedReport {
     p2p: Vec<P2pEndpoint>,
     sync_points: SyncPoints,
     cpus_seen: u32,
+    recorded_tables: Vec<String>,
 }
 
 impl ReportTranslation {
@@ -68,6 +69,7 @@ impl ReportTranslation {
             p2p: self.p2p.clone(),
             sync_points: self.sync_points,
             cpus_seen: self.cpus_seen,
+            recorded_tables: self.recorded_tables.clone(),
         })
     }
 
@@ -92,6 +94,7 @@ impl ReportTranslation {
             p2p: saved.p2p,
             sync_points: saved.sync_points,
             cpus_seen: saved.cpus_seen,
+            recorded_tables: saved.recorded_tables,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Thread scheduling (`SCHED_EVENTS`) on CPU threads: which CPU a thread runs on
-//! (66600000, value cpu + 1 while it is on a CPU, 0 when switched out) and, from
-//! schema 3.13.2 on, why it left the CPU: the thread state (66600001) and blocking
-//! reason (66600002) recorded at the switch-out, held until the next switch-in.
+//! (66900000, value cpu + 1 while it is on a CPU, 0 when switched out) and, from
+//! schema 3.13.2 on, why it left the CPU: the thread state (66900001) and blocking
+//! reason (66900002) recorded at the switch-out, held until the next switch-in.
 //!
 //! Pairing, per thread and in time order: a switch-in opens a run on its CPU and
 //! the next switch-out closes it; a second switch-in closes the open run where the
@@ -38,12 +38,15 @@ use crate::context::ReportContext;
 use crate::types::{interval, state};
 use crate::view::View;
 
+// 66600000 + k is BSC nsys2prv 0.6's CPU counter k (crate::cpu_raw_counters), so
+// scheduling, which BSC does not translate, has the block 66900000.
+
 /// CPU the thread runs on, plus one (0: not running).
-pub const SCHED_CPU: u32 = 66_600_000;
+pub const SCHED_CPU: u32 = 66_900_000;
 /// `ENUM_SAMPLING_THREAD_STATE` label of the switch-out, while off the CPU.
-pub const SCHED_THREAD_STATE: u32 = 66_600_001;
+pub const SCHED_THREAD_STATE: u32 = 66_900_001;
 /// `ENUM_SCHEDULING_THREAD_BLOCK` label of the switch-out, while off the CPU.
-pub const SCHED_BLOCKING_REASON: u32 = 66_600_002;
+pub const SCHED_BLOCKING_REASON: u32 = 66_900_002;
 
 /// CPUs given a label in the `.pcf`; higher ones show as "Unknown (value)".
 const LABELLED_CPUS: i64 = 4096;
@@ -196,8 +199,9 @@ fn collect_rows(ctx: &ReportContext) -> Result<(SchedRows, u64), ReadError> {
     Ok((sched, scan.skipped))
 }
 
-/// Which processes' scheduling is kept (see the module documentation).
-enum KeptProcesses {
+/// Which processes' scheduling is kept (see the module documentation); CPU
+/// counters are kept for the same processes.
+pub(crate) enum KeptProcesses {
     /// Those with events of other categories (decided once per pid).
     Traced(FxHashMap<u32, bool>),
     /// Every process of the table.
@@ -207,7 +211,7 @@ enum KeptProcesses {
 }
 
 impl KeptProcesses {
-    fn new(ctx: &ReportContext) -> Result<Self, ReadError> {
+    pub(crate) fn new(ctx: &ReportContext) -> Result<Self, ReadError> {
         Ok(if !ctx.thread_keys.is_empty() {
             KeptProcesses::Traced(FxHashMap::default())
         } else if ctx.export.meta().system_wide_cpu_data {
@@ -217,7 +221,7 @@ impl KeptProcesses {
         })
     }
 
-    fn keeps(&mut self, ctx: &ReportContext, pid: u32) -> bool {
+    pub(crate) fn keeps(&mut self, ctx: &ReportContext, pid: u32) -> bool {
         match self {
             KeptProcesses::Traced(decided) => {
                 *decided.entry(pid).or_insert_with(|| ctx.has_process(pid))
@@ -381,7 +385,7 @@ impl SwitchOutNames {
         })
     }
 
-    /// The 66600001/66600002 pairs of a switch-out: `pairs[..len]`.
+    /// The 66900001/66900002 pairs of a switch-out: `pairs[..len]`.
     fn pairs(
         &mut self,
         ctx: &mut ReportContext,

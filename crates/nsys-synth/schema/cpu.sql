@@ -2,6 +2,9 @@
 -- corpus local/nvtx_pthreads_sampling) create them; the same in every version from 2.9.1 to 3.25,
 -- except that SCHED_EVENTS gains threadState and threadBlock in 3.13 (added by the writer).
 -- NVTX_EVENTS is the 3.0.0 statement, used for versions whose DDL lacks it.
+-- The CPU core counter tables at the end (TARGET_INFO_PERF_METRIC, TARGET_INFO_COMPONENT and the raw
+-- event table under its newer and older name) are from NVIDIA's SQLite schema reference (nsys 2026.4,
+-- schema 3.28.1, and an earlier release for PERF_EVENT_CPU_RAW_EVENT): no real export we have holds them.
 -- Statements are separated by a line holding only ";".
 CREATE TABLE SCHED_EVENTS (
     -- Thread scheduling events.
@@ -60,4 +63,41 @@ CREATE TABLE NVTX_EVENTS (
     floatValue                  REAL,                                  -- One of possible payload value union members.
     jsonTextId                  INTEGER,                               -- One of possible payload value union members.
     jsonText                    TEXT                                   -- One of possible payload value union members.
+)
+;
+CREATE TABLE TARGET_INFO_PERF_METRIC (
+    id                          INTEGER   NOT NULL,                    -- Event or Metric ID value
+    name                        TEXT      NOT NULL,                    -- Event or Metric name
+    description                 TEXT      NOT NULL,                    -- Event or Metric description
+    unit                        TEXT      NOT NULL,                    -- Event or Metric measurement unit
+    displayName                 TEXT                                   -- GUI friendly name of the Event or Metric
+)
+;
+CREATE TABLE TARGET_INFO_COMPONENT (
+    componentId                 INTEGER   NOT NULL,                    -- Component ID
+    name                        TEXT      NOT NULL,                    -- Component name
+    instance                    INTEGER,                               -- Component instance
+    parentId                    INTEGER                                -- Parent Component ID
+)
+;
+CREATE TABLE PERF_EVENT_SOC_OR_CPU_RAW_EVENT (
+    -- SoC and CPU raw event values from Sampled Performance Counters.
+
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    vmId                        INTEGER,                               -- VM ID.
+    componentId                 INTEGER,                               -- REFERENCES TARGET_INFO_COMPONENT(componentId)
+    eventId                     INTEGER,                               -- REFERENCES TARGET_INFO_PERF_METRIC(id)
+    count                       INTEGER                                -- Counter data value
+)
+;
+CREATE TABLE PERF_EVENT_CPU_RAW_EVENT (
+    -- Sampled CPU Performance Counters.
+
+    start                       INTEGER   NOT NULL,                    -- Event start timestamp (ns).
+    end                         INTEGER   NOT NULL,                    -- Event end timestamp (ns).
+    vmId                        INTEGER,                               -- VM ID.
+    componentId                 INTEGER,                               -- REFERENCES TARGET_INFO_COMPONENT(componentId)
+    eventId                     INTEGER,                               -- REFERENCES TARGET_INFO_PERF_METRIC(id)
+    count                       INTEGER                                -- Counter data value
 )

@@ -9,6 +9,16 @@
 //! stack of 15-30 frames ending in `[Broken backtraces]` and the others only the sampled frame;
 //! about 60 % of frames are addresses nsys did not resolve (`0x7f…`, flagged `unresolved`) in
 //! one of ten modules, the rest named functions.
+//!
+//! CPU core counters (`--cpu-core-events` with `--event-sample=system-wide`) come with the
+//! samples: every CPU the threads ran on counts up to three counters per 1 ms period, from the
+//! first switch-in to the last switch-out, in `PERF_EVENT_SOC_OR_CPU_RAW_EVENT` (3.24; the older
+//! name `PERF_EVENT_CPU_RAW_EVENT` for older schemas), on components `Core <cpu>` under a `Socket`
+//! (instructions, cycles) and a `Cache` under each core (L2 misses), described in
+//! `TARGET_INFO_COMPONENT` and `TARGET_INFO_PERF_METRIC`. A period whose midpoint falls in a run
+//! of one of the threads counts at a busy rate, others at an idle one. The tables and columns are
+//! those of NVIDIA's schema reference; the ids, names and rates are made up (nsys 2022.4 on this
+//! project's virtual machine records no CPU counters to copy them from).
 
 use std::path::Path;
 
@@ -28,6 +38,9 @@ pub struct SynthCpu {
     pub samples_per_thread: u64,
     /// NVTX push/pop ranges per thread, nested three deep.
     pub nvtx_ranges_per_thread: u64,
+    /// CPU core counters sampled on every CPU the sampled threads ran on (0 to 3; needs
+    /// `samples_per_thread`, which makes the runs).
+    pub cpu_counters: u32,
 }
 
 /// Rows added.
@@ -38,11 +51,13 @@ pub struct CpuCounts {
     pub frames: u64,
     pub sched_events: u64,
     pub nvtx_ranges: u64,
+    /// Rows of the raw counter table.
+    pub counter_samples: u64,
 }
 
 impl CpuCounts {
     pub fn total(&self) -> u64 {
-        self.samples + self.frames + self.sched_events + self.nvtx_ranges
+        self.samples + self.frames + self.sched_events + self.nvtx_ranges + self.counter_samples
     }
 }
 
@@ -63,6 +78,54 @@ const MODULES: [&str; 10] = [
     "[kernel.kallsyms]",
     "[vdso]",
 ];
+/// Period of the CPU counters' samples.
+const COUNTER_PERIOD: i64 = 1_000_000;
+/// A CPU counter: its TARGET_INFO_PERF_METRIC row, whether a core (else its cache) counts it, and
+/// the counts of a busy and of an idle period.
+struct Counter {
+    id: i64,
+    name: &'static str,
+    display_name: Option<&'static str>,
+    unit: &'static str,
+    on_core: bool,
+    busy: i64,
+    idle: i64,
+}
+
+const COUNTERS: [Counter; 3] = [
+    Counter {
+        id: 6,
+        name: "instructions",
+        display_name: Some("Instructions Retired"),
+        unit: "",
+        on_core: true,
+        busy: 2_400_000,
+        idle: 40_000,
+    },
+    Counter {
+        id: 5,
+        name: "cycles",
+        display_name: Some("CPU Cycles"),
+        unit: "cycles",
+        on_core: true,
+        busy: 2_900_000,
+        idle: 300_000,
+    },
+    Counter {
+        id: 12,
+        name: "l2_rqsts.miss",
+        display_name: None,
+        unit: "",
+        on_core: false,
+        busy: 9_000,
+        idle: 200,
+    },
+];
+/// TARGET_INFO_COMPONENT ids: the socket, core `c` and its cache.
+const SOCKET_COMPONENT: i64 = 1;
+const CORE_COMPONENT: i64 = 100;
+const CACHE_COMPONENT: i64 = 1000;
+
 /// Named functions, each in one of the modules.
 const FUNCTIONS: usize = 300;
 /// Distinct unresolved addresses.
@@ -79,6 +142,15 @@ pub fn add_cpu_activity(path: &Path, spec: &SynthSpec, cpu: &SynthCpu) -> Result
         .iter()
         .flat_map(|p| (0..p.cpu_threads).map(move |t| (p.pid, p.pid + t)))
         .collect();
+    ensure!(
+        cpu.cpu_counters <= COUNTERS.len() as u32,
+        "at most {} CPU counters",
+        COUNTERS.len()
+    );
+    ensure!(
+        cpu.cpu_counters == 0 || cpu.samples_per_thread > 0,
+        "CPU counters need CPU samples (the threads' runs on the CPUs)"
+    );
     let mut end = 0;
     for (index, &(pid, tid)) in threads.iter().enumerate() {
         let start = FIRST_ACTIVITY + index as i64 * 137_000;
@@ -88,6 +160,9 @@ pub fn add_cpu_activity(path: &Path, spec: &SynthSpec, cpu: &SynthCpu) -> Result
         if cpu.nvtx_ranges_per_thread > 0 {
             end = end.max(writer.nvtx_thread(pid, tid, start, cpu.nvtx_ranges_per_thread)?);
         }
+    }
+    if cpu.cpu_counters > 0 {
+        writer.counters(cpu.cpu_counters as usize)?;
     }
     tx.execute(
         "UPDATE ANALYSIS_DETAILS SET duration = MAX(duration, ?1)",
@@ -119,6 +194,8 @@ struct CpuWriter<'c> {
     next_sample: i64,
     counts: CpuCounts,
     created: Vec<&'static str>,
+    /// The runs of the sampled threads: (cpu, start, end).
+    runs: Vec<(i64, i64, i64)>,
 }
 
 impl<'c> CpuWriter<'c> {
@@ -146,6 +223,7 @@ impl<'c> CpuWriter<'c> {
             next_sample: 1,
             counts: CpuCounts::default(),
             created: Vec::new(),
+            runs: Vec::new(),
         })
     }
 
@@ -249,10 +327,84 @@ impl<'c> CpuWriter<'c> {
             }
             let end = run_end.min(at);
             sched.execute(params![end, cpu, 0, gtid])?;
+            self.runs.push((cpu, time, end));
             self.counts.sched_events += 2;
             time = end + self.rng.log_range(100_000, 5_000_000);
         }
         Ok(time)
+    }
+
+    /// The first `n` [`COUNTERS`] of every CPU a run was on, every [`COUNTER_PERIOD`] from the
+    /// first run's start to the last run's end, with the components and metrics they refer to.
+    fn counters(&mut self, n: usize) -> Result<()> {
+        let table = match self.version >= SchemaVersion::V3_24 {
+            true => "PERF_EVENT_SOC_OR_CPU_RAW_EVENT",
+            false => "PERF_EVENT_CPU_RAW_EVENT",
+        };
+        for t in ["TARGET_INFO_PERF_METRIC", "TARGET_INFO_COMPONENT", table] {
+            self.table(t)?;
+        }
+        let mut metric = self.conn.prepare(
+            "INSERT INTO TARGET_INFO_PERF_METRIC (id, name, description, unit, displayName) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for c in &COUNTERS[..n] {
+            let description = format!("{} (synthetic)", c.display_name.unwrap_or(c.name));
+            metric.execute(params![c.id, c.name, description, c.unit, c.display_name])?;
+        }
+        let mut component = self.conn.prepare(
+            "INSERT INTO TARGET_INFO_COMPONENT (componentId, name, instance, parentId) \
+             VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        component.execute(params![SOCKET_COMPONENT, "Socket", 0, None::<i64>])?;
+        let mut cpus: Vec<i64> = self.runs.iter().map(|r| r.0).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        for &cpu in &cpus {
+            component.execute(params![CORE_COMPONENT + cpu, "Core", cpu, SOCKET_COMPONENT])?;
+            component.execute(params![
+                CACHE_COMPONENT + cpu,
+                "Cache",
+                None::<i64>,
+                CORE_COMPONENT + cpu
+            ])?;
+        }
+        let (Some(first), Some(last)) = (
+            self.runs.iter().map(|r| r.1).min(),
+            self.runs.iter().map(|r| r.2).max(),
+        ) else {
+            return Ok(());
+        };
+        let mut sample = self.conn.prepare(&format!(
+            "INSERT INTO {table} (start, end, vmId, componentId, eventId, count) \
+             VALUES (?1, ?2, 1, ?3, ?4, ?5)"
+        ))?;
+        for &cpu in &cpus {
+            let mut runs: Vec<(i64, i64)> = self
+                .runs
+                .iter()
+                .filter(|r| r.0 == cpu)
+                .map(|r| (r.1, r.2))
+                .collect();
+            runs.sort_unstable();
+            let mut start = first - self.rng.range(0, COUNTER_PERIOD);
+            while start < last {
+                let end = start + COUNTER_PERIOD;
+                let middle = start + COUNTER_PERIOD / 2;
+                let busy = runs.iter().any(|&(s, e)| s <= middle && middle < e);
+                for c in &COUNTERS[..n] {
+                    let component = match c.on_core {
+                        true => CORE_COMPONENT + cpu,
+                        false => CACHE_COMPONENT + cpu,
+                    };
+                    let count = self.rng.jitter(if busy { c.busy } else { c.idle });
+                    sample.execute(params![start, end, component, c.id, count.max(0)])?;
+                    self.counts.counter_samples += 1;
+                }
+                start = end;
+            }
+        }
+        Ok(())
     }
 
     fn frame(&mut self) -> Result<Frame> {
@@ -371,6 +523,7 @@ mod tests {
             let cpu = SynthCpu {
                 samples_per_thread: 400,
                 nvtx_ranges_per_thread: 30,
+                cpu_counters: 0,
             };
             let counts = add_cpu_activity(&path, &spec, &cpu).unwrap();
             assert_eq!(counts.samples, 800);
@@ -413,5 +566,74 @@ mod tests {
             let share = unresolved as f64 / counts.frames as f64;
             assert!((0.45..0.65).contains(&share), "{share}");
         }
+    }
+
+    #[test]
+    fn cpu_counters_cover_every_cpu_the_threads_ran_on() {
+        for (schema, table) in [
+            (SchemaVersion::V3_16, "PERF_EVENT_CPU_RAW_EVENT"),
+            (SchemaVersion::V3_24, "PERF_EVENT_SOC_OR_CPU_RAW_EVENT"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("cpu.sqlite");
+            let spec = cpu_only(schema);
+            write_export(&spec, &path).unwrap();
+            let cpu = SynthCpu {
+                samples_per_thread: 200,
+                cpu_counters: 3,
+                ..SynthCpu::default()
+            };
+            let counts = add_cpu_activity(&path, &spec, &cpu).unwrap();
+            assert_eq!(
+                count(&path, &format!("SELECT COUNT(*) FROM {table}")) as u64,
+                counts.counter_samples
+            );
+            // Every CPU with a switch has a core and a cache, and three counters per period.
+            let cpus = count(&path, "SELECT COUNT(DISTINCT cpu) FROM SCHED_EVENTS");
+            assert_eq!(
+                count(&path, "SELECT COUNT(*) FROM TARGET_INFO_COMPONENT"),
+                1 + 2 * cpus
+            );
+            assert_eq!(
+                count(
+                    &path,
+                    &format!("SELECT COUNT(DISTINCT componentId) FROM {table}")
+                ),
+                2 * cpus
+            );
+            assert_eq!(
+                count(
+                    &path,
+                    &format!("SELECT COUNT(*) FROM {table} WHERE eventId = 6")
+                ) * 3,
+                counts.counter_samples as i64
+            );
+            // Periods of 1 ms, back to back on a component.
+            assert_eq!(
+                count(
+                    &path,
+                    &format!("SELECT COUNT(*) FROM {table} WHERE end - start != 1000000")
+                ),
+                0
+            );
+            // Busy periods count more instructions than idle ones.
+            let busy = count(
+                &path,
+                &format!("SELECT COUNT(*) FROM {table} WHERE eventId = 6 AND count > 1000000"),
+            );
+            assert!(
+                busy > 0 && busy < counts.counter_samples as i64 / 3,
+                "{busy}"
+            );
+        }
+        let spec = cpu_only(SchemaVersion::V3_24);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("none.sqlite");
+        write_export(&spec, &path).unwrap();
+        let without_samples = SynthCpu {
+            cpu_counters: 1,
+            ..SynthCpu::default()
+        };
+        assert!(add_cpu_activity(&path, &spec, &without_samples).is_err());
     }
 }

@@ -20,6 +20,8 @@
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
 //! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
 
+#![forbid(unsafe_code)]
+
 mod activity;
 mod catalog;
 mod cpu;

@@ -1,5 +1,7 @@
 //! `nsys-synth`: writes synthetic Nsight Systems exports of an MPI job, one file per rank.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -110,6 +112,10 @@ struct Cli {
     /// NVTX push/pop ranges per CPU thread, nested three deep.
     #[arg(long, default_value_t = 0)]
     nvtx_ranges: u64,
+    /// CPU core counters (0-3: instructions, cycles, L2 misses) sampled every 1 ms on every
+    /// CPU the --cpu-samples threads ran on, with their components and metric names.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=3), requires = "cpu_samples")]
+    cpu_counters: u32,
 }
 
 /// Session start of rank 0 and launch of the MPI job: 2025-03-01T09:00:00Z.
@@ -342,18 +348,20 @@ fn main() -> Result<()> {
     let cpu = SynthCpu {
         samples_per_thread: cli.cpu_samples,
         nvtx_ranges_per_thread: cli.nvtx_ranges,
+        cpu_counters: cli.cpu_counters,
     };
     let mut cpu_rows = 0;
     if cpu != SynthCpu::default() {
         for (path, spec) in &jobs {
             let added = add_cpu_activity(path, spec, &cpu)?;
             println!(
-                "{}: cpu_samples={} sampling_callchains={} sched_events={} nvtx_ranges={}",
+                "{}: cpu_samples={} sampling_callchains={} sched_events={} nvtx_ranges={} cpu_counter_samples={}",
                 path.display(),
                 added.samples,
                 added.frames,
                 added.sched_events,
-                added.nvtx_ranges
+                added.nvtx_ranges,
+                added.counter_samples
             );
             cpu_rows += added.total();
         }

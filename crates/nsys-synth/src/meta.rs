@@ -113,6 +113,9 @@ fn session_uuid(seed: u64) -> String {
     )
 }
 
+/// Where the launched command ran.
+const WORKING_DIR: &str = "/home/synth/run";
+
 /// How the capture was configured, including the launched command's environment.
 fn capture_entries(spec: &SynthSpec, duration: i64) -> Vec<(String, String)> {
     let command = spec.processes.first().map_or("", |p| p.name.as_str());
@@ -128,7 +131,7 @@ fn capture_entries(spec: &SynthSpec, duration: i64) -> Vec<(String, String)> {
         ("PROCESS_0:HOW_TO_ATTACH", "LaunchAnother"),
         ("PROCESS_0:LAUNCH_AS_ROOT", "false"),
         ("PROCESS_0:COMMAND", command),
-        ("PROCESS_0:WORKING_DIR", "/home/synth/run"),
+        ("PROCESS_0:WORKING_DIR", WORKING_DIR),
         ("PROCESS_0:PID", "0"),
         ("PROCESS_0:USER_NAME", ""),
         // nsys turns NVTX tracing on with MPI tracing.
@@ -138,7 +141,11 @@ fn capture_entries(spec: &SynthSpec, duration: i64) -> Vec<(String, String)> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    entries.extend(spec.env.iter().map(|(name, value)| {
+    // nsys records the whole environment; PWD is in every real one.
+    let pwd = ("PWD".to_owned(), WORKING_DIR.to_owned());
+    let has_pwd = spec.env.iter().any(|(name, _)| name == "PWD");
+    let env = spec.env.iter().chain((!has_pwd).then_some(&pwd));
+    entries.extend(env.map(|(name, value)| {
         (
             "PROCESS_0:ENVIRONMENT_VARIABLE".to_owned(),
             format!("{name}=\"{value}\""),

@@ -1,7 +1,6 @@
 //! Command-line arguments.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -11,11 +10,14 @@ use nsys_semantics::Category;
 
 use crate::bsc_config::BscConfig;
 
-/// `--version`: the version and the commit built (see build.rs).
+/// `0.1.0 (commit 1a2b3c4d5e6f, x86_64-unknown-linux-musl)`: what was built,
+/// from which commit, for which target (see build.rs).
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("NSYS2PRV_RS_BUILD_COMMIT"),
+    " (",
+    env!("NSYS2PRV_COMMIT"),
+    ", ",
+    env!("NSYS2PRV_TARGET"),
     ")"
 );
 
@@ -59,6 +61,13 @@ pub struct Args {
     /// Kernel names used as event values
     #[arg(long, value_enum, default_value_t = KernelNameArg::Short)]
     pub kernel_names: KernelNameArg,
+
+    /// How GPU metrics and NIC counters are numbered: as BSC nsys2prv 0.6 does
+    /// (9400 + metricId, 9500 + metric index, values as recorded: its views read
+    /// them), or by metric name (the same on every GPU model; percentages x100).
+    /// A job whose reports give one id two names falls back to names, with a warning
+    #[arg(long, value_enum, default_value_t = MetricTypesArg::Bsc)]
+    pub metric_types: MetricTypesArg,
 
     /// Callers written with each CPU sample: the sampled function and its callers
     /// at levels 1..N (types 30000000 + level, as Extrae; 0: the function only)
@@ -165,6 +174,20 @@ pub struct Args {
     /// Accepted for compatibility with BSC nsys2prv: several inputs are always merged
     #[arg(short = 'm', long = "multi-report")]
     pub multi_report: bool,
+
+    /// A label for the trace, kept in its metadata file NAME.pmf (`user_labels`);
+    /// give it again for more (BSC nsys2prv 0.6's -L)
+    #[arg(short = 'L', long = "label", value_name = "LABEL")]
+    pub label: Vec<String>,
+
+    /// A description of the trace, kept in NAME.pmf (`user_description`)
+    #[arg(long, value_name = "TEXT")]
+    pub description_text: Option<String>,
+
+    /// The description from a file (its line breaks become spaces), kept in
+    /// NAME.pmf instead of --description-text (as BSC nsys2prv 0.6)
+    #[arg(long, value_name = "FILE")]
+    pub description_file: Option<PathBuf>,
 
     /// BSC nsys2prv's: leave out what starts before NS, in each report's own
     /// time (ns from its session start, as the export stores it; 2.5s also
@@ -359,6 +382,17 @@ pub struct ReportArgs {
     #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_duration)]
     pub gap_threshold: u64,
 
+    /// Report on part of the trace only: START:END from the trace's start (1.5s:3s,
+    /// 500ms:, :2s); intervals crossing its edges are clipped to it
+    #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with = "nvtx_range")]
+    pub time_window: Option<TimeWindowArg>,
+
+    /// Report on the span of an NVTX range only, as the conversion's --nvtx-range:
+    /// from the first begin of a range of that name to the last end, or with #N the
+    /// N-th range of every thread that has N
+    #[arg(long, value_name = "NAME[#N]")]
+    pub nvtx_range: Option<NvtxRangeSpec>,
+
     /// Memory for what the report keeps of the trace (iterations); the trace itself
     /// is streamed
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
@@ -419,10 +453,10 @@ fn short_guide() -> String {
 
 /// The long help's sections, also the man page's (title, text).
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
-    ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
-    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2). Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
+    ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it and in its subdirectories, except those the tool made (with its .nsys2prv-rs file), hidden ones and links to directories. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
+    ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row, NAME.pmf (the trace's metadata in BSC nsys2prv 0.6's JSON format: the job's command, directory, modules and Slurm settings, nsys versions, the options, -L labels and --description-text/--description-file, and which report each row comes from) and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2), as is an existing NAME.prv, NAME.pcf or NAME.row that is not a Paraver file of its kind, and a NAME.pmf another tool wrote. Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
     ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans and merges). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
-    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, or an output directory the tool did not make); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
+    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, an output directory the tool did not make, or an output file that is not a Paraver file); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
     ("BSC NSYS2PRV", "Its command lines run unchanged, with its meaning: its -t names (0.5.8's and 0.6's; its kernels include memory operations); -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; --time-limit-start/--time-limit-end NS keep the rows wholly between them in each report's own time; --exclude-kernels; --filter-cuda-calls-duration/-include-name/-exclude-name; -N names the .row as BSC does (name (1.T.t)); -c removes NAME.cache/ once the trace is written; --timing appends its phases to ./timings.csv; an output name without extension gets .prv. --config FILE reads BSC 0.6's TOML: source, multi, clean, [nsys] force_export, and [capabilities.nvtx]: default (include or exclude), base_event_type (9600), project (start/end ranges on the push/pop type; by default they keep lanes of their own, 9004+), payload = {float_strategy = scale or round, attach = true}, and per domain [capabilities.nvtx.domains.NAME] (Default: ranges of no domain) event_type (a multiple of 100: the domain's block of seven types), translate, payloads, project, payload. Without it: BSC 0.6's defaults (Default 9600, NCCL 9500, neSmiK 81000, others by a hash of their name). An unknown key or value is an error naming it with its file, line and column. -L, --description-text and --description-file are refused (exit 2). Every problem of a command line is named at once."),
@@ -530,6 +564,14 @@ pub enum KernelNameArg {
     Demangled,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricTypesArg {
+    /// BSC nsys2prv 0.6's numbers and units
+    Bsc,
+    /// One type per metric name
+    Name,
+}
+
 /// A command line that asks for something impossible (exit code 2, like clap's own).
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -568,8 +610,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 /// Writes the completion script for `shell` to stdout.
 pub fn print_completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     let mut command = <Args as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut std::io::stdout());
-    Ok(())
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "nsys2prv-rs", &mut script);
+    crate::stdout::write(&script)
 }
 
 /// Writes the man page (roff) to stdout: clap's sections, then the
@@ -603,9 +646,7 @@ pub fn print_man_page() -> anyhow::Result<()> {
         out.extend_from_slice(format!(".SH {title}\n{}\n", roff(text)).as_bytes());
     }
     man.render_version_section(&mut out)?;
-    use std::io::Write;
-    std::io::stdout().write_all(&out)?;
-    Ok(())
+    crate::stdout::write(&out)
 }
 
 /// Text safe in roff: backslashes and hyphens escaped, no line starting with a
@@ -684,64 +725,6 @@ pub fn trace_name(output: &std::path::Path, compress: bool) -> Result<PathBuf, U
     Ok(output.with_file_name(trace))
 }
 
-/// Options of BSC nsys2prv (0.5.8 and 0.6) that have no equivalent here, and
-/// what to use instead.
-const BSC_OPTIONS_WITHOUT_EQUIVALENT: &[(&str, &str)] = &[
-    (
-        "--label",
-        "no labels: the .row names tasks by rank and host",
-    ),
-    ("-L", "no labels: the .row names tasks by rank and host"),
-    (
-        "--description-file",
-        "no trace description: keep notes beside the trace",
-    ),
-    (
-        "--description-text",
-        "no trace description: keep notes beside the trace",
-    ),
-];
-
-/// `args` (the command line after the program name) without the BSC
-/// nsys2prv options that have no equivalent here (and their values), and a
-/// message for each, so that the rest can be checked too. Arguments that are
-/// not UTF-8 (file names) are kept as they are.
-pub fn without_bsc_options(args: &[OsString]) -> (Vec<OsString>, Vec<String>) {
-    let (mut kept, mut said) = (Vec::new(), Vec::new());
-    let mut iter = args.iter();
-    while let Some(os_arg) = iter.next() {
-        let Some(arg) = os_arg.to_str() else {
-            kept.push(os_arg.clone());
-            continue;
-        };
-        if arg == "--" {
-            kept.push(os_arg.clone());
-            kept.extend(iter.by_ref().cloned());
-            break;
-        }
-        let (flag, inline_value) = match arg.split_once('=') {
-            Some((f, _)) => (f, true),
-            None => (arg, false),
-        };
-        match BSC_OPTIONS_WITHOUT_EQUIVALENT
-            .iter()
-            .find(|(f, _)| *f == flag)
-        {
-            Some((_, instead)) => {
-                said.push(format!(
-                    "{flag} is an option of BSC nsys2prv with no equivalent here: {instead}"
-                ));
-                // Each takes a value.
-                if !inline_value {
-                    iter.next();
-                }
-            }
-            None => kept.push(os_arg.clone()),
-        }
-    }
-    (kept, said)
-}
-
 /// Every problem of a command line, in one message: one problem on its line,
 /// several listed below a count.
 pub fn problems_message(problems: &[String]) -> String {
@@ -806,6 +789,9 @@ impl Args {
         }
         if self.timing {
             problems.extend(crate::timing::problem_with_csv());
+        }
+        if let Err(e) = crate::pmf::check_description(self) {
+            problems.push(e.to_string());
         }
         if !problems.is_empty() && self.command.is_none() {
             for input in self.inputs().iter().filter(|i| !i.exists()) {
@@ -980,34 +966,6 @@ mod tests {
         for bad in ["b.sqlite", "x.nsys-rep", "out.pcf", "out.row", "out.gz"] {
             assert!(name(bad, false).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn bsc_options_without_equivalent_say_what_to_use() {
-        let split = |a: &[&str]| {
-            let args: Vec<OsString> = a.iter().map(OsString::from).collect();
-            let (kept, said) = without_bsc_options(&args);
-            let kept: Vec<String> = kept
-                .iter()
-                .map(|k| k.to_string_lossy().into_owned())
-                .collect();
-            (kept, said)
-        };
-        let (kept, both) = split(&["--label=x", "-L", "y", "a.sqlite", "o"]);
-        assert_eq!(both.len(), 2, "{both:?}");
-        assert!(both[0].starts_with("--label is an option of BSC"));
-        assert_eq!(kept, ["a.sqlite", "o"]);
-        let (kept, said) = split(&["-t", "nvtx", "--time-limit-start=5", "a.sqlite", "out"]);
-        assert!(said.is_empty());
-        assert_eq!(kept.len(), 5);
-        // A file name that is not UTF-8 goes to clap as it is.
-        use std::os::unix::ffi::OsStringExt;
-        let odd = OsString::from_vec(b"r\xe9port.sqlite".to_vec());
-        let (kept, said) = without_bsc_options(&[odd.clone(), "-L".into(), "x".into()]);
-        assert_eq!((kept, said.len()), (vec![odd], 1));
-        let (kept, said) = split(&["--", "-L", "x"]);
-        assert!(said.is_empty());
-        assert_eq!(kept, ["--", "-L", "x"]);
     }
 
     #[test]

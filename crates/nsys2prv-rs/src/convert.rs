@@ -11,11 +11,14 @@ use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages, MessageStats};
+use nsys_semantics::metric_sets::{
+    has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
+};
 use nsys_semantics::options::{ApiCallFilter, TimeLimits};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
-    plan_layout_named, translate_report, KernelNames, Options, Registry, ReportTranslation,
-    RowNames, TracePlan, TranslateError,
+    plan_layout_named, translate_report, KernelNames, MetricTypes, Options, Registry,
+    ReportTranslation, RowNames, ThreadKind, TracePlan, TranslateError,
 };
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::{time_span, TraceSummary};
@@ -25,7 +28,7 @@ use paraver_writer::{
 };
 use rayon::prelude::*;
 
-use crate::cli::{Args, KernelNameArg, SyncArg};
+use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
 use crate::inputs::{self, Found, Input};
 use crate::interrupt::checkpoint;
 use crate::output_set::{file_name, marker_text, OutputSet};
@@ -93,15 +96,20 @@ fn convert(args: &Args) -> Result<Finished> {
         dry_run(&found, &options)?;
         return Ok(Finished::default());
     }
+    // Before any report is exported or read: a file the run would refuse to
+    // replace is found at once.
+    crate::output_set::check_targets(&paths, &cfgs_dir(args, &paths))?;
     let prepared = inputs::expand(args.inputs(), &settings, args.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
-    let options = options(args, prepared.len())?;
+    let mut options = options(args, prepared.len())?;
     let inputs: Vec<Input> = prepared
         .iter()
         .filter_map(|p| p.export.as_ref().ok())
         .cloned()
         .collect();
+    let exports: Vec<&Path> = inputs.iter().map(|i| i.export.as_path()).collect();
+    choose_metric_types(&mut options, &exports);
     check_output_is_not_an_input(&paths, &inputs)?;
     if let Some(Some(dir)) = &args.report {
         report::check_out_dir(dir)?;
@@ -154,6 +162,9 @@ pub fn write_output_set(
     timings: &mut Timings,
 ) -> Result<Finished> {
     let report_count = reports.len();
+    if let Some(conflict) = numbering_conflict(&reports) {
+        bail!("{conflict}");
+    }
     let row_names = match args.thread_name {
         true => RowNames::Bsc,
         false => RowNames::Ours,
@@ -178,8 +189,10 @@ pub fn write_output_set(
     timings.lap("Layout, clocks and messages");
 
     let range = nvtx_range(args, &reports, &plan)?;
+    let mut trace_metadata = crate::pmf::TraceMetadata::new(args, paths, &reports, &plan)?;
     let catalog = catalog_for_reports(&reports);
     let type_owners = TypeOwners::of(&Registry::standard(), &reports);
+    let gpu_stream_rows = gpu_stream_rows(&reports, &plan);
     let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
     let mut merge_inputs: Vec<MergeInput> = plan
         .order
@@ -197,10 +210,17 @@ pub fn write_output_set(
     checkpoint("layout planned");
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
-    let mut progress = Progress::new(args.quiet, "writing", Some(records), "records");
     let cut = cut_of(args, range.as_ref(), &merge_inputs);
+    // With a cut the merge reads records up to the window's end and writes those
+    // inside it (with the values in force at its start): the progress counts the
+    // records read, the closing line the records in the cut.
+    let mut progress = match cut {
+        Some(_) => Progress::new(args.quiet, "writing", None, "records read"),
+        None => Progress::new(args.quiet, "writing", Some(records), "records"),
+    };
     // The runs are finished: half the limit buffers the readers of spilled records.
     let read_budget = usize::try_from(args.memory_limit / 2).unwrap_or(usize::MAX);
+    let first_record = first_record(&merge_inputs);
     let summary = write_trace_within(
         &output_set.staged_trace(),
         &plan.layout,
@@ -216,28 +236,50 @@ pub fn write_output_set(
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     progress.finish();
     timings.lap("Merge and write");
+    trace_metadata.set_events(&type_owners.categories_in(&summary.event_types));
+    trace_metadata.write(&output_set.staged_pmf())?;
     if !skipped.is_empty() {
         write_skipped_list(&output_set.staged_skipped(), paths, skipped)?;
     }
     checkpoint("trace written");
+    let shape = views::TraceShape {
+        span: summary.end_time,
+        // With a cut, what began before its start begins at 0.
+        first_record: first_record.map_or(0, |t| {
+            t.saturating_sub(summary.origin)
+                .clamp(0, summary.end_time as i64) as u64
+        }),
+        gpu_stream_rows,
+    };
     // Giving the runs' memory back (hundreds of MB) keeps the kernel busy for tens
     // of milliseconds: on another thread, while the views are written.
     let ((), views) = rayon::join(
         || drop(merge_inputs),
-        || write_views(args, paths, &output_set, &catalog, &type_owners, &summary),
+        || {
+            write_views(
+                args,
+                paths,
+                &output_set,
+                &catalog,
+                &type_owners,
+                &summary,
+                shape,
+            )
+        },
     );
     views?;
     output_set.commit()?;
     timings.lap("Views and install");
 
     if !args.quiet {
+        let kept = if cut.is_some() { " in the cut" } else { "" };
         eprintln!(
-            "wrote {}: {} reports, {} nodes, {} tasks, {} threads, {} records ({} lines with the header), {:.3} s of trace, in {:.2} s",
+            "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s",
             paths.prv.display(),
-            report_count,
-            plan.layout.nodes.len(),
-            plan.layout.tasks.len(),
-            plan.layout.thread_count(),
+            count(report_count, "report"),
+            count(plan.layout.nodes.len(), "node"),
+            count(plan.layout.tasks.len(), "task"),
+            count(plan.layout.thread_count(), "thread"),
             summary.lines,
             summary.lines + 1,
             summary.end_time as f64 / 1e9,
@@ -300,6 +342,7 @@ fn write_views(
     catalog: &PcfCatalog,
     type_owners: &TypeOwners,
     summary: &TraceSummary,
+    shape: views::TraceShape,
 ) -> Result<()> {
     let labels: BTreeMap<u32, &str> = catalog
         .types
@@ -314,6 +357,7 @@ fn write_views(
             .collect(),
         comm_tags: &summary.comm_tags,
         categories: type_owners.categories_in(&summary.event_types),
+        shape,
     };
     let cfgs_dir = output_set.views();
     // The index names the views directory as found from the trace's directory.
@@ -331,6 +375,36 @@ fn write_views(
         .with_context(|| format!("{}: cannot write the views", paths.prv.display()))
 }
 
+/// The earliest time of any record of `inputs`, on the common clock.
+fn first_record(inputs: &[MergeInput]) -> Option<i64> {
+    inputs
+        .iter()
+        .filter(|i| !i.run.is_empty())
+        .map(|i| i.run.min_time.saturating_add(i.time_offset))
+        .min()
+}
+
+/// The rows of the trace's GPU streams, as Paraver numbers threads (from 0, task
+/// after task), in order.
+fn gpu_stream_rows(reports: &[ReportTranslation], plan: &TracePlan) -> Vec<u32> {
+    let mut first_row = Vec::with_capacity(plan.layout.tasks.len());
+    let mut rows = 0u32;
+    for task in &plan.layout.tasks {
+        first_row.push(rows);
+        rows += task.threads.len() as u32;
+    }
+    let mut streams: Vec<u32> = reports
+        .iter()
+        .zip(&plan.threads)
+        .flat_map(|(report, global)| report.threads.iter().zip(global))
+        .filter(|(key, _)| matches!(key.kind, ThreadKind::Stream { .. }))
+        .map(|(_, g)| first_row[g.task as usize] + g.thread)
+        .collect();
+    streams.sort_unstable();
+    streams.dedup();
+    streams
+}
+
 /// The window of `--nvtx-range` on the common clock (found before the merge,
 /// while the translated runs are at hand).
 fn nvtx_range(
@@ -344,8 +418,9 @@ fn nvtx_range(
     let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
     if !args.quiet {
         eprintln!(
-            "cut to NVTX range '{spec}': {} ranges on {} tasks",
-            window.ranges, window.tasks
+            "cut to NVTX range '{spec}': {} on {}",
+            count(window.ranges, "range"),
+            count(window.tasks, "task")
         );
     }
     Ok(Some(window))
@@ -415,30 +490,39 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
             per.join(" ")
         );
     }
-    let to_export: Vec<&std::path::PathBuf> = found
+    let to_export: Vec<(&std::path::PathBuf, u64)> = found
         .iter()
         .filter_map(|f| match f {
-            Found::NeedsExport(report) => Some(report),
+            Found::NeedsExport(report) => {
+                Some((report, std::fs::metadata(report).map_or(0, |m| m.len())))
+            }
             Found::Ready(_) => None,
         })
         .collect();
-    for report in &to_export {
+    for (report, size) in &to_export {
         text += &format!(
-            "{:<40} needs `nsys export` first (its rows are counted once exported)\n",
-            report.display()
+            "{:<40} needs `nsys export` first ({} report; its rows are counted once exported)\n",
+            report.display(),
+            human_size(*size)
         );
     }
-    let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
-    let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
-    let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
-    text += &format!(
-        "{} reports on {} hosts: {rows} rows; about {} of .prv (before gzip), {} to convert on {} threads\n",
-        surveys.len(),
-        hosts.len(),
-        human_size(bytes),
-        human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * jobs() as f64)),
-        jobs()
-    );
+    let threads = jobs();
+    let convert_time = |bytes: u64| {
+        human_seconds(bytes as f64 / (PRV_BYTES_PER_SECOND_PER_THREAD * threads as f64))
+    };
+    if !surveys.is_empty() {
+        let rows: u64 = surveys.iter().map(Survey::total_rows).sum();
+        let bytes: u64 = surveys.iter().map(Survey::estimated_bytes).sum();
+        let hosts: std::collections::BTreeSet<_> = surveys.iter().map(|s| s.host.clone()).collect();
+        text += &format!(
+            "{} on {}: {rows} rows; about {} of .prv (before gzip), {} to convert on {}\n",
+            count(surveys.len(), "report"),
+            count(hosts.len(), "host"),
+            human_size(bytes),
+            convert_time(bytes),
+            count(threads, "thread")
+        );
+    }
     let mut filters = Vec::new();
     if options.time_limits.is_set() {
         filters.push("--time-limit-start/--time-limit-end");
@@ -456,37 +540,70 @@ fn dry_run(found: &[Found], options: &Options) -> Result<()> {
         );
     }
     if !to_export.is_empty() {
-        let report_bytes: u64 = to_export
+        let report_bytes: u64 = to_export.iter().map(|(_, size)| size).sum();
+        let guess: u64 = to_export
             .iter()
-            .filter_map(|r| std::fs::metadata(r).ok())
-            .map(|m| m.len())
+            .map(|(_, size)| prv_bytes_guessed_from_report(*size))
             .sum();
-        let at_once = jobs().min(to_export.len());
+        let at_once = threads.min(to_export.len());
+        let export_time = to_export.len() as f64 * NSYS_EXPORT_START_SECONDS / at_once as f64
+            + report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / at_once as f64;
         text += &format!(
-            "{} reports need exporting with nsys first ({} of reports): {} of `nsys export`, {at_once} at once\n",
-            to_export.len(),
+            "{} not exported yet ({} of reports): the conversion runs `nsys export` on them first, {} at once, {}; the dry run exports nothing\n\
+             roughly {} of .prv from them, {} to convert: a guess from the reports' size, often off by a factor of 3 either way (a dry run counts their rows once the conversion has exported them into its cache)\n",
+            count(to_export.len(), "report"),
             human_size(report_bytes),
-            human_seconds(
-                to_export.len() as f64 * NSYS_EXPORT_START_SECONDS / at_once as f64
-                    + report_bytes as f64 / NSYS_EXPORT_BYTES_PER_SECOND / at_once as f64
-            ),
+            at_once,
+            human_seconds(export_time),
+            human_size(guess),
+            convert_time(guess)
         );
     }
-    print_stdout(&text)
-}
-
-/// Writes to stdout; a closed pipe (`| head`) is not an error.
-fn print_stdout(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("stdout"),
-        _ => Ok(()),
-    }
+    crate::stdout::write(text.as_bytes())
 }
 
 /// `.prv` bytes written per second and worker thread, conservatively
 /// (BENCHMARKS.md: 1.2-2.5 M lines/s of ~50 bytes on 2 cores).
 const PRV_BYTES_PER_SECOND_PER_THREAD: f64 = 25.0e6;
+
+/// A rough `.prv` size for a report not exported yet, from its file alone: the
+/// `.prv` is about 4 times what a report holds beyond the ~115 kB every report
+/// has (on the samples and the corpus's 22 reports: 0.5 to 13 times, most 2-6).
+fn prv_bytes_guessed_from_report(report_bytes: u64) -> u64 {
+    const EMPTY_REPORT_BYTES: u64 = 115_000;
+    4 * report_bytes.saturating_sub(EMPTY_REPORT_BYTES)
+}
+
+/// One warning for `lines` that say the same thing of different files: the line
+/// itself when there is one; else `summary` (given the count) with the first few,
+/// every line at `-v`.
+pub fn warn_grouped(lines: &[String], summary: impl FnOnce(usize) -> String) {
+    const SHOWN: usize = 3;
+    match lines {
+        [] => {}
+        [line] => tracing::warn!("{line}"),
+        _ => {
+            let more = match lines.len().saturating_sub(SHOWN) {
+                0 => String::new(),
+                n => format!("; and {n} more (-v lists them)"),
+            };
+            let first: Vec<&str> = lines.iter().take(SHOWN).map(String::as_str).collect();
+            tracing::warn!("{}: {}{more}", summary(lines.len()), first.join("; "));
+            for line in lines {
+                tracing::debug!("{line}");
+            }
+        }
+    }
+}
+
+/// `1 report`, `3 reports`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
 
 /// `nsys export --type sqlite`: nsys 2022.4 exports a 167 kB sample report in
 /// 0.03 s here; the rate on large reports is a conservative guess (no large
@@ -611,6 +728,10 @@ pub fn options(args: &Args, reports: usize) -> Result<Options> {
             .filter(|n| !n.is_empty())
             .collect()
     };
+    let metric_types = match args.metric_types {
+        MetricTypesArg::Bsc => MetricTypes::Bsc,
+        MetricTypesArg::Name => MetricTypes::Name,
+    };
     Ok(Options {
         categories: args.categories()?,
         time_limits: TimeLimits {
@@ -624,6 +745,8 @@ pub fn options(args: &Args, reports: usize) -> Result<Options> {
             exclude: names(&args.filter_cuda_calls_exclude_name),
         },
         nvtx: args.nvtx.clone(),
+        gpu_metric_types: metric_types,
+        nic_metric_types: metric_types,
         spill: Some(spill_policy(args, reports)?),
         decode_ahead: reports < jobs(),
         keep_nsys_threads: args.keep_nsys_threads,
@@ -633,6 +756,41 @@ pub fn options(args: &Args, reports: usize) -> Result<Options> {
             KernelNameArg::Demangled => KernelNames::Demangled,
         },
     })
+}
+
+/// Chooses how the metrics of the reports to translate are numbered: BSC's ids
+/// where they are unambiguous in the whole job, by name where they are not (with
+/// a warning). Reads each export's small metric tables; a report that cannot be
+/// read is left to fail in its translation.
+pub fn choose_metric_types(options: &mut Options, exports: &[&Path]) {
+    if options.gpu_metric_types == MetricTypes::Name
+        && options.nic_metric_types == MetricTypes::Name
+    {
+        return;
+    }
+    let open = |path: &&Path| nsys_reader::Export::open(path).ok();
+    let mut sets = exports
+        .par_iter()
+        .filter_map(|path| MetricSets::of_export(&open(path)?).ok())
+        .reduce(MetricSets::default, |mut a, b| {
+            a.merge(b);
+            a
+        });
+    // NIC counters share BSC's numbers with NCCL's ranges: are there any?
+    if sets.has_nic_counters()
+        && writes_nccl_ranges(options)
+        && exports
+            .par_iter()
+            .any(|path| open(path).is_some_and(|e| has_nccl_ranges(&e).unwrap_or(false)))
+    {
+        sets.set_nccl();
+    }
+    let choice = sets.choose(options.gpu_metric_types);
+    options.gpu_metric_types = choice.gpu;
+    options.nic_metric_types = choice.nic;
+    for warning in choice.warnings {
+        tracing::warn!("{warning}");
+    }
 }
 
 /// Half of `--memory-limit` is shared by the runs being translated (one per
@@ -826,20 +984,26 @@ fn blame_the_right_place(e: TranslateError) -> anyhow::Error {
 fn drop_duplicate_reports(reports: Vec<ReportTranslation>) -> Vec<ReportTranslation> {
     let mut seen: Vec<(DuplicateKey, std::path::PathBuf)> = Vec::new();
     let mut kept = Vec::with_capacity(reports.len());
+    let mut duplicates = Vec::new();
     for report in reports {
         let key = duplicate_key(&report);
         match seen.iter().find(|(k, _)| *k == key) {
-            Some((_, first)) => tracing::warn!(
+            Some((_, first)) => duplicates.push(format!(
                 "{}: the same report as {}; used once",
                 report.path.display(),
                 first.display()
-            ),
+            )),
             None => {
                 seen.push((key, report.path.clone()));
                 kept.push(report);
             }
         }
     }
+    warn_grouped(&duplicates, |n| {
+        format!(
+            "{n} reports are the same report as another (a copy or a re-export), each used once"
+        )
+    });
     kept
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::nsys_export::{existing_export, export_all, ExportSettings};
+use crate::output_set::MARKER;
 
 const EXPORT_EXT: &str = "sqlite";
 const REPORT_EXTS: &[&str] = &["nsys-rep", "qdrep"];
@@ -73,6 +74,7 @@ pub fn expand(
 ) -> Result<Vec<Prepared>> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
+    let mut repeated = Vec::new();
     for prepared in prepare(find(inputs, settings)?, settings, keep_failures)? {
         let key = match &prepared.export {
             Ok(input) => input.export.clone(),
@@ -82,13 +84,21 @@ pub fn expand(
         if seen.insert(key) {
             out.push(prepared);
         } else {
-            tracing::warn!(
+            repeated.push(format!(
                 "{}: given more than once; translated once",
                 prepared.name.display()
-            );
+            ));
         }
     }
+    warn_repeated(&repeated);
     Ok(out)
+}
+
+/// One warning for the inputs given more than once.
+pub fn warn_repeated(lines: &[String]) {
+    crate::convert::warn_grouped(lines, |n| {
+        format!("{n} inputs given more than once, each translated once")
+    });
 }
 
 /// Exports the `found` reports that need it (in parallel). A failed export stops
@@ -132,7 +142,7 @@ fn expand_one(input: &Path) -> Result<Vec<PathBuf>> {
         let found = reports_in_dir(input)?;
         if found.is_empty() {
             bail!(
-                "{}: directory holds no Nsight Systems reports (*.sqlite, *.nsys-rep, *.qdrep)",
+                "{}: directory holds no Nsight Systems reports (*.sqlite, *.nsys-rep, *.qdrep), in it or in its subdirectories",
                 input.display()
             );
         }
@@ -157,23 +167,49 @@ fn has_ext(path: &Path, exts: &[&str]) -> bool {
         .is_some_and(|e| exts.iter().any(|x| e.eq_ignore_ascii_case(x)))
 }
 
-/// The reports of a directory (not recursive), sorted.
+/// The reports under a directory and its subdirectories, sorted (exports, then
+/// reports). Slurm jobs write reports into per-node or per-step directories.
+/// Left out: directories the tool made (they hold its marker file: `NAME.cache/`
+/// with exports of reports found anyway, `NAME.parts/`, views, report pages),
+/// hidden directories (staging directories, file-system snapshots), and
+/// symbolic links to directories (no loops). A subdirectory that cannot be
+/// listed is skipped with a warning.
 fn reports_in_dir(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut exports = BTreeSet::new();
     let mut reports = BTreeSet::new();
-    let entries = std::fs::read_dir(dir)
-        .with_context(|| format!("{}: cannot list directory", dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .with_context(|| format!("{}: cannot list directory", dir.display()))?
-            .path();
-        if !path.is_file() {
-            continue;
-        }
-        if has_ext(&path, &[EXPORT_EXT]) {
-            exports.insert(path);
-        } else if has_ext(&path, REPORT_EXTS) {
-            reports.insert(path);
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let entries = match std::fs::read_dir(&current) {
+            Ok(entries) => entries,
+            Err(e) if current == dir => {
+                return Err(e).with_context(|| format!("{}: cannot list directory", dir.display()))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "{}: cannot list directory ({e}); skipped",
+                    current.display()
+                );
+                continue;
+            }
+        };
+        for entry in entries {
+            let entry =
+                entry.with_context(|| format!("{}: cannot list directory", current.display()))?;
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if searchable(&path) {
+                    pending.push(path);
+                }
+                continue;
+            }
+            if !path.is_file() {
+                continue;
+            }
+            if has_ext(&path, &[EXPORT_EXT]) {
+                exports.insert(path);
+            } else if has_ext(&path, REPORT_EXTS) {
+                reports.insert(path);
+            }
         }
     }
     // A report with an export beside it goes through the export step (which uses
@@ -182,4 +218,12 @@ fn reports_in_dir(dir: &Path) -> Result<Vec<PathBuf>> {
         exports.remove(&report.with_extension(EXPORT_EXT));
     }
     Ok(exports.into_iter().chain(reports).collect())
+}
+
+/// A subdirectory to search: not hidden, not made by the tool.
+fn searchable(dir: &Path) -> bool {
+    let hidden = dir
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    !hidden && !dir.join(MARKER).exists()
 }

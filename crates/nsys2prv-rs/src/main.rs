@@ -5,20 +5,22 @@ mod cli;
 mod convert;
 mod inputs;
 mod interrupt;
-#[cfg(all(
-    target_arch = "x86_64",
-    any(test, all(target_env = "musl", not(debug_assertions)))
-))]
-mod musl_memcpy;
 mod nsys_export;
 mod output_set;
+mod pmf;
 mod progress;
 mod report;
 mod sharded;
+mod stdout;
 mod timing;
 mod views;
 
 use std::process::ExitCode;
+
+// The static musl build's own memcpy and memmove (see crates/musl-memcpy): naming the crate links
+// it, and its symbols take precedence over musl's.
+#[cfg(all(target_arch = "x86_64", target_env = "musl", not(debug_assertions)))]
+use musl_memcpy as _;
 
 use clap::Parser;
 
@@ -43,23 +45,14 @@ fn tune_allocator() {
 fn main() -> ExitCode {
     #[cfg(feature = "mimalloc")]
     tune_allocator();
-    let mut command_line = std::env::args_os();
-    let program = command_line.next().unwrap_or_else(|| "nsys2prv-rs".into());
-    let command_line: Vec<std::ffi::OsString> = command_line.collect();
-    // Every problem of the command line at once, not one per run.
-    let (rest, mut problems) = cli::without_bsc_options(&command_line);
-    let argv = std::iter::once(program).chain(rest);
-    let mut args = match cli::Args::try_parse_from(argv) {
+    // Every option of BSC nsys2prv (0.5.8, 0.6.0rc1) has its equivalent: clap
+    // parses them all.
+    let mut args = match cli::Args::try_parse_from(std::env::args_os()) {
         Ok(args) => args,
-        Err(e) if problems.is_empty() || !e.use_stderr() => e.exit(),
-        Err(e) => {
-            let said = e.render().to_string();
-            let first = said.lines().next().unwrap_or_default();
-            problems.push(first.trim_start_matches("error: ").to_string());
-            eprintln!("error: {}", cli::problems_message(&problems));
-            return ExitCode::from(2);
-        }
+        Err(e) => e.exit(),
     };
+    // Every problem of the command line at once, not one per run.
+    let mut problems: Vec<String> = Vec::new();
     match &args.command {
         None => problems.extend(args.problems()),
         Some(cli::Command::Merge(m)) if m.timing => {
@@ -93,6 +86,7 @@ fn main() -> ExitCode {
     match result {
         Ok(finished) if finished.skipped > 0 => ExitCode::from(convert::EXIT_SKIPPED),
         Ok(_) => ExitCode::SUCCESS,
+        Err(e) if stdout::closed(&e) => ExitCode::from(stdout::EXIT_CLOSED),
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::from(if cli::is_usage_error(&e) { 2 } else { 1 })

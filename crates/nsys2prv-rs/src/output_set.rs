@@ -1,10 +1,13 @@
-//! The output set — `NAME.prv[.gz]`, `NAME.pcf`, `NAME.row` and the views
-//! directory — changes as one unit. Everything is written into a staging
+//! The output set — `NAME.prv[.gz]`, `NAME.pcf`, `NAME.row`, `NAME.pmf` and the
+//! views directory — changes as one unit. Everything is written into a staging
 //! directory beside its final place (`.NAME.nsys2prv-rs.HOST.PID.XXXXXX/`) and
 //! renamed into place in one critical section that interrupts wait for: views,
-//! `.pcf`, `.row`, and the `.prv` last, so Paraver never finds a new `.prv` beside
-//! old labels. The tool replaces only what it made: a views directory carries a
-//! marker file, and a directory without it is refused. A run killed outright
+//! `.pcf`, `.row`, `.pmf`, and the `.prv` last, so Paraver never finds a new
+//! `.prv` beside old labels. The tool replaces only what it made: a views directory carries a
+//! marker file, and a directory without it is refused; a `.prv`, `.pcf` or `.row`
+//! is replaced only when it is a Paraver file of that kind (by whatever tool: BSC's
+//! nsys2prv writes the same names) or empty; a `.pmf` only when this tool wrote
+//! it (one of ours names nsys2prv-rs as its translator). A run killed outright
 //! (SIGKILL, a crash) leaves its staging directory; the next run on the same
 //! output removes it, or finishes its renames if it died while committing.
 
@@ -63,7 +66,7 @@ impl OutputSet {
     pub fn prepare(trace: &OutputPaths, views: &Path) -> Result<OutputSet> {
         let trace_dir = parent_dir(&trace.prv);
         let views_dir = parent_dir(views);
-        check_views_target(views, trace)?;
+        check_targets(trace, views)?;
         let stem = trace.stem();
         let views_name = file_name(views);
         clean_leftovers(&trace_dir, &stem);
@@ -91,6 +94,11 @@ impl OutputSet {
     /// Where the list of skipped reports is written, when there are some.
     pub fn staged_skipped(&self) -> PathBuf {
         skipped_list_path(&self.trace.in_dir(&self.trace_stage.dir))
+    }
+
+    /// Where the metadata file (`NAME.pmf`) is written.
+    pub fn staged_pmf(&self) -> PathBuf {
+        crate::pmf::path_of(&self.trace.in_dir(&self.trace_stage.dir))
     }
 
     /// The views directory the set installs.
@@ -191,13 +199,16 @@ fn install(stage: &Path, target_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Views directories first, then labels (and the list of skipped reports), then
-/// the trace body.
+/// Views directories first, then labels (and the metadata file and the list of
+/// skipped reports), then the trace body.
 fn install_order(path: &Path) -> u8 {
     let name = path.file_name().and_then(OsStr::to_str).unwrap_or("");
     if path.is_dir() {
         0
-    } else if name.ends_with(".pcf") || name.ends_with(".row") || name.ends_with(".skipped.txt") {
+    } else if [".pcf", ".row", ".pmf", ".skipped.txt"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+    {
         1
     } else {
         2
@@ -256,6 +267,102 @@ pub fn marker_text(trace: &OutputPaths) -> String {
     )
 }
 
+/// Refuses (a usage error, exit 2) an output set whose files exist and are not
+/// what the tool would replace: a views directory not made by the tool, or a
+/// `.prv`, `.pcf` or `.row` that is not a Paraver file of its kind. Cheap: runs
+/// before any report is read, and again when the set is staged.
+pub fn check_targets(trace: &OutputPaths, views: &Path) -> Result<()> {
+    let files = [
+        (&trace.prv, TargetKind::Trace { gzip: trace.gzip }),
+        (&trace.pcf, TargetKind::Pcf),
+        (&trace.row, TargetKind::Row),
+    ];
+    for (path, kind) in files {
+        if let Some(why) = not_replaceable(path, kind) {
+            return Err(UsageError(format!(
+                "{}: exists and {why}, so it will not be replaced: give another output name, or move it away",
+                path.display()
+            ))
+            .into());
+        }
+    }
+    check_metadata_target(trace)?;
+    check_views_target(views, trace)
+}
+
+#[derive(Clone, Copy)]
+enum TargetKind {
+    Trace { gzip: bool },
+    Pcf,
+    Row,
+}
+
+/// Section keywords of a `.pcf`; the first line that is not blank or a comment
+/// is one of them in every `.pcf` Paraver tools write (Extrae, BSC's nsys2prv,
+/// this tool).
+const PCF_SECTIONS: [&str; 7] = [
+    "DEFAULT_OPTIONS",
+    "DEFAULT_SEMANTIC",
+    "STATES",
+    "STATES_COLOR",
+    "EVENT_TYPE",
+    "GRADIENT_COLOR",
+    "GRADIENT_NAMES",
+];
+
+/// Why the existing `path` may not be replaced by a file of `kind`; `None` when
+/// it is absent, empty, or a Paraver file of that kind: a trace whose first line
+/// begins `#Paraver` (read through gzip for `.prv.gz`), a `.pcf` whose first line
+/// (past blank lines and `#` comments) is a section keyword, a `.row` whose first
+/// such line is a `LEVEL` heading.
+fn not_replaceable(path: &Path, kind: TargetKind) -> Option<String> {
+    use std::io::{BufRead, BufReader, Read};
+    let meta = path.symlink_metadata().ok()?;
+    if meta.is_dir() {
+        return Some("is a directory".into());
+    }
+    let opened = match kind {
+        TargetKind::Trace { gzip } => paraver_reader::prv::open_body(path, gzip),
+        _ => fs::File::open(path).map(|f| Box::new(BufReader::new(f)) as Box<dyn BufRead>),
+    };
+    let reader = match opened {
+        Ok(r) => r,
+        Err(e) => return Some(format!("cannot be read ({e})")),
+    };
+    // The first 64 KiB are plenty for the first meaningful line.
+    let mut head = Vec::new();
+    if let Err(e) = reader.take(64 << 10).read_to_end(&mut head) {
+        let what = match kind {
+            TargetKind::Trace { gzip: true } => "is not a gzip-compressed Paraver trace",
+            _ => "cannot be read",
+        };
+        return Some(format!("{what} ({e})"));
+    }
+    if head.is_empty() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&head);
+    let first_line = text.lines().next().unwrap_or("");
+    let first_meaningful = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    match kind {
+        TargetKind::Trace { .. } if !first_line.starts_with("#Paraver") => {
+            Some("is not a Paraver trace (its first line is not #Paraver …)".into())
+        }
+        TargetKind::Pcf if !PCF_SECTIONS.contains(&first_meaningful) => Some(
+            "is not a Paraver .pcf (it does not begin with a section such as DEFAULT_OPTIONS or EVENT_TYPE)"
+                .into(),
+        ),
+        TargetKind::Row if !first_meaningful.starts_with("LEVEL ") => {
+            Some("is not a Paraver .row (it does not begin with a LEVEL heading)".into())
+        }
+        _ => None,
+    }
+}
+
 /// A views target the tool may replace: absent, empty, or made by the tool.
 fn check_views_target(views: &Path, trace: &OutputPaths) -> Result<()> {
     let Ok(meta) = views.symlink_metadata() else {
@@ -273,6 +380,20 @@ fn check_views_target(views: &Path, trace: &OutputPaths) -> Result<()> {
     Err(UsageError(format!(
         "{}: exists and was not written by nsys2prv-rs (no {MARKER} file in it), so the views will not replace it: {what_to_do}",
         views.display()
+    ))
+    .into())
+}
+
+/// A `NAME.pmf` the tool may replace: absent, written by the tool, or another
+/// translator's trace metadata (BSC nsys2prv writes its own beside its traces).
+fn check_metadata_target(trace: &OutputPaths) -> Result<()> {
+    let pmf = crate::pmf::path_of(trace);
+    if pmf.symlink_metadata().is_err() || crate::pmf::may_replace(&pmf) {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "{}: exists and is not a trace metadata file (neither ours nor BSC nsys2prv's), so it will not be replaced: give another output name or move it",
+        pmf.display()
     ))
     .into())
 }

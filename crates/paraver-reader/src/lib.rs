@@ -7,6 +7,8 @@
 //! [`Issue`], which the validator reports and other readers (the `report` command)
 //! may ignore.
 
+#![forbid(unsafe_code)]
+
 pub mod pcf;
 pub mod prv;
 pub mod row;

@@ -1,7 +1,8 @@
-//! The k-way merge of sorted blocks of records, shared by a run's spills
-//! ([`crate::run::BlockMerge`]) and the parallel merge of runs
-//! ([`crate::segments`]): keys packed into 128 bits, and a tournament tree of
-//! losers over them.
+//! The k-way merge of sorted streams of records, the one every merge of the
+//! writer uses: a run's spills ([`crate::run::BlockMerge`]), the parallel merge
+//! of runs in memory ([`crate::segments`]), and the record-by-record merge of
+//! runs and of each run's streams ([`crate::kmerge`]): keys packed into 128
+//! bits, and a tournament tree of losers over them.
 
 /// Merge key packed so that keys compare as numbers: trace time, rank (see
 /// [`crate::record::Record::rank`]), the thread's place among those merged
@@ -13,6 +14,20 @@ pub(crate) fn merge_key(time: i64, rank: u8, place: u32, block: usize) -> u128 {
     let time = (time as u64) ^ (1 << 63);
     let tail = (u64::from(rank) << 62) | (u64::from(place) << 30) | block as u64;
     (u128::from(time) << 64) | u128::from(tail)
+}
+
+/// The fields of a [`merge_key`]: time, rank, place, block.
+#[inline]
+pub(crate) fn unpack_key(key: u128) -> (i64, u8, u32, usize) {
+    let time = ((key >> 64) as u64 ^ (1 << 63)) as i64;
+    let tail = key as u64;
+    let place = ((tail >> 30) & 0xffff_ffff) as u32;
+    (
+        time,
+        (tail >> 62) as u8,
+        place,
+        (tail & ((1 << 30) - 1)) as usize,
+    )
 }
 
 /// Key of a block with nothing left: after every other.
@@ -57,25 +72,36 @@ impl LoserTree {
         (self.keys[winner] != DONE).then_some(winner)
     }
 
+    /// The winner's key (`DONE` once every stream is done).
+    #[inline]
+    pub(crate) fn winner_key(&self) -> u128 {
+        self.keys[self.nodes[0]]
+    }
+
     /// Gives the winner its next key (`DONE` when it has no more) and plays its
     /// way back up. (Selects rather than branches: which key wins is as good as
     /// random.)
+    #[inline]
     pub(crate) fn replace_winner(&mut self, key: u128) {
         let leaves = self.keys.len();
-        let mut winner = self.nodes[0];
-        self.keys[winner] = key;
+        // Leaves and nodes number below `leaves`, a power of two: masked, the
+        // indices below need no bounds checks.
+        let (keys, nodes) = (&mut self.keys[..leaves], &mut self.nodes[..leaves]);
+        let mask = leaves - 1;
+        let mut winner = nodes[0] & mask;
+        keys[winner] = key;
         let mut winner_key = key;
         let mut n = (winner + leaves) / 2;
         while n > 0 {
-            let loser = self.nodes[n];
-            let loser_key = self.keys[loser];
+            let loser = nodes[n] & mask;
+            let loser_key = keys[loser];
             let swap = loser_key < winner_key;
-            self.nodes[n] = if swap { winner } else { loser };
+            nodes[n] = if swap { winner } else { loser };
             winner = if swap { loser } else { winner };
             winner_key = if swap { loser_key } else { winner_key };
             n /= 2;
         }
-        self.nodes[0] = winner;
+        nodes[0] = winner;
     }
 }
 
@@ -97,6 +123,15 @@ mod tests {
         ];
         assert!(keys.windows(2).all(|w| w[0] < w[1]));
         assert!(keys.iter().all(|&k| k < DONE));
+        for (time, rank, place, block) in [
+            (-5, 3, u32::MAX, (1 << 30) - 1),
+            (0, 0, 0, 0),
+            (i64::MIN, 1, 7, 12),
+            (i64::MAX, 2, u32::MAX - 1, 3),
+        ] {
+            let key = merge_key(time, rank, place, block);
+            assert_eq!(unpack_key(key), (time, rank, place, block));
+        }
     }
 
     #[test]

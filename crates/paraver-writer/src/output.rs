@@ -229,6 +229,7 @@ impl<F: Write + AsFd> Write for Writeback<F> {
 /// Only a hint: whether it works changes nothing but when the final `fsync`
 /// returns.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn start_writeback(file: BorrowedFd, offset: u64, len: u64) {
     use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {

@@ -20,6 +20,7 @@ use rustc_hash::FxHashMap;
 
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED, NO_SHARED};
 use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
+use crate::view::Payload;
 use crate::WriteError;
 
 /// Collects the records of one producer in any order; `finish` sorts them.
@@ -556,14 +557,6 @@ impl RunBuilder {
     }
 }
 
-/// What a run's records point into: pairs, communications, shared lists.
-#[derive(Clone, Copy)]
-pub(crate) struct Payload<'a> {
-    pub pairs: &'a Pairs,
-    pub comms: &'a [Comm],
-    pub shared: &'a [(u32, u32)],
-}
-
 /// Appends the blocks of one thread whose records are `chunks` and whose
 /// stretches end at `ends`: a block for each part of a stretch in one chunk
 /// (they come one after the other, in push order).
@@ -976,7 +969,7 @@ mod tests {
             let run = p.builder.finish().unwrap();
             assert!(!run.chunks.is_empty());
             let mut times = Vec::new();
-            crate::merge::for_each_record(&run, &mut |time, thread, _| times.push((time, thread)))
+            crate::kmerge::for_each_record(&run, &mut |time, thread, _| times.push((time, thread)))
                 .unwrap();
             let want: Vec<(i64, LocalThread)> =
                 expected.iter().map(|(t, r)| (r.time, *t)).collect();
@@ -1001,8 +994,8 @@ mod tests {
         assert_eq!(run.pairs.len(), 2 + 100 + 1);
         let payload = run.payload();
         let records = run.sorted_records();
-        let types_of = |r: &Record| match crate::merge::View::of(r.body, &payload) {
-            crate::merge::View::Events { pairs, .. } => {
+        let types_of = |r: &Record| match crate::view::View::of(r.body, &payload) {
+            crate::view::View::Events { pairs, .. } => {
                 pairs.iter().map(|p| (p.ty, p.value())).collect::<Vec<_>>()
             }
             _ => unreachable!(),

@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::merge::{for_each_record, View};
+use crate::kmerge::for_each_record;
 use crate::names::NameTables;
 use crate::record::{Comm, LocalThread};
 use crate::run::Run;
 use crate::spill::{encode_view, Checksummed, SpilledChunk};
+use crate::view::View;
 
 /// Where a saved run's records lie, and what else the merge needs of the run.
 #[derive(Debug, Serialize, Deserialize)]

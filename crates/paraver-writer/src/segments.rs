@@ -3,15 +3,81 @@
 //! formatted on its own, on any thread, straight from the runs' records, and the
 //! segments' texts are written in order. A segment holds every record of each of
 //! its times, so no event line straddles two segments, and the text is the one
-//! the record-by-record merge ([`crate::merge`]'s gatherer) writes.
+//! the record-by-record merge ([`crate::gather`]) writes.
 //!
 //! Segment bounds come from a sample of the runs' times, so they depend on the
 //! data only, never on the thread count.
 
+use std::io::Write;
+
+use rayon::prelude::*;
+
+use crate::cursor::{places_in_trace, RunCursor};
 use crate::lines::LineFormatter;
 use crate::loser_tree::{merge_key, LoserTree, DONE};
-use crate::merge::RunCursor;
+use crate::output::TraceSink;
+use crate::pcf::PcfCatalog;
 use crate::record::{LocalThread, Record};
+
+/// Segments per thread in a round: a few, so that a thread that finishes early
+/// (or writes the previous round) finds work.
+const SEGMENTS_PER_THREAD: usize = 4;
+
+/// Writes the body of a trace merged from `cursors` (every run in memory, its
+/// threads in the trace's order), in segments of about `batch_records` records:
+/// a round of segments is merged and formatted on all threads while the
+/// previous round's texts are written, in order. The tallies go to `lines`.
+pub(crate) fn write_body(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    batch_records: usize,
+    progress: &mut dyn FnMut(u64),
+) -> std::io::Result<()> {
+    let slots = SEGMENTS_PER_THREAD * rayon::current_num_threads().max(1);
+    let mut segments = Segmenter::new(cursors, batch_records);
+    let new_formatters =
+        || -> Vec<LineFormatter> { (0..slots).map(|_| LineFormatter::new(catalog, 0)).collect() };
+    // Two sets: one formats a round while the other's texts, of the round
+    // before, are written.
+    let (mut formatting, mut writing) = (new_formatters(), new_formatters());
+    let mut to_write = 0;
+    let mut merged: u64 = 0;
+    loop {
+        let round: Vec<Segment> = segments.by_ref().take(slots).collect();
+        if round.is_empty() && to_write == 0 {
+            break;
+        }
+        let (written, ()) = rayon::join(
+            || write_texts(out, &mut writing[..to_write]),
+            || {
+                round
+                    .par_iter()
+                    .zip(formatting.par_iter_mut())
+                    .for_each(|(segment, f)| format_segment(cursors, segment, f))
+            },
+        );
+        written?;
+        to_write = round.len();
+        std::mem::swap(&mut formatting, &mut writing);
+        merged += round.iter().map(Segment::records).sum::<usize>() as u64;
+        progress(merged);
+    }
+    for f in formatting.into_iter().chain(writing) {
+        lines.absorb(f);
+    }
+    Ok(())
+}
+
+/// Writes the texts of `formatters` in order, emptying their buffers.
+fn write_texts(out: &mut TraceSink, formatters: &mut [LineFormatter]) -> std::io::Result<()> {
+    for f in formatters {
+        out.write_all(f.buf.as_slice())?;
+        f.buf.clear();
+    }
+    Ok(())
+}
 
 /// Sorted records of one block of a run: what the segments have not yet taken
 /// of it, or its records in one segment.
@@ -53,21 +119,16 @@ impl<'a> Segmenter<'a> {
     pub(crate) fn new(cursors: &[RunCursor<'a>], target: usize) -> Self {
         // Threads' places in the trace, numbered densely so that a merge key fits
         // in 128 bits.
-        let mut places: Vec<u64> = cursors
-            .iter()
-            .flat_map(|c| c.order.iter().copied())
-            .collect();
-        places.sort_unstable();
-        places.dedup();
-        let place = |order: u64| places.partition_point(|&p| p < order) as u32;
+        let places = places_in_trace(cursors);
         let blocks: Vec<Part> = cursors
             .iter()
+            .zip(&places)
             .enumerate()
-            .flat_map(|(run, c)| {
+            .flat_map(|(run, (c, places))| {
                 c.blocks().map(move |(thread, records)| Part {
                     run,
                     thread,
-                    place: place(c.order[thread as usize]),
+                    place: places[thread as usize],
                     shift: c.shift,
                     records,
                 })

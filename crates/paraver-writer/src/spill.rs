@@ -2,7 +2,7 @@
 //! used, and reading them back for the merge. Files are anonymous (unlinked at
 //! creation), so nothing is left behind whatever happens to the process. A chunk
 //! may also be a section of a named file (a part of a sharded conversion, see
-//! [`crate::run::SavedRun`]); such a section carries a checksum that the merge
+//! [`crate::saved::SavedRun`]); such a section carries a checksum that the merge
 //! checks as it reads.
 
 use std::fs::File;
@@ -12,9 +12,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::merge::View;
 use crate::record::{Comm, EventPair, LocalThread, Record, Value};
-use crate::run::Payload;
+use crate::view::{Payload, View};
 
 /// Memory shared by every run of one conversion.
 #[derive(Debug)]

@@ -14,10 +14,21 @@ const LONGEST_GAPS: usize = 20;
 /// Stragglers named.
 const SLOWEST_TASKS: usize = 5;
 
-pub fn assemble(mut scan: Scan, trace: String, gap_threshold_ns: u64) -> Report {
+pub fn assemble(
+    mut scan: Scan,
+    trace: String,
+    gap_threshold_ns: u64,
+    window: Option<Window>,
+) -> Report {
     let elapsed = scan.elapsed;
+    let offset = scan.window_start;
     let gpus = gpus(&scan);
     let efficiency = Model::of(&gpus, elapsed);
+    // A window is what the user chose to look at: its start-up is theirs.
+    let from_first_activity = match window {
+        None => FromFirstActivity::of(&gpus, elapsed, scan.first_activity, offset),
+        Some(_) => None,
+    };
     let heatmap = heatmap(&scan, &gpus);
     let overlap = overlap(&gpus);
     let gaps = gaps(&gpus, gap_threshold_ns);
@@ -33,13 +44,22 @@ pub fn assemble(mut scan: Scan, trace: String, gap_threshold_ns: u64) -> Report 
     );
     let task_names: Vec<String> = (1..=scan.task_count).map(|t| scan.names.task(t)).collect();
     let (candidates, occurrences) = scan.take_occurrences();
+    let occurrences = occurrences
+        .into_iter()
+        .map(|(c, task, begin, end)| (c, task, begin + offset, end + offset))
+        .collect();
     let iterations = iterations(&candidates, occurrences, &task_names);
-    let notes = notes(&scan, &gpus, &iterations);
+    let mut notes = notes(&scan, &gpus, &iterations);
+    if let Some(late) = &from_first_activity {
+        notes.push(late_start_note(late));
+    }
     Report {
         generator: GENERATOR,
         version: env!("CARGO_PKG_VERSION"),
         trace,
         elapsed_ns: elapsed,
+        window,
+        from_first_activity,
         tasks: scan.task_count,
         gpu_count: gpus.len(),
         stream_rows: gpus.iter().map(|g| g.streams).sum(),
@@ -271,7 +291,7 @@ fn stats(name: String, acc: &NamedStatsAcc) -> NamedStats {
         total_ns: acc.total,
         min_ns: acc.min,
         max_ns: acc.max,
-        bytes: acc.bytes,
+        bytes: (acc.sized > 0).then_some(acc.bytes),
         ..NamedStats::default()
     });
     stats
@@ -469,6 +489,22 @@ fn per_iteration(tasks: &[TaskIterations]) -> Vec<IterationSummary> {
             }
         })
         .collect()
+}
+
+/// The start-up before the first GPU activity, in words.
+fn late_start_note(late: &FromFirstActivity) -> String {
+    format!(
+        "The GPUs' first activity begins at {} s, {:.0}% into the trace: the start-up before it counts as idle. \
+         The figures \"from the first GPU activity\" (marked *) leave it out; --time-window {}: leaves it out of every figure.",
+        super::text::seconds(late.start_ns),
+        late.share_before * 100.0,
+        // Rounded down, readable, and the first activity still inside.
+        super::text::time_arg(match late.start_ns {
+            t if t >= 10_000_000 => t / 1_000_000 * 1_000_000,
+            t if t >= 10_000 => t / 1_000 * 1_000,
+            t => t,
+        })
+    )
 }
 
 /// What the trace lacks for the report's figures, in words.

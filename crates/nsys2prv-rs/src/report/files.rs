@@ -196,7 +196,7 @@ struct StatsRow<'a> {
     mean_ns: f64,
     min_ns: u64,
     max_ns: u64,
-    bytes: u64,
+    bytes: Option<u64>,
 }
 
 impl<'a> From<&'a super::model::NamedStats> for StatsRow<'a> {
@@ -221,7 +221,7 @@ struct NcclRow<'a> {
     mean_ns: f64,
     min_ns: u64,
     max_ns: u64,
-    bytes: u64,
+    bytes: Option<u64>,
     ranks: usize,
     algorithm_gb_per_s: Option<f64>,
     bus_gb_per_s: Option<f64>,

@@ -85,6 +85,11 @@ fn count(pointer: &str, n: u64) -> Markup {
     fig(pointer, "n", format_count(n))
 }
 
+/// Bytes, or `n/a` when the trace gives no size.
+fn bytes(pointer: &str, b: Option<u64>) -> Markup {
+    fig(pointer, "n", b.map_or("n/a".into(), format_count))
+}
+
 fn rate(pointer: &str, x: Option<f64>) -> Markup {
     fig(
         pointer,
@@ -140,7 +145,12 @@ fn header(r: &Report) -> Markup {
     html! {
         h1 { "GPU efficiency report" }
         p.lead {
-            "Trace " code { (r.trace) } ": "
+            "Trace " code { (r.trace) }
+            @if let Some(w) = &r.window {
+                ", from " (seconds("/window/start_ns", w.start_ns)) " s to "
+                (seconds("/window/end_ns", w.end_ns)) " s (" (w.chosen_by) ")"
+            }
+            ": "
             (seconds("/elapsed_ns", r.elapsed_ns)) " s, "
             (count("/tasks", r.tasks as u64)) " tasks, "
             (count("/gpu_count", r.gpu_count as u64)) " GPUs ("
@@ -180,6 +190,27 @@ fn efficiency(r: &Report) -> Markup {
                         "max(useful) / max(useful + communication)"))
                     (card("Orchestration efficiency", percent("/efficiency/orchestration_efficiency", Some(m.orchestration_efficiency)),
                         "max(useful + communication) / elapsed"))
+                }
+                @if let Some(late) = &r.from_first_activity {
+                    @if let Some(l) = &late.efficiency {
+                        p {
+                            strong { "From the first GPU activity on" } " (at "
+                            (seconds("/from_first_activity/start_ns", late.start_ns)) " s; the "
+                            (percent("/from_first_activity/share_before", Some(late.share_before)))
+                            "% before it is start-up, left out here): elapsed "
+                            (seconds("/from_first_activity/elapsed_ns", late.elapsed_ns)) " s."
+                        }
+                        div.cards {
+                            (card("Parallel efficiency", percent("/from_first_activity/efficiency/parallel_efficiency", Some(l.parallel_efficiency)),
+                                "from the first GPU activity on"))
+                            (card("Load balance", percent("/from_first_activity/efficiency/load_balance", l.load_balance),
+                                "from the first GPU activity on"))
+                            (card("Communication efficiency", percent("/from_first_activity/efficiency/communication_efficiency", l.communication_efficiency),
+                                "from the first GPU activity on"))
+                            (card("Orchestration efficiency", percent("/from_first_activity/efficiency/orchestration_efficiency", Some(l.orchestration_efficiency)),
+                                "from the first GPU activity on"))
+                        }
+                    }
                 }
                 p {
                     "Useful: a compute kernel runs on one of the GPU's streams. Communication: an NCCL kernel or a memory "
@@ -222,6 +253,7 @@ fn gpu_table(r: &Report) -> Markup {
     html! {
         table {
             tr { th.name { "GPU" } th.name { "node" } th { "streams" } th { "useful s" } th { "comm s" } th { "idle s" }
+                 @if r.from_first_activity.is_some() { th { "idle s from the first GPU activity" } }
                  }
             @for (i, g) in r.gpus.iter().enumerate() {
                 @let p = format!("/gpus/{i}");
@@ -231,6 +263,9 @@ fn gpu_table(r: &Report) -> Markup {
                     td { (seconds(&format!("{p}/useful_ns"), g.useful_ns)) }
                     td { (seconds(&format!("{p}/communication_ns"), g.communication_ns)) }
                     td { (seconds(&format!("{p}/idle_ns"), g.idle_ns)) }
+                    @if let Some(late) = &r.from_first_activity {
+                        td { (seconds(&format!("/from_first_activity/idle_ns/{i}"), late.idle_ns[i])) }
+                    }
                 }
             }
         }
@@ -247,7 +282,9 @@ fn heatmap(r: &Report) -> Markup {
             p {
                 "One row per GPU, the run cut into " (count("/heatmap/bins", map.bins as u64)) " bins of "
                 (millis("/heatmap/edges_ns/1", map.edges_ns.get(1).copied().unwrap_or(0) as f64))
-                " ms; the darker a cell, the more of its bin the GPU was busy."
+                " ms"
+                @if let Some(w) = &r.window { " (times from the window's start, " (seconds("/window/start_ns", w.start_ns)) " s into the trace)" }
+                "; the darker a cell, the more of its bin the GPU was busy."
                 @if let Some(g) = &map.grouping { " " strong { (g) } }
             }
             div.toggle {
@@ -459,7 +496,7 @@ fn nccl(r: &Report) -> Markup {
                         td { (count(&format!("{p}/count"), c.stats.count)) }
                         td { (seconds(&format!("{p}/total_ns"), c.stats.total_ns)) }
                         td { (micros(&format!("{p}/mean_ns"), c.stats.mean_ns)) }
-                        td { (count(&format!("{p}/bytes"), c.stats.bytes)) }
+                        td { (bytes(&format!("{p}/bytes"), c.stats.bytes)) }
                         td { (count(&format!("{p}/ranks"), c.ranks as u64)) }
                         td { (rate(&format!("{p}/algorithm_gb_per_s"), c.algorithm_gb_per_s)) }
                         td { (rate(&format!("{p}/bus_gb_per_s"), c.bus_gb_per_s)) }
@@ -486,7 +523,7 @@ fn named_table(key: &str, title: &str, what: &str, list: &[NamedStats]) -> Marku
                         td { (seconds(&format!("{p}/total_ns"), s.total_ns)) }
                         td { (micros(&format!("{p}/mean_ns"), s.mean_ns)) }
                         td { (micros(&format!("{p}/max_ns"), s.max_ns as f64)) }
-                        td { (count(&format!("{p}/bytes"), s.bytes)) }
+                        td { (bytes(&format!("{p}/bytes"), s.bytes)) }
                     }
                 }
             }
@@ -509,7 +546,7 @@ fn memory(r: &Report) -> Markup {
                         td { (count(&format!("{p}/count"), s.count)) }
                         td { (seconds(&format!("{p}/total_ns"), s.total_ns)) }
                         td { (micros(&format!("{p}/mean_ns"), s.mean_ns)) }
-                        td { (count(&format!("{p}/bytes"), s.bytes)) }
+                        td { (bytes(&format!("{p}/bytes"), s.bytes)) }
                         td { (rate(&format!("{p}/gb_per_s"), s.gb_per_s)) }
                     }
                 }

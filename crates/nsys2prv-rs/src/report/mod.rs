@@ -31,8 +31,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use paraver_reader::TraceFiles;
 
-use crate::cli::{ReportArgs, UsageError};
+use crate::cli::{ReportArgs, TimeWindowArg, UsageError};
 pub use model::Report;
+use nsys_semantics::cuts::NvtxRangeSpec;
 use scan::{Scan, ScanOptions};
 
 /// Bins of the heat maps across the run.
@@ -56,6 +57,8 @@ pub struct ReportOptions {
     pub html: Option<PathBuf>,
     /// `-` for stdout (instead of the tables).
     pub json: Option<PathBuf>,
+    /// Only part of the trace (`--time-window`, `--nvtx-range`).
+    pub window: Option<WindowArg>,
 }
 
 impl Default for ReportOptions {
@@ -69,8 +72,16 @@ impl Default for ReportOptions {
             out_dir: None,
             html: None,
             json: None,
+            window: None,
         }
     }
+}
+
+/// The part of the trace a report covers, as asked.
+#[derive(Clone, Debug)]
+pub enum WindowArg {
+    Time(TimeWindowArg),
+    Range(NvtxRangeSpec),
 }
 
 /// `nsys2prv-rs report TRACE`.
@@ -89,6 +100,11 @@ pub fn run_command(args: &ReportArgs) -> Result<()> {
             out_dir: args.out.clone(),
             html: args.html.clone(),
             json: args.json.clone(),
+            window: match (&args.time_window, &args.nvtx_range) {
+                (Some(w), _) => Some(WindowArg::Time(*w)),
+                (None, Some(spec)) => Some(WindowArg::Range(spec.clone())),
+                (None, None) => None,
+            },
         },
     )
 }
@@ -108,10 +124,9 @@ pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
     }
     let report = analyze(&files, options)?;
     if json_to_stdout {
-        use std::io::Write;
-        std::io::stdout().write_all(&files::json(&report))?;
+        crate::stdout::write(&files::json(&report))?;
     } else if options.print {
-        print!("{}", report.text(options.top));
+        crate::stdout::write(report.text(options.top).as_bytes())?;
     }
     let mut written: Vec<PathBuf> = Vec::new();
     if let Some(path) = options.html.as_ref() {
@@ -180,19 +195,53 @@ pub fn resolve_trace(path: &Path) -> Result<TraceFiles> {
 
 /// Reads the trace and computes every figure.
 pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
+    let window = match &options.window {
+        None => None,
+        Some(WindowArg::Time(w)) => {
+            let start = u64::try_from(w.start).unwrap_or(0);
+            let end = w.end.map_or(u64::MAX, |e| u64::try_from(e).unwrap_or(0));
+            let arg = |t: Option<i64>| t.map_or(String::new(), |t| text::time_arg(t as u64));
+            Some((
+                start,
+                end,
+                format!("--time-window {}:{}", arg(Some(w.start)), arg(w.end)),
+            ))
+        }
+        Some(WindowArg::Range(spec)) => {
+            let names = scan::Names::read(files)?;
+            let (start, end, ranges, tasks) = scan::nvtx_range_window(files, &names, spec)?;
+            Some((
+                start,
+                end,
+                format!(
+                    "--nvtx-range {spec}: {}",
+                    crate::convert::count(ranges, "range")
+                        + " on "
+                        + &crate::convert::count(tasks, "task")
+                ),
+            ))
+        }
+    };
     let scan_options = ScanOptions {
         iterations: options.iterations.clone(),
         gap_threshold_ns: options.gap_threshold_ns,
         bins: BINS,
         gaps_per_gpu: GAPS_PER_GPU,
         memory_limit: options.memory_limit,
+        window: window.as_ref().map(|(start, end, _)| (*start, *end)),
     };
     let (mut scan, mut body) = Scan::open(files, &scan_options)?;
     scan.run(&mut body, files)?;
     scan.finish();
+    let window = window.map(|(start, _, chosen_by)| model::Window {
+        start_ns: start,
+        end_ns: start + scan.elapsed,
+        chosen_by,
+    });
     Ok(assemble::assemble(
         scan,
         files.prv.display().to_string(),
         options.gap_threshold_ns,
+        window,
     ))
 }

@@ -11,7 +11,16 @@ pub struct Report {
     pub generator: &'static str,
     pub version: &'static str,
     pub trace: String,
+    /// The time reported on: the trace's, or the window's.
     pub elapsed_ns: u64,
+    /// The part of the trace reported on (`--time-window`, `--nvtx-range`); `None`:
+    /// all of it. The gaps' and iterations' times are the trace's; the heat map's
+    /// edges are from the window's start.
+    pub window: Option<Window>,
+    /// The figures that change when the start-up before the GPUs' first activity
+    /// is left out, when that start-up is more than a tenth of the trace (not
+    /// computed for a window: the user chose what to look at).
+    pub from_first_activity: Option<FromFirstActivity>,
     pub tasks: usize,
     pub gpu_count: usize,
     /// GPU stream rows over all GPUs.
@@ -32,6 +41,58 @@ pub struct Report {
     pub mpi: Vec<NamedStats>,
     pub memory: Vec<NamedStats>,
     pub iterations: Option<Iterations>,
+}
+
+/// The part of the trace a report covers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// What chose it: `--time-window 1s:2s`, or `--nvtx-range step#3 (4 ranges on 2 tasks)`.
+    pub chosen_by: String,
+}
+
+/// From the first GPU activity (kernel, NCCL kernel or memory operation, on any
+/// GPU) to the end: useful and communication time are the same as over the whole
+/// time (nothing ran before), idle time and the efficiencies that divide by the
+/// elapsed time change.
+#[derive(Clone, Debug, Serialize)]
+pub struct FromFirstActivity {
+    /// When the first GPU activity began (trace time).
+    pub start_ns: u64,
+    /// Share of the reported time before it.
+    pub share_before: f64,
+    pub elapsed_ns: u64,
+    /// Per GPU (as `Report::gpus`): idle time from the first activity on.
+    pub idle_ns: Vec<u64>,
+    pub efficiency: Option<Model>,
+}
+
+/// Start-up before the first GPU activity longer than this share of the time is
+/// said, with the figures without it.
+pub const LATE_START_SHARE: f64 = 0.10;
+
+impl FromFirstActivity {
+    /// The figures of `gpus` from `first` (ns after the reported time's start) on,
+    /// when it is later than [`LATE_START_SHARE`] of `elapsed`.
+    pub fn of(gpus: &[Gpu], elapsed: u64, first: Option<u64>, offset: u64) -> Option<Self> {
+        let first = first?;
+        let share_before = first as f64 / elapsed.max(1) as f64;
+        if share_before <= LATE_START_SHARE || first >= elapsed {
+            return None;
+        }
+        let rest = elapsed - first;
+        Some(FromFirstActivity {
+            start_ns: first + offset,
+            share_before,
+            elapsed_ns: rest,
+            idle_ns: gpus
+                .iter()
+                .map(|g| rest.saturating_sub(g.useful_ns + g.communication_ns))
+                .collect(),
+            efficiency: Model::of(gpus, rest),
+        })
+    }
 }
 
 /// One GPU: a device of a task, seen through its stream rows `CUDA-D<dev>.S<stream>`.
@@ -179,8 +240,10 @@ pub struct NamedStats {
     pub min_ns: u64,
     pub max_ns: u64,
     pub mean_ns: f64,
-    /// Bytes (memory operations, NCCL message sizes, MPI collective send sizes).
-    pub bytes: u64,
+    /// Bytes (memory operations, NCCL message sizes, MPI collective send sizes);
+    /// `None` (JSON null, "n/a") when the trace gives none of them a size (kernels;
+    /// NCCL without its payload; MPI calls without sizes).
+    pub bytes: Option<u64>,
     /// Bytes per ns (GB/s); `None` without bytes or time.
     pub gb_per_s: Option<f64>,
 }
@@ -195,8 +258,10 @@ impl NamedStats {
 
     fn update(&mut self) {
         self.mean_ns = self.total_ns as f64 / self.count as f64;
-        self.gb_per_s =
-            (self.bytes > 0 && self.total_ns > 0).then(|| self.bytes as f64 / self.total_ns as f64);
+        self.gb_per_s = self
+            .bytes
+            .filter(|&b| b > 0 && self.total_ns > 0)
+            .map(|b| b as f64 / self.total_ns as f64);
     }
 
     pub fn merge(&mut self, other: &NamedStats) {
@@ -211,7 +276,10 @@ impl NamedStats {
         self.max_ns = self.max_ns.max(other.max_ns);
         self.count += other.count;
         self.total_ns += other.total_ns;
-        self.bytes += other.bytes;
+        self.bytes = match (self.bytes, other.bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.update();
     }
 }
@@ -355,13 +423,18 @@ mod tests {
             ..NamedStats::default()
         };
         let mut a = NamedStats::named("a".into());
-        a.merge(&part(2, 40, 10, 30, 100));
-        a.merge(&part(1, 5, 5, 5, 1));
+        a.merge(&part(2, 40, 10, 30, Some(100)));
+        a.merge(&part(1, 5, 5, 5, Some(1)));
+        a.merge(&part(1, 5, 5, 5, None));
         assert_eq!(
             (a.count, a.total_ns, a.min_ns, a.max_ns, a.bytes),
-            (3, 45, 5, 30, 101)
+            (4, 50, 5, 30, Some(101))
         );
-        assert_eq!(a.mean_ns, 15.0);
-        assert_eq!(a.gb_per_s, Some(101.0 / 45.0));
+        assert_eq!(a.mean_ns, 12.5);
+        assert_eq!(a.gb_per_s, Some(101.0 / 50.0));
+        // Without any size, the bytes are unknown, not 0.
+        let mut b = NamedStats::named("b".into());
+        b.merge(&part(1, 5, 5, 5, None));
+        assert_eq!((b.bytes, b.gb_per_s), (None, None));
     }
 }

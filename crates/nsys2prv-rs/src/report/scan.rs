@@ -26,6 +26,10 @@ pub struct ScanOptions {
     /// Gaps kept per GPU.
     pub gaps_per_gpu: usize,
     pub memory_limit: u64,
+    /// Only `[start, end]` ns of the trace (`--time-window`, `--nvtx-range`):
+    /// intervals crossing its edges are clipped to it, the iterations are those
+    /// wholly inside, and every time the scan keeps is from its start.
+    pub window: Option<(u64, u64)>,
 }
 
 /// The trace's tables of names: `.row` levels and `.pcf` labels.
@@ -74,6 +78,20 @@ impl Names {
             .unwrap_or_else(|| format!("task {task}"))
     }
 
+    /// `the trace has 'a', 'b' and 3 more` (its NVTX ranges), for errors.
+    pub fn range_list(&self) -> String {
+        let ranges = self.nvtx_ranges();
+        if ranges.is_empty() {
+            return "the trace has no NVTX ranges".to_string();
+        }
+        let shown: Vec<String> = ranges.iter().take(30).map(|r| format!("'{r}'")).collect();
+        let more = match ranges.len().saturating_sub(30) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!("the trace has {}{more}", shown.join(", "))
+    }
+
     /// The NVTX range names the trace has (bare, sorted, unique).
     pub fn nvtx_ranges(&self) -> Vec<String> {
         let mut names: BTreeSet<String> = BTreeSet::new();
@@ -89,6 +107,111 @@ impl Names {
         }
         names.into_iter().collect()
     }
+}
+
+/// The span of `--nvtx-range NAME[#N]` in a trace, found by a first pass over
+/// its NVTX events (as the conversion's cut: from the first begin of a range of
+/// that name to the last end, or with `#N` from the earliest to the latest of
+/// every thread's N-th): (start, end, ranges, tasks).
+pub fn nvtx_range_window(
+    files: &TraceFiles,
+    names: &Names,
+    spec: &nsys_semantics::cuts::NvtxRangeSpec,
+) -> Result<(u64, u64, usize, usize)> {
+    let targets: BTreeSet<(u32, i64)> = names
+        .pcf
+        .types
+        .iter()
+        .filter(|(ty, _)| is_nvtx_type(**ty))
+        .flat_map(|(ty, t)| {
+            t.values
+                .iter()
+                .flatten()
+                .filter(|(v, label)| **v != 0 && label_is(label, &spec.name))
+                .map(move |(v, _)| (*ty, *v))
+        })
+        .collect();
+    if targets.is_empty() {
+        return Err(crate::cli::UsageError(format!(
+            "--nvtx-range {spec}: no NVTX range of that name; {}",
+            names.range_list()
+        ))
+        .into());
+    }
+    let prv = files.prv.display().to_string();
+    let mut body = Lines::new(
+        open_body(&files.prv, files.gzip)
+            .with_context(|| format!("{prv}: cannot read the trace"))?,
+    );
+    body.advance()?;
+    let mut open: HashMap<(i128, i128, u32), Vec<Option<u64>>> = HashMap::new();
+    // (task, thread) → (begin, end) of each range found, in order of end.
+    let mut found: BTreeMap<(i128, i128), Vec<(u64, u64)>> = BTreeMap::new();
+    let mut fields = Vec::new();
+    while body
+        .advance()
+        .with_context(|| format!("{prv}: cannot read the trace"))?
+    {
+        let line = trim_trailing_blanks(body.line());
+        if line.first() != Some(&b'2') {
+            continue;
+        }
+        let lineno = body.number();
+        let Ok(Record::Event {
+            object,
+            time,
+            pairs,
+        }) = parse_record(line, &mut fields)
+        else {
+            bail!("{prv}:{lineno}: malformed record");
+        };
+        let time = time.clamp(0, i128::from(u64::MAX)) as u64;
+        for pair in pairs.chunks_exact(2) {
+            let (ty, value) = (pair[0] as u32, pair[1] as i64);
+            if !is_nvtx_type(ty) {
+                continue;
+            }
+            let stack = open.entry((object.task, object.thread, ty)).or_default();
+            if value != 0 {
+                stack.push(targets.contains(&(ty, value)).then_some(time));
+            } else if let Some(Some(begin)) = stack.pop() {
+                found
+                    .entry((object.task, object.thread))
+                    .or_default()
+                    .push((begin, time));
+            }
+        }
+    }
+    let chosen: Vec<((i128, i128), (u64, u64))> = match spec.occurrence {
+        None => found
+            .iter()
+            .flat_map(|(k, v)| v.iter().map(move |r| (*k, *r)))
+            .collect(),
+        Some(n) => {
+            let most = found.values().map(Vec::len).max().unwrap_or(0);
+            let chosen: Vec<_> = found
+                .iter_mut()
+                .filter_map(|(k, ranges)| {
+                    ranges.sort();
+                    ranges.get(n - 1).map(|r| (*k, *r))
+                })
+                .collect();
+            if chosen.is_empty() {
+                bail!(crate::cli::UsageError(format!(
+                    "--nvtx-range {spec}: no thread has {n} ranges of that name (at most {most} on one thread)"
+                )));
+            }
+            chosen
+        }
+    };
+    let Some(start) = chosen.iter().map(|(_, r)| r.0).min() else {
+        bail!(crate::cli::UsageError(format!(
+            "--nvtx-range {spec}: no range of that name ends in the trace"
+        )));
+    };
+    let end = chosen.iter().map(|(_, r)| r.1).max().unwrap_or(start);
+    let tasks: BTreeSet<i128> = chosen.iter().map(|((task, _), _)| *task).collect();
+    Ok((start, end.max(start + 1), chosen.len(), tasks.len()))
 }
 
 /// What a thread of the trace is.
@@ -112,11 +235,13 @@ struct OpenKernel {
     begin: u64,
     collective: i64,
     communicator: i64,
-    bytes: u64,
+    /// `None` when the trace gives the operation no size.
+    bytes: Option<u64>,
 }
 
-/// A call or range open on a CPU thread: (type, value, begin).
-type OpenCall = (u32, i64, u64);
+/// A call or range open on a CPU thread: (type, value, begin, whether it began
+/// inside the window).
+type OpenCall = (u32, i64, u64, bool);
 
 struct ThreadState {
     kind: ThreadKind,
@@ -261,7 +386,8 @@ struct NcclAccumulator {
     gpus: BTreeSet<usize>,
 }
 
-/// count, total, min, max, bytes
+/// count, total, min, max, bytes (and how many occurrences gave a size: none,
+/// and the bytes are unknown, not 0)
 #[derive(Default, Clone, Copy)]
 pub struct NamedStatsAcc {
     pub count: u64,
@@ -269,17 +395,25 @@ pub struct NamedStatsAcc {
     pub min: u64,
     pub max: u64,
     pub bytes: u64,
+    pub sized: u64,
 }
 
 impl NamedStatsAcc {
-    fn add(&mut self, duration: u64, bytes: u64) {
+    fn add(&mut self, duration: u64, bytes: Option<u64>) {
         if self.count == 0 || duration < self.min {
             self.min = duration;
         }
         self.max = self.max.max(duration);
         self.count += 1;
         self.total += duration;
-        self.bytes += bytes;
+        self.add_bytes(bytes);
+    }
+
+    fn add_bytes(&mut self, bytes: Option<u64>) {
+        if let Some(bytes) = bytes {
+            self.bytes += bytes;
+            self.sized += 1;
+        }
     }
 }
 
@@ -289,7 +423,19 @@ type RangeOccurrence = (u32, u32, u64, u64);
 /// Everything the pass accumulates.
 pub struct Scan {
     pub names: Names,
+    /// The time scanned: the trace's, or the window's.
     pub elapsed: u64,
+    /// Where the window starts in the trace (0 without one); the scan's times are
+    /// from there.
+    pub window_start: u64,
+    /// Whether the record being read lies before the window.
+    before_window: bool,
+    /// Whether it lies at or before the window's start: an interval ending there
+    /// has nothing inside the window.
+    ends_outside: bool,
+    /// The first time a GPU operation (kernel, NCCL kernel, memory operation) was
+    /// running, from the window's start.
+    pub first_activity: Option<u64>,
     pub task_count: usize,
     pub task_nodes: Vec<String>,
     pub bins: Bins,
@@ -371,10 +517,27 @@ impl Scan {
                     .unwrap_or_default()
             })
             .collect();
-        let bins = Bins::new(options.bins, header.end);
+        let (window_start, elapsed) = match options.window {
+            None => (0, header.end),
+            Some((start, end)) => {
+                if start >= header.end {
+                    bail!(crate::cli::UsageError(format!(
+                        "the window starts at {} s, at or after the end of the trace ({} s)",
+                        super::text::seconds(start),
+                        super::text::seconds(header.end)
+                    )));
+                }
+                (start, end.min(header.end) - start)
+            }
+        };
+        let bins = Bins::new(options.bins, elapsed);
         let bsc_header = lenient.is_some() && parse_header(&first, &mut Vec::new()).is_err();
         let mut scan = Scan {
-            elapsed: header.end,
+            elapsed,
+            window_start,
+            before_window: false,
+            ends_outside: false,
+            first_activity: None,
             task_count: decls.len(),
             task_nodes,
             bins,
@@ -484,24 +647,9 @@ impl Scan {
         names.sort();
         self.candidate_names = names.into_iter().map(|(_, n)| n).collect();
         if let (Some(name), true) = (&asked, self.candidates.is_empty()) {
-            let ranges = self.names.nvtx_ranges();
-            let list = if ranges.is_empty() {
-                "the trace has no NVTX ranges".to_string()
-            } else {
-                let shown: Vec<String> = ranges.iter().take(30).map(|r| format!("'{r}'")).collect();
-                let more = ranges.len().saturating_sub(30);
-                format!(
-                    "the trace has {}{}",
-                    shown.join(", "),
-                    if more > 0 {
-                        format!(" and {more} more")
-                    } else {
-                        String::new()
-                    }
-                )
-            };
             return Err(crate::cli::UsageError(format!(
-                "--iterations {name}: no NVTX range of that name; {list}"
+                "--iterations {name}: no NVTX range of that name; {}",
+                self.names.range_list()
             ))
             .into());
         }
@@ -549,12 +697,17 @@ impl Scan {
                 bail!("{prv}:{lineno}: {}", self.unsorted_message(time, last_time));
             }
             last_time = time;
+            // Past the window: the rest is too (intervals still open are closed
+            // at its end by `finish`).
+            let start = i128::from(self.window_start);
+            if time > start + i128::from(self.elapsed) {
+                break;
+            }
+            self.before_window = time < start;
+            self.ends_outside = self.options.window.is_some() && time <= start;
+            let local = (time.max(start) - start).clamp(0, i128::from(u64::MAX)) as u64;
             match record {
-                Record::Event {
-                    object,
-                    time,
-                    pairs,
-                } => {
+                Record::Event { object, pairs, .. } => {
                     let index =
                         self.thread_index(object.task, object.thread)
                             .with_context(|| {
@@ -565,7 +718,7 @@ impl Scan {
                     self.pairs.clear();
                     self.pairs
                         .extend(pairs.chunks_exact(2).map(|p| (p[0] as u32, p[1] as i64)));
-                    self.event(index, time.clamp(0, i128::from(u64::MAX)) as u64)
+                    self.event(index, local)
                         .with_context(|| format!("{prv}:{lineno}"))?;
                 }
                 Record::Comm(c) if c.tag == LAUNCH_TAG || c.tag == COPY_TAG => {
@@ -654,8 +807,7 @@ impl Scan {
                         MEMORY_OP => on_line(MEMORY_SIZE),
                         _ => None,
                     }
-                    .unwrap_or(0)
-                    .max(0) as u64,
+                    .map(|b| b.max(0) as u64),
                 };
                 self.begin(index, gpu, ty, open);
             } else {
@@ -712,19 +864,30 @@ impl Scan {
         };
         let Some(open) = stack.pop() else { return };
         let duration = time.saturating_sub(open.begin);
+        // Wholly before the window: it only leaves the counts.
+        let counted = !self.ends_outside;
+        if counted && self.first_activity.is_none_or(|t| open.begin < t) {
+            self.first_activity = Some(open.begin);
+        }
         match ty {
             CUDA_KERNEL => {
                 clock.compute -= 1;
                 if let Some(i) = clock.running.iter().position(|v| *v == open.value) {
                     clock.running.swap_remove(i);
                 }
-                self.kernels.entry(open.value).or_default().add(duration, 0);
+                if counted {
+                    self.kernels
+                        .entry(open.value)
+                        .or_default()
+                        .add(duration, None);
+                }
             }
+            NCCL_KERNEL if !counted => clock.nccl -= 1,
             NCCL_KERNEL => {
                 clock.nccl -= 1;
                 self.seen.nccl_kernels += 1;
                 self.seen.nccl_with_collective += u64::from(open.collective != 0);
-                self.seen.nccl_with_size += u64::from(open.bytes != 0);
+                self.seen.nccl_with_size += u64::from(open.bytes.unwrap_or(0) != 0);
                 let key = match open.collective {
                     0 => (false, open.value),
                     c => (true, c),
@@ -733,7 +896,7 @@ impl Scan {
                 acc.stats.add(duration, open.bytes);
                 *acc.bytes_by_communicator
                     .entry(open.communicator)
-                    .or_default() += open.bytes;
+                    .or_default() += open.bytes.unwrap_or(0);
                 acc.gpus.insert(gpu);
                 if open.communicator != 0 {
                     self.communicators
@@ -742,6 +905,7 @@ impl Scan {
                         .insert(gpu);
                 }
             }
+            _ if !counted => clock.memory -= 1,
             _ => {
                 clock.memory -= 1;
                 self.seen.memory_ops += 1;
@@ -768,7 +932,9 @@ impl Scan {
     }
 
     fn metrics_event(&mut self, gpu: Option<usize>, _time: u64) {
-        let Some(gpu) = gpu else { return };
+        let Some(gpu) = gpu.filter(|_| !self.before_window) else {
+            return;
+        };
         let running = &self.clocks[gpu].running;
         for &(ty, value) in &self.pairs {
             if !is_metric_type(ty) {
@@ -790,26 +956,28 @@ impl Scan {
             if is_call_type(ty) {
                 let thread = &mut self.threads[index];
                 if value != 0 {
-                    thread.calls.push((ty, value, time));
+                    thread.calls.push((ty, value, time, !self.before_window));
                     if is_mpi_type(ty) {
                         // Sizes are on the begin line; keep them with the call.
-                        let bytes = on_line(MPI_SEND_SIZE).unwrap_or(0).max(0) as u64;
-                        self.mpi.entry((ty, value)).or_default().bytes += bytes;
+                        let bytes = on_line(MPI_SEND_SIZE).map(|b| b.max(0) as u64);
+                        self.mpi.entry((ty, value)).or_default().add_bytes(bytes);
                     }
                 } else if let Some(i) = thread.calls.iter().rposition(|c| c.0 == ty) {
-                    let (_, v, begin) = thread.calls.remove(i);
-                    if is_mpi_type(ty) {
+                    let (_, v, begin, _) = thread.calls.remove(i);
+                    if is_mpi_type(ty) && !self.ends_outside {
                         let acc = self.mpi.entry((ty, v)).or_default();
-                        acc.add(time.saturating_sub(begin), 0);
+                        acc.add(time.saturating_sub(begin), None);
                     }
                 }
             } else if is_nvtx_type(ty) {
                 let thread = &mut self.threads[index];
                 if value != 0 {
-                    thread.nvtx.push((ty, value, time));
+                    thread.nvtx.push((ty, value, time, !self.before_window));
                 } else if let Some(i) = thread.nvtx.iter().rposition(|c| c.0 == ty) {
-                    let (_, v, begin) = thread.nvtx.remove(i);
-                    if let Some(&candidate) = self.candidates.get(&(ty, v)) {
+                    let (_, v, begin, inside) = thread.nvtx.remove(i);
+                    // Iterations wholly inside the window only.
+                    let candidate = self.candidates.get(&(ty, v)).filter(|_| inside);
+                    if let Some(&candidate) = candidate {
                         if self.occurrences.len() >= self.max_occurrences {
                             bail!(
                                 "more than {} NVTX range occurrences to keep for the iterations within --memory-limit; raise it or name the range with --iterations",
@@ -826,10 +994,41 @@ impl Scan {
         Ok(())
     }
 
-    /// Closes the clocks at the trace's end.
+    /// Closes the clocks at the end of the trace (or window); with a window, the
+    /// GPU operations and MPI calls still open there count up to its end.
     pub fn finish(&mut self) {
         for clock in &mut self.clocks {
             clock.advance(self.elapsed, &self.bins);
+        }
+        if self.options.window.is_none() {
+            return;
+        }
+        self.before_window = false;
+        self.ends_outside = false;
+        let end = self.elapsed;
+        for index in 0..self.threads.len() {
+            if let ThreadKind::Stream { gpu } = self.threads[index].kind {
+                for ty in [CUDA_KERNEL, NCCL_KERNEL, MEMORY_OP] {
+                    while !self.open_stack(index, ty).is_empty() {
+                        self.end(index, gpu, ty, end);
+                    }
+                }
+            }
+            for (ty, v, begin, _) in std::mem::take(&mut self.threads[index].calls) {
+                if is_mpi_type(ty) {
+                    let acc = self.mpi.entry((ty, v)).or_default();
+                    acc.add(end.saturating_sub(begin), None);
+                }
+            }
+        }
+    }
+
+    fn open_stack(&self, index: usize, ty: u32) -> &[OpenKernel] {
+        let thread = &self.threads[index];
+        match ty {
+            CUDA_KERNEL => &thread.kernels,
+            NCCL_KERNEL => &thread.nccl,
+            _ => &thread.memory,
         }
     }
 
@@ -866,7 +1065,7 @@ impl Scan {
             .iter()
             .map(|(duration, start)| Gap {
                 gpu,
-                begin_ns: start.time,
+                begin_ns: start.time + self.window_start,
                 duration_ns: *duration,
                 thread: self.thread_label(start.thread),
                 call: start.call.map(|(ty, v)| {

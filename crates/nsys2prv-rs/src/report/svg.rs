@@ -13,6 +13,9 @@ use super::text::clip;
 const PLOT_WIDTH: f64 = 960.0;
 const LABEL_WIDTH: f64 = 230.0;
 const AXIS_HEIGHT: f64 = 34.0;
+/// Room right of the plot for the last tick's label, centred on its edge
+/// ("100%", "250 ms": up to about 50 px at 11 px).
+const RIGHT_MARGIN: f64 = 30.0;
 /// Room above the first row for its label.
 const TOP: f64 = 8.0;
 /// Height budget of a chart with a row per GPU (or group of GPUs).
@@ -169,7 +172,7 @@ pub fn heatmap(report: &Report, communication: bool) -> Markup {
         "share of each time bin with a compute kernel running"
     };
     html! {
-        svg class="chart heatmap" width=(LABEL_WIDTH + PLOT_WIDTH + 10.0) height=(TOP + height + AXIS_HEIGHT + 44.0)
+        svg class="chart heatmap" width=(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN) height=(TOP + height + AXIS_HEIGHT + 44.0)
             role="img" aria-label=(what) {
             title { (what) }
             g transform=(format!("translate(0,{TOP})")) {
@@ -204,7 +207,7 @@ pub fn efficiency_bars(report: &Report) -> Markup {
     let height = row_height * rows.len() as f64;
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
     html! {
-        svg class="chart bars" width=(LABEL_WIDTH + PLOT_WIDTH + 10.0) height=(TOP + height + AXIS_HEIGHT + 30.0)
+        svg class="chart bars" width=(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN) height=(TOP + height + AXIS_HEIGHT + 30.0)
             role="img" aria-label="useful, communication and idle share of each GPU" {
             title { "Useful, communication and idle share of the run per GPU" }
             g transform=(format!("translate(0,{TOP})")) {

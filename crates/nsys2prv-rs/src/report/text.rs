@@ -11,6 +11,17 @@ pub fn seconds(ns: u64) -> String {
     format!("{:.6}", ns as f64 / 1e9)
 }
 
+/// A time as `--time-window` takes it, exactly: `2s`, `1500ms`, `4us`, `123ns`.
+pub fn time_arg(ns: u64) -> String {
+    match ns {
+        0 => "0".to_string(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
 pub fn millis(ns: f64) -> String {
     format!("{:.3}", ns / 1e6)
 }
@@ -46,9 +57,18 @@ impl Report {
     pub fn text(&self, top: usize) -> String {
         let mut out = String::new();
         let streams: usize = self.gpus.iter().map(|g| g.streams).sum();
+        let window = match &self.window {
+            Some(w) => format!(
+                ", from {} s to {} s ({})",
+                seconds(w.start_ns),
+                seconds(w.end_ns),
+                w.chosen_by
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "GPU efficiency report of {}: {} s, {} tasks, {} GPUs ({} stream rows)",
+            "GPU efficiency report of {}{window}: {} s, {} tasks, {} GPUs ({} stream rows)",
             self.trace,
             seconds(self.elapsed_ns),
             self.tasks,
@@ -76,14 +96,19 @@ impl Report {
             return;
         }
         let width = name_width(self.gpus.iter().map(|g| g.name.as_str()));
-        let _ = writeln!(
+        let late = self.from_first_activity.as_ref();
+        let _ = write!(
             out,
             "{:<width$}  {:>12}  {:>12}  {:>12}  {:>7}  {:>7}  {:>7}",
             "GPU", "useful s", "comm s", "idle s", "useful", "comm", "idle"
         );
+        if late.is_some() {
+            let _ = write!(out, "  {:>12}  {:>7}", "idle s*", "idle*");
+        }
+        out.push('\n');
         let elapsed = self.elapsed_ns;
-        for g in self.gpus.iter().take(GPU_ROWS) {
-            let _ = writeln!(
+        for (i, g) in self.gpus.iter().enumerate().take(GPU_ROWS) {
+            let _ = write!(
                 out,
                 "{:<width$}  {:>12}  {:>12}  {:>12}  {:>7}  {:>7}  {:>7}",
                 clip(&g.name, width),
@@ -93,6 +118,24 @@ impl Report {
                 percent(share(g.useful_ns, elapsed)),
                 percent(share(g.communication_ns, elapsed)),
                 percent(share(g.idle_ns, elapsed)),
+            );
+            if let Some(late) = late {
+                let idle = late.idle_ns[i];
+                let _ = write!(
+                    out,
+                    "  {:>12}  {:>7}",
+                    seconds(idle),
+                    percent(share(idle, late.elapsed_ns))
+                );
+            }
+            out.push('\n');
+        }
+        if let Some(late) = late {
+            let _ = writeln!(
+                out,
+                "* from the first GPU activity on: {} s, {} of the time before it left out",
+                seconds(late.elapsed_ns),
+                percent(Some(late.share_before))
             );
         }
         if self.gpus.len() > GPU_ROWS {
@@ -129,8 +172,42 @@ impl Report {
                 "max(useful + communication) / elapsed",
             ),
         ];
-        for (name, value, how) in rows {
-            let _ = writeln!(out, "{name:<28} {:>7}   {how}", percent(value));
+        let late = self.from_first_activity.as_ref();
+        let later: Option<&Model> = late.and_then(|l| l.efficiency.as_ref());
+        let later_rows = later.map(|m| {
+            [
+                Some(m.parallel_efficiency),
+                m.load_balance,
+                m.communication_efficiency,
+                Some(m.orchestration_efficiency),
+            ]
+        });
+        if later_rows.is_some() {
+            let _ = writeln!(out, "{:<28} {:>7}  {:>7}", "", "whole", "from 1st*");
+        }
+        for (i, (name, value, how)) in rows.into_iter().enumerate() {
+            match &later_rows {
+                Some(l) => {
+                    let _ = writeln!(
+                        out,
+                        "{name:<28} {:>7}  {:>9}   {how}",
+                        percent(value),
+                        percent(l[i])
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "{name:<28} {:>7}   {how}", percent(value));
+                }
+            }
+        }
+        if let Some(late) = late.filter(|_| later.is_some()) {
+            let _ = writeln!(
+                out,
+                "* from the first GPU activity, at {} s, on (elapsed {} s instead of {} s)",
+                seconds(late.start_ns),
+                seconds(late.elapsed_ns),
+                seconds(self.elapsed_ns)
+            );
         }
         out.push('\n');
     }
@@ -263,7 +340,7 @@ impl Report {
                 s.count,
                 seconds(s.total_ns),
                 s.mean_ns / 1e3,
-                s.bytes,
+                bytes(s.bytes),
                 c.ranks,
                 bandwidth(c.algorithm_gb_per_s),
                 bandwidth(c.bus_gb_per_s)
@@ -289,7 +366,7 @@ impl Report {
                 clip(&s.name, 40),
                 s.count,
                 seconds(s.total_ns),
-                s.bytes,
+                bytes(s.bytes),
                 s.gb_per_s.map_or("n/a".into(), |v| format!("{v:.3}"))
             );
         }
@@ -379,6 +456,11 @@ pub fn gap_context(gap: &Gap) -> String {
     parts.join(": ")
 }
 
+/// Bytes, or `n/a` when the trace gives no size.
+fn bytes(b: Option<u64>) -> String {
+    b.map_or("n/a".into(), |b| b.to_string())
+}
+
 fn named_table(out: &mut String, title: &str, what: &str, list: &[NamedStats], top: usize) {
     if list.is_empty() {
         return;
@@ -398,7 +480,7 @@ fn named_table(out: &mut String, title: &str, what: &str, list: &[NamedStats], t
             seconds(s.total_ns),
             s.mean_ns / 1e3,
             s.max_ns as f64 / 1e3,
-            s.bytes
+            bytes(s.bytes)
         );
     }
     out.push('\n');

@@ -16,7 +16,7 @@
 //!   part and merges.
 
 mod parts;
-mod plan;
+pub(crate) mod plan;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -42,10 +42,19 @@ pub fn plan_only(args: &Args) -> Result<Finished> {
     let shards = args.plan_shards.expect("plan_only is for --plan-shards");
     let (parts, plan) = settle_plan(args, shards)?;
     if !args.quiet {
+        let with_work: std::collections::BTreeSet<u32> =
+            plan.inputs.iter().map(|i| i.shard).collect();
+        let idle = match plan.shards as usize - with_work.len() {
+            0 => String::new(),
+            n => format!(
+                " ({} with work, {n} with nothing to translate: they write an empty part)",
+                with_work.len()
+            ),
+        };
         eprintln!(
-            "planned {} reports in {} shards: {}",
-            plan.inputs.len(),
-            plan.shards,
+            "planned {} in {}{idle}: {}",
+            convert::count(plan.inputs.len(), "report"),
+            convert::count(plan.shards as usize, "shard"),
             parts.plan_path().display()
         );
     }
@@ -78,6 +87,9 @@ fn trace_and_parts(args: &Args) -> Result<(PathBuf, PartsDir)> {
 fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
     let (trace, parts) = trace_and_parts(args)?;
     convert::options(args, 1)?;
+    // The merge would refuse the output: say so before any shard runs.
+    let paths = OutputPaths::for_trace(&trace)?;
+    crate::output_set::check_targets(&paths, &convert::cfgs_dir(args, &paths))?;
     let names = inputs::report_files(args.inputs())?;
     let names = distinct(names);
     parts.create()?;
@@ -116,17 +128,23 @@ fn settle_plan(args: &Args, shards: u32) -> Result<(PartsDir, Plan)> {
 /// them once.
 fn distinct(names: Vec<PathBuf>) -> Vec<PathBuf> {
     let mut seen = std::collections::BTreeSet::new();
-    names
+    let mut repeated = Vec::new();
+    let distinct = names
         .into_iter()
         .filter(|n| {
             let key = std::fs::canonicalize(n).unwrap_or_else(|_| n.clone());
             let first = seen.insert(key);
             if !first {
-                tracing::warn!("{}: given more than once; translated once", n.display());
+                repeated.push(format!(
+                    "{}: given more than once; translated once",
+                    n.display()
+                ));
             }
             first
         })
-        .collect()
+        .collect();
+    inputs::warn_repeated(&repeated);
+    distinct
 }
 
 /// Translates the reports of `shard` into its part (nothing to do when a whole
@@ -182,7 +200,15 @@ fn translate_into_part(
     let found = inputs::find(&names, &settings)?;
     let prepared = inputs::prepare(found, &settings, true)?;
     timings.lap("Inputs and exports");
-    let options = convert::options(args, prepared.len())?;
+    let mut options = convert::options(args, prepared.len())?;
+    // Decided from this shard's reports: the merge refuses shards that decided
+    // apart (one type, two labels).
+    let export_paths: Vec<&Path> = prepared
+        .iter()
+        .filter_map(|p| p.export.as_ref().ok())
+        .map(|i| i.export.as_path())
+        .collect();
+    convert::choose_metric_types(&mut options, &export_paths);
     let outcomes = convert::translate_prepared(prepared, &options, args.quiet);
     drop(exports);
     timings.lap("Translation");
@@ -210,9 +236,9 @@ fn translate_into_part(
     timings.lap("Part written");
     if !args.quiet {
         eprintln!(
-            "shard {shard} of {}: {} reports{} into {} in {:.2} s",
+            "shard {shard} of {}: {}{} into {} in {:.2} s",
             plan.shards,
-            numbers.len(),
+            convert::count(numbers.len(), "report"),
             if skipped > 0 {
                 format!(" ({skipped} skipped)")
             } else {
@@ -510,6 +536,8 @@ mod tests {
                 "barrier",
                 "--kernel-names",
                 "demangled",
+                "--metric-types",
+                "name",
                 "--cfgs-dir",
                 "views dir",
                 "--time-window",
@@ -521,6 +549,13 @@ mod tests {
                 "--report=report dir",
                 "--skip-bad",
                 "--force-sqlite",
+                "-L",
+                "first label",
+                "--label=second",
+                "--description-text",
+                "a run, described",
+                "--description-file",
+                "/notes/run.txt",
                 "-z",
                 "a.sqlite",
                 "--",

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{Args, KernelNameArg, SyncArg};
+use crate::cli::{Args, KernelNameArg, MetricTypesArg, SyncArg};
 
 /// Version of the plan and part formats; another version is another plan.
 pub const FORMAT: u32 = 1;
@@ -277,6 +277,9 @@ pub fn canonical_options(args: &Args) -> Result<Vec<String>> {
     if let KernelNameArg::Demangled = args.kernel_names {
         options.push("--kernel-names=demangled".into());
     }
+    if args.metric_types == MetricTypesArg::Name {
+        options.push("--metric-types=name".into());
+    }
     let sync = match args.sync {
         SyncArg::Session => None,
         SyncArg::MpiInit => Some("mpi-init"),
@@ -303,6 +306,18 @@ pub fn canonical_options(args: &Args) -> Result<Vec<String>> {
         Some(Some(dir)) => options.push(format!("--report={}", utf8(dir)?)),
         Some(None) => options.push("--report".into()),
         None => {}
+    }
+    // The metadata file's: the merge writes it. The description file is read
+    // then, wherever the merge runs from.
+    for label in &args.label {
+        options.push(format!("--label={label}"));
+    }
+    if let Some(text) = &args.description_text {
+        options.push(format!("--description-text={text}"));
+    }
+    if let Some(file) = &args.description_file {
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        options.push(format!("--description-file={}", utf8(&file)?));
     }
     for (set, flag) in [
         (args.keep_nsys_threads, "--keep-nsys-threads"),

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use super::TraceShape;
+
 /// One view of the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -27,8 +29,9 @@ const SECTIONS: &[(&str, &str)] = &[
 ];
 
 /// The index of the views in `entries` of the trace `trace`, written into the
-/// views directory `views` (both as the user finds them from the trace's directory).
-pub fn render(trace: &str, views: &str, entries: &[Entry]) -> String {
+/// views directory `views` (both as the user finds them from the trace's directory),
+/// whose time and rows they are fitted to (`shape`).
+pub fn render(trace: &str, views: &str, entries: &[Entry], shape: &TraceShape) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Paraver views of {trace}\n");
     let _ = writeln!(
@@ -39,6 +42,7 @@ pub fn render(trace: &str, views: &str, entries: &[Entry]) -> String {
          Paraver? Start with `views/start-here/`.\n",
         env!("CARGO_PKG_VERSION")
     );
+    opening(&mut out, shape);
     let (with_data, without): (Vec<&Entry>, Vec<&Entry>) = entries.iter().partition(|e| e.has_data);
     for (prefix, title) in SECTIONS {
         let section: Vec<&Entry> = with_data
@@ -63,6 +67,43 @@ pub fn render(trace: &str, views: &str, entries: &[Entry]) -> String {
         rows(&mut out, &without);
     }
     out
+}
+
+/// How the views open: where their windows go, and the part of the run the
+/// timelines show (why their left may be empty, or why they start late).
+fn opening(out: &mut String, shape: &TraceShape) {
+    let _ = writeln!(
+        out,
+        "The views are laid out for a 1920x1080 screen, right of Paraver's main window: \
+         timelines of names (kernels, calls, ranges: in code colour) at the top; states, \
+         magnitudes (sizes, counts, metrics: in a gradient over the values Paraver finds when \
+         the view opens), `basics/` and the timelines of histogram views below them; \
+         histograms at the bottom, as tables, the three `views/start-here/` side by side. So \
+         `views/states.cfg`, a view of names and the start-here views open side by side. Screenshots of the starter views: `docs/views.md` in nsys2prv-rs's \
+         sources.\n"
+    );
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let _ = write!(
+        out,
+        "Time 0 is the start of the profiling session, as in Nsight Systems; the trace's first \
+         record is at {:.3} ms of {:.3} ms. ",
+        ms(shape.first_record),
+        ms(shape.span)
+    );
+    match shape.opening() {
+        Some(at) => {
+            let _ = writeln!(
+                out,
+                "Before it nothing was recorded: nsys starts the session when it launches the \
+                 program, which then starts up (and initialises CUDA, if it uses it) before its \
+                 first traced call. So the timelines open at {:.3} ms, on the part of the run \
+                 that holds records; Paraver's \"Fit time scale\" (or zooming out) shows the \
+                 whole trace. Histograms cover the whole trace.\n",
+                ms((at * shape.span as f64) as u64)
+            );
+        }
+        None => out.push_str("Timelines open on the whole trace.\n\n"),
+    }
 }
 
 fn section_of(path: &str) -> Option<&'static str> {
@@ -127,6 +168,41 @@ mod tests {
         }
     }
 
+    fn shape(span: u64, first_record: u64) -> TraceShape {
+        TraceShape {
+            span,
+            first_record,
+            gpu_stream_rows: vec![],
+        }
+    }
+
+    #[test]
+    fn the_index_says_why_timelines_start_late() {
+        let entries = [entry("views/a.cfg", "A?", &[], true)];
+        // The synthetic sample: nothing before 216 ms of 270 ms.
+        let late = render(
+            "t.prv",
+            "t.cfgs",
+            &entries,
+            &shape(270_072_049, 216_382_604),
+        );
+        assert!(
+            late.contains("the trace's first record is at 216.383 ms of 270.072 ms"),
+            "{late}"
+        );
+        assert!(
+            late.contains("So the timelines open at 215.309 ms"),
+            "{late}"
+        );
+        let early = render("t.prv", "t.cfgs", &entries, &shape(270_072_049, 1_000));
+        assert!(
+            early.contains("Timelines open on the whole trace."),
+            "{early}"
+        );
+        assert!(!early.contains("open at"), "{early}");
+        assert!(early.contains("`docs/views.md`"));
+    }
+
     #[test]
     fn views_are_listed_by_section_with_what_they_need() {
         let index = render(
@@ -138,6 +214,7 @@ mod tests {
                 entry("views/start-here/a.cfg", "Where?", &[], true),
                 entry("views/mpi_calls.cfg", "MPI?", &["mpi"], false),
             ],
+            &shape(1_000_000, 0),
         );
         let start = index.find("## Start here").unwrap();
         let timelines = index.find("## Timelines").unwrap();
@@ -154,7 +231,12 @@ mod tests {
 
     #[test]
     fn no_section_without_views() {
-        let index = render("t.prv", "t.cfgs", &[entry("views/a.cfg", "A?", &[], true)]);
+        let index = render(
+            "t.prv",
+            "t.cfgs",
+            &[entry("views/a.cfg", "A?", &[], true)],
+            &shape(1_000_000, 0),
+        );
         assert!(!index.contains("## Start here"));
         assert!(!index.contains("Without data"));
     }

@@ -5,6 +5,7 @@
 //! needs come from the categories' declarations (`nsys_semantics::View`).
 
 mod cfg;
+mod fit;
 mod index;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +16,7 @@ use nsys_semantics::view::file_stem;
 use nsys_semantics::{Category, DeclaredView, Registry};
 
 pub use cfg::{fit_filters, has_data};
+pub use fit::TraceShape;
 
 // (relative path, contents) of every bundled view: `views/` timelines,
 // `basics/` one kernel attribute or id each, `analysis/` histograms,
@@ -30,6 +32,8 @@ pub struct TraceContents<'a> {
     pub comm_tags: &'a BTreeSet<i64>,
     /// The categories it has events of.
     pub categories: BTreeSet<Category>,
+    /// Its length, first record and GPU stream rows.
+    pub shape: TraceShape,
 }
 
 impl TraceContents<'_> {
@@ -37,6 +41,25 @@ impl TraceContents<'_> {
         self.types.keys().copied().collect()
     }
 }
+
+/// Histograms whose rows are meant to be GPU streams (their question is
+/// about kernels, copies or graphs): the views written for a trace list only
+/// its GPU stream rows, not every CPU thread as a row of zeros.
+const GPU_STREAM_HISTOGRAMS: &[&str] = &[
+    "views/start-here/where_gpu_time_goes.cfg",
+    "analysis/cuda_graph_launches.cfg",
+    "analysis/cuda_graphs_profile.cfg",
+    "analysis/kernel_duration_histogram.cfg",
+    "analysis/kernel_durations.cfg",
+    "analysis/kernel_launch_block.cfg",
+    "analysis/kernel_launch_grid.cfg",
+    "analysis/kernel_launch_registers.cfg",
+    "analysis/kernel_launch_shared_memory.cfg",
+    "analysis/kernels_profile.cfg",
+    "analysis/memcpy_bandwidth.cfg",
+    "analysis/nccl_kernels_profile.cfg",
+    "templates/gpu_metric_per_kernel.cfg",
+];
 
 /// A view made for a trace.
 struct Planned {
@@ -91,7 +114,12 @@ pub fn write(
             .with_context(|| format!("{}: cannot write view", path.display()))?;
     }
     let entries: Vec<index::Entry> = planned.into_iter().map(|p| p.entry).collect();
-    let text = index::render(target.trace_name, target.views_name, &entries);
+    let text = index::render(
+        target.trace_name,
+        target.views_name,
+        &entries,
+        &contents.shape,
+    );
     let path = dir.join(index::FILE);
     std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))
 }
@@ -119,9 +147,14 @@ fn plan(registry: &Registry, contents: &TraceContents) -> Vec<Planned> {
             continue;
         }
         let text = bundled(declared.view.path);
+        let fitted = fit_filters(text, &types);
         planned.push(Planned {
             path: declared.view.path.to_string(),
-            text: fit_filters(text, &types).unwrap_or_else(|| text.to_string()),
+            text: fit_to_trace(
+                fitted.as_deref().unwrap_or(text),
+                declared.view.path,
+                contents,
+            ),
             entry: index::Entry {
                 path: declared.view.path.to_string(),
                 question: declared.view.question.to_string(),
@@ -164,6 +197,7 @@ fn instances(
         };
         let path = format!("{}/{stem}.cfg", family.dir);
         let text = cfg::instantiate(template, ty, label, &name);
+        let text = fit_to_trace(&text, view.path, contents);
         made.push(Planned {
             entry: index::Entry {
                 path: path.clone(),
@@ -176,6 +210,12 @@ fn instances(
         });
     }
     made
+}
+
+/// `cfg`, the view bundled at `path` (its filters fitted), fitted to the
+/// trace's time and rows.
+fn fit_to_trace(cfg: &str, path: &str, contents: &TraceContents) -> String {
+    fit::fit_to_trace(cfg, &contents.shape, GPU_STREAM_HISTOGRAMS.contains(&path))
 }
 
 /// The text of a bundled view (paths come from the registry, which a test
@@ -205,6 +245,7 @@ mod tests {
                 .iter()
                 .map(|c| registry.select(c).unwrap()[0])
                 .collect(),
+            shape: TraceShape::default(),
         }
     }
 

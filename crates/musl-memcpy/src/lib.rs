@@ -10,6 +10,11 @@
 //! Short copies move overlapping head and tail words (no loop, no branch on alignment); long
 //! ones use `rep movsq`, which is fast for long copies. There are no loops in Rust here, so the
 //! compiler cannot turn one back into a call to `memcpy`.
+//!
+//! `nsys2prv-rs` depends on this crate for x86_64 musl targets only, and names it (`use
+//! musl_memcpy as _`) so that it is linked; the symbols exist in optimized builds only. The
+//! crate's only code is this unsafe copy (x86_64 only), tested against `copy_within` here.
+#![cfg(target_arch = "x86_64")]
 
 use std::arch::asm;
 use std::ptr::{read_unaligned, write_unaligned};
