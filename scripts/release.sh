@@ -13,7 +13,8 @@
 #   --glibc               x86_64: build the fallback (below) even where musl is available
 #   --check-reproducible  build a second time from a copy of the sources at another path, into
 #                         another target directory (TARGET_DIR/reproducibility), and fail unless
-#                         both binaries (and with --archives every archive) are the same bytes
+#                         both binaries (and with --archives every archive, made again around
+#                         the second binaries from the checkout's files) are the same bytes
 #
 # The build: target x86_64-unknown-linux-musl with `--features mimalloc` (musl's own malloc is
 # slow; musl's memcpy is replaced by the binary's own, see crates/musl-memcpy) and the `dist`
@@ -348,15 +349,26 @@ easyconfig() {
     echo "$out_dir/nsys2prv-rs-$version.eb"
 }
 
+# Sets CHILDREN_CPU to the user and system CPU seconds of the processes this shell has waited
+# for (bash's `times`, second line: "1m2.500s 0m3.250s"), for the builds' progress lines. Not in
+# a subshell: a subshell's `times` counts only its own children.
+children_cpu() {
+    times >"$times_file"
+    CHILDREN_CPU=$(tail -1 "$times_file" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%.1f", t }')
+}
+
 # make_release SRC TARGET_DIR OUT_DIR: builds every target from SRC, checks the binaries, copies
 # them to OUT_DIR/TARGET/ and with --archives makes the archives there; prints what it made.
 make_release() {
-    local src=$1 target_dir=$2 out_dir=$3 target built started made=() sums=()
+    local src=$1 target_dir=$2 out_dir=$3 target built started cpu_before made=() sums=()
     mkdir -p "$out_dir"
     for target in "${targets[@]}"; do
         started=$SECONDS
+        children_cpu
+        cpu_before=$CHILDREN_CPU
         built=$(build "$src" "$target_dir" "$target") || die "cargo build for $target failed (in $src)"
-        say "built $target in $((SECONDS - started)) s"
+        children_cpu
+        say "built $target in $((SECONDS - started)) s, $(awk -v a="$cpu_before" -v b="$CHILDREN_CPU" 'BEGIN { printf "%.0f", b - a }') s of CPU"
         check "$built" "$target"
         mkdir -p "$out_dir/$target"
         cp "$built" "$out_dir/$target/nsys2prv-rs.partial"
@@ -378,13 +390,15 @@ make_release() {
 
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
 mkdir -p "$target_dir"
+times_file=$(mktemp "${TMPDIR:-/tmp}/nsys2prv-rs-times.XXXXXX")
+trap 'rm -f "$times_file"' EXIT
 target_dir=$(cd "$target_dir" && pwd)
 out_dir=$target_dir/static
 released=$(make_release "$ROOT" "$target_dir" "$out_dir")
 
 if $check_reproducible; then
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/nsys2prv-rs-repro.XXXXXX")
-    trap 'rm -rf "$scratch"' EXIT
+    trap 'rm -rf "$scratch" "$times_file"' EXIT
     say "reproducibility: a second build from a copy of the sources in $scratch"
     copy_sources "$ROOT" "$scratch/src"
     # The copy is the same commit: its time and name come from the checkout (it has no .git).

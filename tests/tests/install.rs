@@ -127,6 +127,8 @@ fn converts_like_the_normal_build(command: &[&std::ffi::OsStr], how: &str) {
     for (inputs, options, output) in &runs {
         let out = Command::new(command[0])
             .args(&command[1..])
+            // The metadata file's translation time, as `binary()` fixes it.
+            .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
             .arg("-q")
             .args(*options)
             .args(inputs)
@@ -306,6 +308,8 @@ fn easybuild_module_loads_in_a_fresh_shell_and_converts() {
             .env_clear()
             .env("HOME", std::env::var_os("HOME").unwrap_or_default())
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            // The metadata file's translation time, as `binary()` fixes it.
+            .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
             .current_dir(dir)
             .output()
             .expect("run bash")
