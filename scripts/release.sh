@@ -35,11 +35,12 @@
 # when missing) unless the host is aarch64.
 #
 # Reproducible: the paths of cargo's registry and target directory are remapped
-# (--remap-path-prefix, -ffile-prefix-map for C) to fixed names, SOURCE_DATE_EPOCH is the last
-# commit's time, and the build is `--locked`; so the same commit and toolchain give the same bytes
-# wherever the checkout lies. The commit that
-# `--version` prints is passed in NSYS2PRV_COMMIT, so the copy built by --check-reproducible
-# (which has no .git) prints the same.
+# (--remap-path-prefix, -ffile-prefix-map for C) to fixed names, SOURCE_DATE_EPOCH is 0 for the
+# compilers (a commit's time would stay in C objects a kept target directory reuses) and the last
+# commit's time for the archives' files, and the build is `--locked`; so the same commit and
+# toolchain give the same bytes wherever the checkout lies. The commit that `--version` prints is
+# passed in NSYS2PRV_COMMIT, so the copy built by --check-reproducible (which has no .git) prints
+# the same.
 #
 # Output, in $CARGO_TARGET_DIR (default target/)/static/:
 #   TARGET/nsys2prv-rs                          the binary for each target built
@@ -196,7 +197,14 @@ cargo_home=${CARGO_HOME:-$HOME/.cargo}
 # for a checkout elsewhere.)
 rustflags=(--remap-path-prefix="$cargo_home=/build/cargo")
 cflags="-ffile-prefix-map=$cargo_home=/build/cargo"
+# The archives' file dates: the last commit's time.
 source_date_epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
+# The compilers' clock (__DATE__ and __TIME__ in mimalloc's C code): one fixed time, not the
+# commit's. Cargo does not build a C crate again when SOURCE_DATE_EPOCH changes, so with a target
+# directory kept between runs (CI's) a commit's time would stay in the objects of whichever
+# commit compiled them first, and two builds of one commit would differ (seen: the aarch64 binary
+# of a kept target directory said 14:03:47, the fresh one 14:41:06).
+build_epoch=0
 # The commit `--version` names (build.rs), the same for the copy without .git; `-modified` when
 # tracked files differ from it.
 commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -219,7 +227,7 @@ build() {
     fi
     (
         cd "$src"
-        export SOURCE_DATE_EPOCH=$source_date_epoch
+        export SOURCE_DATE_EPOCH=$build_epoch
         export NSYS2PRV_COMMIT=$commit
         export CARGO_TARGET_DIR=$target_dir
         export RUSTFLAGS=$flags
