@@ -1,31 +1,12 @@
-//! Embeds every Paraver view of `cfgs/` (the workspace's) in the binary: writes
-//! `$OUT_DIR/views.rs` with one `(relative path, include_str!)` entry per `.cfg`,
-//! sorted by path, so that adding a view to `cfgs/` needs no code. Also gives
-//! `--version` the commit and the target the binary was built from.
+//! Gives `--version` the commit and the target the binary was built from. (The
+//! views of `cfgs/` are embedded by the categories that declare them:
+//! `nsys_semantics::view`.)
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn main() {
     version_details();
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let cfgs = manifest.join("../../cfgs");
-    // A directory makes cargo rerun this when any file below it changes or appears.
-    println!("cargo:rerun-if-changed={}", cfgs.display());
-    let mut views = Vec::new();
-    collect(&cfgs, &cfgs, &mut views);
-    views.sort();
-    let mut code = String::from("/// Every bundled view: (path under `cfgs/`, contents).\n");
-    code.push_str("pub const VIEWS: &[(&str, &str)] = &[\n");
-    for (rel, path) in &views {
-        code.push_str(&format!(
-            "    ({rel:?}, include_str!({:?})),\n",
-            path.display().to_string()
-        ));
-    }
-    code.push_str("];\n");
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
-    std::fs::write(out.join("views.rs"), code).expect("write views.rs");
 }
 
 /// `NSYS2PRV_COMMIT` (`commit HASH`: `$NSYS2PRV_COMMIT` when set, as
@@ -70,24 +51,4 @@ fn git(args: &[&str]) -> Option<String> {
         .ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
     (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_string())
-}
-
-/// (`/`-separated path under `root`, absolute path) of every `.cfg` below `dir`.
-fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
-    let entries = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: cannot list the views: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("directory entry").path();
-        if path.is_dir() {
-            collect(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "cfg") {
-            let rel = path.strip_prefix(root).expect("below the root");
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            let absolute = path.canonicalize().expect("the view's path");
-            out.push((rel.join("/"), absolute));
-        }
-    }
 }

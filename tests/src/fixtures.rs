@@ -106,3 +106,107 @@ pub fn openacc_export(path: &Path) {
     )
     .unwrap();
 }
+
+/// Rows that no sample and no simulation of nsys-synth records, declared by
+/// table and column for `nsys_synth::add_rows` (which makes each table from
+/// Nsight's schema), on the first thread of `SynthSpec::small`'s process:
+/// what `tests/category_snapshots.rs` adds to its synthetic export so that every
+/// category of the registry has rows. A new category whose tables are in no
+/// sample declares a few rows here.
+pub fn declared_rows() -> Vec<nsys_synth::TableRows> {
+    use nsys_synth::{Cell, TableRows};
+    let tid = (1_i64 << 48) | (24_601 << 24) | 24_601;
+    let name = |s: &str| Cell::StringId(s.to_owned());
+    // OpenACC (kinds: 9 compute construct, 11 enter data, 7 wait, 5 enqueue
+    // upload, 4 enqueue launch); device type 4, device 0, context 1, stream 7.
+    let acc = [
+        "start",
+        "end",
+        "nameId",
+        "globalTid",
+        "eventKind",
+        "DeviceType",
+    ];
+    let place = [
+        "lineNo",
+        "cuDeviceId",
+        "cuContextId",
+        "cuStreamId",
+        "srcFile",
+        "funcName",
+    ];
+    let columns = |extra: &[&'static str]| -> Vec<&'static str> {
+        acc.iter().chain(&place).chain(extra).copied().collect()
+    };
+    let at = |line: i64| {
+        [
+            line.into(),
+            0.into(),
+            1.into(),
+            7.into(),
+            name("saxpy.c"),
+            name("main"),
+        ]
+    };
+    let row = |start: i64, end: i64, what: &str, kind: i64, line: i64, extra: Vec<Cell>| {
+        let common = [
+            start.into(),
+            end.into(),
+            name(what),
+            tid.into(),
+            kind.into(),
+            4.into(),
+        ];
+        common
+            .into_iter()
+            .chain(at(line))
+            .chain(extra)
+            .collect::<Vec<Cell>>()
+    };
+    let table = |table: &str, columns: Vec<&str>, rows: Vec<Vec<Cell>>| TableRows {
+        rows,
+        ..TableRows::new(table, &columns)
+    };
+    vec![
+        table(
+            "CUPTI_ACTIVITY_KIND_OPENACC_OTHER",
+            columns(&[]),
+            vec![
+                row(
+                    300_000_000,
+                    300_090_000,
+                    "acc_compute_construct",
+                    9,
+                    12,
+                    vec![],
+                ),
+                row(300_001_000, 300_020_000, "acc_enter_data", 11, 10, vec![]),
+                row(300_070_000, 300_080_000, "acc_wait", 7, 14, vec![]),
+            ],
+        ),
+        table(
+            "CUPTI_ACTIVITY_KIND_OPENACC_DATA",
+            columns(&["bytes", "varName"]),
+            vec![row(
+                300_002_000,
+                300_005_000,
+                "acc_enqueue_upload",
+                5,
+                10,
+                vec![4096.into(), name("x")],
+            )],
+        ),
+        table(
+            "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH",
+            columns(&["numGangs", "numWorkers", "vectorLength", "kernelName"]),
+            vec![row(
+                300_021_000,
+                300_026_000,
+                "acc_enqueue_launch",
+                4,
+                12,
+                vec![128.into(), 1.into(), 256.into(), name("main_12_gpu")],
+            )],
+        ),
+    ]
+}

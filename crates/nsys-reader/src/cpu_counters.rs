@@ -11,7 +11,8 @@
 //!
 //! Columns from NVIDIA's SQLite schema reference (nsys 2026.4, schema 3.28.1,
 //! and an earlier release for the older table name); no real export we have holds
-//! these rows (nsys 2022.4 on a virtual machine records none: see the README).
+//! these rows (nsys 2022.4 on a virtual machine records none: see
+//! `docs/trace-contents.md`, CPU core counters).
 
 use crate::query::Query;
 use crate::{Export, ReadError, RowView, TableScan};

@@ -47,7 +47,7 @@ pub struct CategoryInfo {
     /// Bundled views made for its events, each with the question it answers:
     /// written beside a trace that has this category (and what each view needs)
     /// and listed in the views' index. Adding a view is a `.cfg` under `cfgs/`
-    /// and one entry here.
+    /// and one entry here (`bundled_view!`, which embeds its text).
     pub views: &'static [View],
     /// Types of ranges an `--nvtx-range` cut can name.
     pub names_ranges: Option<fn(u32) -> bool>,

@@ -47,7 +47,8 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::sched::KeptProcesses;
 use crate::types::point;
-use crate::view::{TypeFamily, View};
+use crate::view::bundled_view;
+use crate::view::TypeFamily;
 
 /// Type of counter `eventId`: this + the id (BSC nsys2prv 0.6).
 pub const CPU_COUNTERS_FIRST: u32 = 66_600_000;
@@ -69,7 +70,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types: Vec::new,
     states: &[],
     views: &[
-        View::per_type(
+        bundled_view!(
             "templates/cpu_counter.cfg",
             "How does the CPU counter {name} change over time, per thread (the count of each sampling period)?",
             TypeFamily {
@@ -78,7 +79,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: true,
             },
         ),
-        View::per_type(
+        bundled_view!(
             "templates/cpu_counter_profile.cfg",
             "How many {name} did each thread count in all?",
             TypeFamily {

@@ -13,7 +13,7 @@ use crate::context::ReportContext;
 use crate::cuda_sync::{CUDA_SYNC, SYNC};
 use crate::handoff::{GpuLinks, NcclRanges, SyncCall, SyncCalls};
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const CUDA_API: u32 = 63_000_000;
 /// On API calls and the GPU operations they launched.
@@ -42,15 +42,15 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         state::OTHERS,
     ],
     views: &[
-        View::new(
+        bundled_view!(
             "views/cuda_api_calls.cfg",
             "Which CUDA runtime and driver calls does each CPU thread make, and when?",
         ),
-        View::new(
+        bundled_view!(
             "basics/correlation_id.cfg",
             "Which call launched each GPU operation (the correlation id they share)?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/cuda_api_profile.cfg",
             "How much time does each CPU thread spend in each CUDA call?",
         ),

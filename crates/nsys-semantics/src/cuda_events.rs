@@ -30,7 +30,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey};
 use crate::handoff::{owner_among, TAG_EVENT_WAIT};
 use crate::types::point;
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const CUDA_EVENT_OP: u32 = 9301;
 pub const CUDA_EVENT_ID: u32 = 9302;
@@ -55,11 +55,11 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/cuda_events.cfg",
             "Where are CUDA events recorded and waited for, and which record does each wait wait for?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/cuda_events_count.cfg",
             "How many CUDA events does each thread and stream record, wait for, or make a stream wait for?",
         ),

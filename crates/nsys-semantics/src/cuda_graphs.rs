@@ -30,7 +30,7 @@ use crate::cuda_api::CORRELATION_ID;
 use crate::handoff::GpuLinks;
 use crate::memory::MEMORY;
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const CUDA_GRAPH: u32 = 63_000_008;
 pub const GRAPH_ID: u32 = 63_000_100;
@@ -63,22 +63,24 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[state::RUNNING],
     views: &[
-        View::new(
+        bundled_view!(
             "views/cuda_graphs.cfg",
             "Which CUDA graph runs on each GPU stream, and when?",
         ),
-        View::new(
+        bundled_view!(
             "views/cuda_graph_nodes.cfg",
             "Which graph node does each kernel or copy run as, and which nodes are made when?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/cuda_graphs_profile.cfg",
             "How much GPU time does each CUDA graph take, per stream?",
-        ),
-        View::new(
+        )
+        .on_gpu_streams(),
+        bundled_view!(
             "analysis/cuda_graph_launches.cfg",
             "How many times does each CUDA graph run, per stream?",
-        ),
+        )
+        .on_gpu_streams(),
     ],
     names_ranges: None,
     pass: Some(Pass {

@@ -11,7 +11,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::handoff::{SyncCall, SyncCalls};
 use crate::types::interval;
-use crate::view::View;
+use crate::view::bundled_view;
 
 /// Kind of a host-side CUDA synchronization (event, stream, context). Not 9300,
 /// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
@@ -33,11 +33,11 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/cuda_synchronization.cfg",
             "When do CPU threads wait for the GPU, and on what (event, stream, context)?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/cuda_sync_profile.cfg",
             "How long does each CPU thread wait for the GPU, per kind of synchronization?",
         ),

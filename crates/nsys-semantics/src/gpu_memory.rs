@@ -34,7 +34,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
 use crate::gpu_metrics::DeviceMap;
 use crate::types::{level, point};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const ALLOCATION_SIZE: u32 = 66_500_001;
 pub const FREE_SIZE: u32 = 66_500_002;
@@ -68,15 +68,15 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/gpu_memory_usage.cfg",
             "How much GPU memory does each process hold over time, per GPU?",
         ),
-        View::new(
+        bundled_view!(
             "views/gpu_memory_allocations.cfg",
             "When does each process allocate and free GPU memory, and how much?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/gpu_memory_peak.cfg",
             "What is the peak GPU memory of each process on each GPU?",
         ),

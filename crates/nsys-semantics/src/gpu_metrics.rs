@@ -64,7 +64,8 @@ use crate::kernels::KERNELS;
 use crate::metric_values::{is_clock, normalize, scale_of, split_unit, MetricType, Tally};
 use crate::soc_metrics;
 use crate::types::level;
-use crate::view::{metric_name, TypeFamily, View};
+use crate::view::bundled_view;
+use crate::view::{metric_name, TypeFamily};
 
 pub const METRICS_FIRST: u32 = 9400;
 /// 9400–9449: the built-in names; 9450–9499: other names, by hash.
@@ -87,7 +88,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types: || Vec::new(),
     states: &[],
     views: &[
-        View::per_type(
+        bundled_view!(
             "templates/gpu_metric.cfg",
             "How does the GPU metric {name} change over time, per GPU?",
             TypeFamily {
@@ -96,7 +97,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: true,
             },
         ),
-        View::per_type(
+        bundled_view!(
             "templates/gpu_metric_per_kernel.cfg",
             "What is the average GPU metric {name} while each kernel runs, per stream?",
             TypeFamily {
@@ -105,8 +106,9 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: true,
             },
         )
+        .on_gpu_streams()
         .needs(&[KERNELS]),
-        View::per_type(
+        bundled_view!(
             "templates/soc_metric.cfg",
             "How does the SoC metric {name} change over time?",
             TypeFamily {
@@ -624,7 +626,7 @@ fn legacy(
     Ok(())
 }
 
-/// The built-in table as (type, name [unit], scale), for the README and tests.
+/// The built-in table as (type, name [unit], scale), for the guide (`docs/trace-contents.md`) and tests.
 #[cfg(test)]
 pub fn builtin_table() -> Vec<(u32, String, i64)> {
     (0..KNOWN.len())
@@ -671,8 +673,8 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_lists_the_builtin_table() {
-        let readme = include_str!("../../../README.md");
+    fn the_guide_lists_the_builtin_table() {
+        let guide = include_str!("../../../docs/trace-contents.md");
         for (ty, name, scale) in builtin_table() {
             let scaled = if scale == 1 {
                 String::new()
@@ -680,7 +682,7 @@ mod tests {
                 format!(" x{scale}")
             };
             let cell = format!("| {ty} | {name}{scaled} |");
-            assert!(readme.contains(&cell), "README lacks {cell}");
+            assert!(guide.contains(&cell), "docs/trace-contents.md lacks {cell}");
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::cuda_api::CORRELATION_ID;
 use crate::cuda_graphs::{GRAPH_ID, GRAPH_NODE_ID};
 use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK};
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const HOST_FUNCTION: u32 = 63_000_110;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
@@ -49,7 +49,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[state::SYNCHRONIZATION],
-    views: &[View::new(
+    views: &[bundled_view!(
         "views/host_functions.cfg",
         "When do GPU streams wait for host functions, and when do their callbacks run?",
     )],

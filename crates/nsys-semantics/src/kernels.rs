@@ -16,7 +16,7 @@ use crate::handoff::GpuLinks;
 use crate::nccl::{self, NCCL};
 use crate::options::KernelNames;
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const CUDA_KERNEL: u32 = 63_000_006;
 pub const NCCL_KERNEL: u32 = 63_000_007;
@@ -42,100 +42,107 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[state::RUNNING],
     views: &[
-        View::new("views/kernels.cfg", "Which kernel runs on each GPU stream, and when?"),
-        View::new(
+        bundled_view!("views/kernels.cfg", "Which kernel runs on each GPU stream, and when?"),
+        bundled_view!(
             "views/cuda_activities.cfg",
             "What do the CPU threads and GPU streams do, and which call launched each kernel or copy?",
         ),
-        View::new("basics/kernel_grid_x.cfg", "What grid size X does each kernel launch use?"),
-        View::new("basics/kernel_grid_y.cfg", "What grid size Y does each kernel launch use?"),
-        View::new("basics/kernel_grid_z.cfg", "What grid size Z does each kernel launch use?"),
-        View::new("basics/kernel_block_x.cfg", "What block size X does each kernel launch use?"),
-        View::new("basics/kernel_block_y.cfg", "What block size Y does each kernel launch use?"),
-        View::new("basics/kernel_block_z.cfg", "What block size Z does each kernel launch use?"),
-        View::new(
+        bundled_view!("basics/kernel_grid_x.cfg", "What grid size X does each kernel launch use?"),
+        bundled_view!("basics/kernel_grid_y.cfg", "What grid size Y does each kernel launch use?"),
+        bundled_view!("basics/kernel_grid_z.cfg", "What grid size Z does each kernel launch use?"),
+        bundled_view!("basics/kernel_block_x.cfg", "What block size X does each kernel launch use?"),
+        bundled_view!("basics/kernel_block_y.cfg", "What block size Y does each kernel launch use?"),
+        bundled_view!("basics/kernel_block_z.cfg", "What block size Z does each kernel launch use?"),
+        bundled_view!(
             "basics/kernel_static_shared_memory.cfg",
             "How much static shared memory does each kernel launch use?",
         ),
-        View::new(
+        bundled_view!(
             "basics/kernel_dynamic_shared_memory.cfg",
             "How much dynamic shared memory does each kernel launch use?",
         ),
-        View::new(
+        bundled_view!(
             "basics/kernel_local_memory.cfg",
             "How much local memory does each kernel launch use?",
         ),
-        View::new(
+        bundled_view!(
             "basics/kernel_registers.cfg",
             "How many registers per thread does each kernel launch use?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/kernels_profile.cfg",
             "How much GPU time does each kernel take, per stream?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_durations.cfg",
             "How long does one call of each kernel last on average, per stream?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_duration_histogram.cfg",
             "How are the durations of each kernel spread (calls per duration decade, per stream)?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_launch_grid.cfg",
             "How many blocks does the grid of each kernel have (X x Y x Z), per stream?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_launch_block.cfg",
             "How many threads does a block of each kernel have (X x Y x Z), per stream?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_launch_registers.cfg",
             "How many registers per thread does each kernel use, per stream?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_launch_shared_memory.cfg",
             "How much shared memory (static + dynamic) does a block of each kernel use, per stream?",
-        ),
-        View::new(
+        )
+    .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernels_in_flight.cfg",
             "How many launched kernels wait to start, per CPU thread?",
         )
         .needs(&[API]),
-        View::new(
+        bundled_view!(
             "analysis/comm_compute_overlap.cfg",
             "How much NCCL kernel time overlaps how many compute kernels, per task?",
         )
         .needs(&[NCCL]),
-        View::new(
+        bundled_view!(
             "analysis/concurrent_kernels.cfg",
             "How many compute kernels run at once in each task?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/gpu_active.cfg",
             "How long is the GPU of each task busy with kernels or copies?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/gpu_useful.cfg",
             "How long does the GPU of each task run compute kernels?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/gpu_idle_gaps.cfg",
             "How long are the idle gaps between the operations of each GPU stream?",
         ),
-        View::new(
+        bundled_view!(
             "efficiency/load_balance.cfg",
             "How evenly is GPU compute time spread over the tasks (load balance)?",
         ),
-        View::new(
+        bundled_view!(
             "efficiency/parallel_efficiency.cfg",
             "What share of the run does the GPU of each task compute (parallel efficiency)?",
         ),
-        View::new(
+        bundled_view!(
             "efficiency/orchestration_efficiency.cfg",
             "What share of the run is the GPU of each task busy (orchestration efficiency)?",
         ),
-        View::new(
+        bundled_view!(
             "efficiency/communication_efficiency.cfg",
             "How does the GPU time of each task split into idle, communication and useful (communication efficiency)?",
         ),

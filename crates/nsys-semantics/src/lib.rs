@@ -42,6 +42,8 @@ pub mod saved;
 mod sched;
 mod soc_metrics;
 pub mod survey;
+#[cfg(any(test, feature = "test-category"))]
+pub mod test_category;
 mod types;
 pub mod view;
 

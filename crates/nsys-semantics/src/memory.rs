@@ -12,7 +12,7 @@ use crate::context::ReportContext;
 use crate::cuda_api::CORRELATION_ID;
 use crate::handoff::GpuLinks;
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const CUDA_MEMORY_OP: u32 = 63_000_001;
 pub const CUDA_MEMORY_SIZE: u32 = 63_000_002;
@@ -33,18 +33,19 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[state::MEMORY_TRANSFER],
     views: &[
-        View::new(
+        bundled_view!(
             "views/memory_operations.cfg",
             "Which copies and memsets run on each GPU stream, and when?",
         ),
-        View::new(
+        bundled_view!(
             "basics/memcpy_size.cfg",
             "How many bytes does each copy or memset move?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/memcpy_bandwidth.cfg",
             "What bandwidth does each kind of copy reach, per stream?",
-        ),
+        )
+        .on_gpu_streams(),
     ],
     names_ranges: None,
     pass: Some(Pass {

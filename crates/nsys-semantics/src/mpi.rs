@@ -17,7 +17,7 @@ use crate::context::ReportContext;
 use crate::handoff::{CommKey, P2pEndpoint};
 use crate::mpi_values::{self, MpiClass};
 use crate::types::interval;
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const MPI: Category = Category::named("mpi");
 
@@ -40,15 +40,15 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: mpi_values::STATES,
     views: &[
-        View::new(
+        bundled_view!(
             "views/mpi_calls.cfg",
             "Which MPI calls does each thread make, and which messages do they exchange?",
         ),
-        View::new(
+        bundled_view!(
             "views/mpi_messages.cfg",
             "How many bytes of MPI messages does each sender have in transit?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/mpi_profile.cfg",
             "How much time does each thread spend in each MPI call?",
         ),

@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use crate::category::{Category, CategoryInfo};
 use crate::context::ReportContext;
 use crate::types::interval;
-use crate::view::View;
+use crate::view::bundled_view;
 
 /// Ranges of the NVTX `NCCL` domain.
 pub const NCCL_REGIONS: u32 = 9500;
@@ -50,34 +50,35 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/nccl_regions.cfg",
             "Which NCCL calls (NVTX NCCL domain) does each thread make, and when?",
         ),
-        View::new(
+        bundled_view!(
             "views/nccl_collective.cfg",
             "Which collective does each NCCL kernel run?",
         ),
-        View::new(
+        bundled_view!(
             "views/nccl_message_size.cfg",
             "How many bytes does each NCCL call move?",
         ),
-        View::new(
+        bundled_view!(
             "views/nccl_reduction_op.cfg",
             "Which reduction does each NCCL call apply?",
         ),
-        View::new(
+        bundled_view!(
             "views/nccl_kernels.cfg",
             "Which NCCL kernel runs on each GPU stream, and when?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/nccl_calls.cfg",
             "How much time does each thread spend in each NCCL call?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/nccl_kernels_profile.cfg",
             "How much GPU time does each NCCL kernel take, per stream?",
-        ),
+        )
+        .on_gpu_streams(),
     ],
     names_ranges: Some(|ty| ty == NCCL_REGIONS),
     pass: None,

@@ -43,7 +43,8 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{ReportContext, ThreadKey, ThreadKind};
 use crate::types::{level, point, HashedTypes};
-use crate::view::{metric_name, TypeFamily, View};
+use crate::view::bundled_view;
+use crate::view::{metric_name, TypeFamily};
 
 pub const NIC_COUNTERS_FIRST: u32 = 66_700_000;
 /// BSC's numbering of NIC counters: 9500 + the counter's index in its list.
@@ -107,11 +108,11 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/ib_congestion.cfg",
             "When do the InfiniBand switches report congestion, and of which kind?",
         ),
-        View::per_type(
+        bundled_view!(
             "templates/nic_counter.cfg",
             "How does the NIC counter {name} change over time?",
             TypeFamily {
@@ -120,7 +121,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: true,
             },
         ),
-        View::per_type(
+        bundled_view!(
             "templates/ib_switch_counter.cfg",
             "How does the InfiniBand switch counter {name} change over time?",
             TypeFamily {

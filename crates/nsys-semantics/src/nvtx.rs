@@ -28,7 +28,8 @@ use crate::mpi::MPI;
 use crate::nccl::{self, NCCL, NCCL_REGIONS};
 use crate::nvtx_config::{FloatStrategy, NvtxConfig};
 use crate::types::{interval, point, state};
-use crate::view::{between, TypeFamily, View};
+use crate::view::bundled_view;
+use crate::view::{between, TypeFamily};
 
 pub const DEFAULT_DOMAIN: u32 = 9600;
 const DOMAIN_STRIDE: u32 = 100;
@@ -66,28 +67,28 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: COMMUNICATION_STATES,
     views: &[
-        View::new(
+        bundled_view!(
             "views/nvtx_ranges.cfg",
             "Which NVTX ranges of the default domain is each thread in (nested)?",
         ),
-        View::new(
+        bundled_view!(
             "views/nvtx_start_end.cfg",
             "Which NVTX start/end ranges are open on each thread?",
         ),
-        View::new("views/nvtx_marks.cfg", "Where and when are the NVTX marks?"),
-        View::new(
+        bundled_view!("views/nvtx_marks.cfg", "Where and when are the NVTX marks?"),
+        bundled_view!(
             "views/nvtx_payloads.cfg",
             "Which integer payload does each NVTX range of the default domain carry?",
         ),
-        View::new(
+        bundled_view!(
             "views/nvtx_payloads_float.cfg",
             "Which floating-point payload does each NVTX range of the default domain carry?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/nvtx_profile.cfg",
             "How much time does each thread spend in each NVTX range of the default domain?",
         ),
-        View::per_type(
+        bundled_view!(
             "templates/nvtx_domain_ranges.cfg",
             "Which ranges of the NVTX domain {name} is each thread in (nested)?",
             TypeFamily {
@@ -96,7 +97,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: false,
             },
         ),
-        View::per_type(
+        bundled_view!(
             "templates/nvtx_domain_profile.cfg",
             "How much time does each thread spend in each range of the NVTX domain {name}?",
             TypeFamily {
@@ -105,7 +106,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: false,
             },
         ),
-        View::per_type(
+        bundled_view!(
             "templates/nvtx_domain_payloads.cfg",
             "Which integer payload does each range of the NVTX domain {name} carry?",
             TypeFamily {
@@ -114,7 +115,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
                 numbered: false,
             },
         ),
-        View::per_type(
+        bundled_view!(
             "templates/nvtx_domain_payloads_float.cfg",
             "Which floating-point payload does each range of the NVTX domain {name} carry?",
             TypeFamily {

@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext};
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 const BASE: u32 = 66_000_000;
 /// nsys2prv's attributes, in the 100000s digit.
@@ -84,7 +84,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         state::CONFIGURING,
         state::OTHERS,
     ],
-    views: &[View::new(
+    views: &[bundled_view!(
         "views/openacc.cfg",
         "Which OpenACC constructs does each thread run, and when?",
     )],

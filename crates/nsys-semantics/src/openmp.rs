@@ -51,7 +51,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 pub const OMP_PARALLEL: u32 = 60_002;
 pub const OMP_WORKSHARING: u32 = 60_003;
@@ -146,7 +146,7 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     launched: false,
     event_types,
     states: &[state::RUNNING, state::SYNCHRONIZATION, state::FORK_JOIN],
-    views: &[View::new(
+    views: &[bundled_view!(
         "views/openmp.cfg",
         "Which OpenMP regions, work-sharing, synchronization and tasks is each thread in?",
     )],

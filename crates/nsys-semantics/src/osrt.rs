@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 /// OS runtime call, valued by function name (BSC nsys2prv 0.6).
 pub const OSRT_CALL: u32 = 66_400_000;
@@ -57,11 +57,11 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[state::SYNCHRONIZATION, BLOCKED, IO, state::OTHERS],
     views: &[
-        View::new(
+        bundled_view!(
             "views/os_runtime.cfg",
             "Which OS runtime calls (I/O, sleeps, locks, ...) does each thread make, and when?",
         ),
-        View::new(
+        bundled_view!(
             "views/pthreads.cfg",
             "Which pthread calls does each thread make, and when?",
         ),

@@ -21,6 +21,7 @@ use crate::{
 
 #[cfg(doc)]
 use crate::category::Stage;
+use crate::view::bundled_view;
 
 /// The categories of the tool.
 pub static STANDARD: &[&CategoryInfo] = &[
@@ -50,25 +51,26 @@ pub static STANDARD: &[&CategoryInfo] = &[
 /// Views of no one category: the thread states every trace has, and the starter
 /// set of `views/start-here/` (each view says what it needs).
 pub const GENERAL_VIEWS: &[View] = &[
-    View::new(
+    bundled_view!(
         "views/start-here/where_gpu_time_goes.cfg",
         "Where does the GPU time go: which share of each GPU stream's time does each kernel take?",
     )
+    .on_gpu_streams()
     .needs(&[KERNELS]),
-    View::new(
+    bundled_view!(
         "views/start-here/where_ranks_wait.cfg",
         "Where do the ranks wait: which share of each thread's time goes to each state (running, MPI, CUDA synchronization, I/O, ...)?",
     ),
-    View::new(
+    bundled_view!(
         "views/start-here/compute_communication_overlap.cfg",
         "How well do compute and communication overlap: per task, the time with compute kernels only, communication (copies, NCCL, MPI) only, both, or neither?",
     )
     .needs(&[KERNELS]),
-    View::new(
+    bundled_view!(
         "views/states.cfg",
         "What is each thread doing: running, in a CUDA or MPI call, waiting, idle?",
     ),
-    View::new(
+    bundled_view!(
         "analysis/states_profile.cfg",
         "How much time does each thread spend in each state?",
     ),
@@ -352,97 +354,66 @@ fn count_word(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::category::{Pass, Stage};
-    use crate::context::ReportContext;
-    use crate::types::point;
-    use nsys_reader::ReadError;
-    use paraver_writer::{EventPair, MergeInput, OutputPaths, ValueLabels};
+    use crate::test_category::{self, TEST_CALL, TEST_CATEGORY};
+    use nsys_synth::{Cell, TableRows};
+    use paraver_writer::{MergeInput, OutputPaths};
 
-    const DUMMY: Category = Category::named("dummy");
-    const DUMMY_EVENT: u32 = 99_000_001;
-    const DUMMY_TABLE: &str = "DUMMY_EVENTS";
-
-    /// A category declared in one place, as a new module would declare it.
-    static DUMMY_CATEGORY: CategoryInfo = CategoryInfo {
-        category: DUMMY,
-        aliases: &["dummies"],
-        bsc_names: &["dummy_trace"],
-        groups: &[],
-        tables: &[DUMMY_TABLE],
-        table_prefixes: &[],
-        bytes_per_row: 1,
-        background_bytes_per_row: 0,
-        launched: false,
-        event_types: || vec![point(DUMMY_EVENT, "Dummy event", ValueLabels::Numeric)],
-        states: &[],
-        views: &[],
-        names_ranges: None,
-        pass: Some(Pass {
-            stage: Stage::Activity,
-            run: dummy_pass,
-            also_for: &[],
-        }),
-    };
-
-    /// Each row: a point event on its CPU thread.
-    fn dummy_pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
-        let export = ctx.export;
-        export.scan(DUMMY_TABLE, &["start", "globalTid", "value"], |row| {
-            let (Some(start), Some(tid), Some(value)) = (row.int(0), row.int(1), row.int(2)) else {
-                return Ok(());
-            };
-            let thread = ctx.cpu_thread(tid);
-            ctx.run
-                .events(thread, start, &[EventPair::raw(DUMMY_EVENT, value)]);
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    fn export_with_dummy_rows(dir: &std::path::Path) -> std::path::PathBuf {
-        let path = dir.join("dummy.sqlite");
-        let spec = nsys_synth::SynthSpec::small(nsys_synth::SchemaVersion::V3_24);
-        nsys_synth::write_export(&spec, &path).unwrap();
-        let db = rusqlite::Connection::open(&path).unwrap();
-        let tid = (24_601_i64 << 24) | 24_601;
-        db.execute_batch(&format!(
-            "CREATE TABLE {DUMMY_TABLE} (start INTEGER, globalTid INTEGER, value INTEGER);
-             INSERT INTO {DUMMY_TABLE} VALUES (1000, {tid}, 7), (2000, {tid}, 8), (3000, {tid}, 9);"
-        ))
-        .unwrap();
+    /// A small export with three rows of the test category's table.
+    fn export_with_test_rows(dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("test_category.sqlite");
+        let version = nsys_synth::SchemaVersion::V3_24;
+        nsys_synth::write_export(&nsys_synth::SynthSpec::small(version), &path).unwrap();
+        let tid = (1_i64 << 48) | (24_601 << 24) | 24_601;
+        let columns = ["start", "end", "eventClass", "globalTid", "nameId"];
+        let call = |start: i64, name: &str| {
+            [
+                start.into(),
+                (start + 500).into(),
+                29.into(),
+                tid.into(),
+                Cell::StringId(name.into()),
+            ]
+        };
+        let rows = TableRows::new(test_category::TABLE, &columns)
+            .row(call(1000, "cublasSgemm_v2"))
+            .row(call(2000, "cublasSgemm_v2"))
+            .row(call(3000, "cublasDdot_v2"));
+        nsys_synth::add_rows(&path, version, &[rows]).unwrap();
         path
     }
 
     #[test]
     fn a_category_added_in_one_place_is_selected_translated_labelled_and_surveyed() {
-        let registry = Registry::standard().with(&DUMMY_CATEGORY);
+        let registry = Registry::standard().with(&test_category::CATEGORY);
 
         // -t / --exclude words, and the help.
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let selected = registry.parse_list(&words(&["dummies"])).unwrap();
-        assert_eq!(selected, BTreeSet::from([DUMMY]));
-        assert_eq!(registry.select("DUMMY_TRACE"), Some(vec![DUMMY]));
-        assert!(registry.select("all").unwrap().contains(&DUMMY));
+        let selected = registry.parse_list(&words(&["test-cublas"])).unwrap();
+        assert_eq!(selected, BTreeSet::from([TEST_CATEGORY]));
+        assert_eq!(registry.select("TEST_CATEGORY"), Some(vec![TEST_CATEGORY]));
+        assert!(registry.select("all").unwrap().contains(&TEST_CATEGORY));
         assert!(registry
             .help()
-            .contains("sched, cpu-raw-counters, dummy, or all."));
-        let unknown = Registry::standard().parse_list(&words(&["dummy"]));
-        assert!(unknown.unwrap_err().to_string().contains("'dummy'"));
+            .contains("sched, cpu-raw-counters, test-category, or all."));
+        let unknown = Registry::standard().parse_list(&words(&["test-category"]));
+        assert!(unknown.unwrap_err().to_string().contains("'test-category'"));
 
         // The dry run counts its table.
         let dir = tempfile::tempdir().unwrap();
-        let input = export_with_dummy_rows(dir.path());
+        let input = export_with_test_rows(dir.path());
         let mut options = registry.options();
-        options.categories = registry.parse_list(&words(&["dummy", "osrt"])).unwrap();
+        options.categories = registry
+            .parse_list(&words(&["test-category", "osrt"]))
+            .unwrap();
         let survey =
             crate::survey::survey_with(&registry, &input, &input, &options, false).unwrap();
         let rows: Vec<(Category, u64)> = survey.rows.iter().map(|r| (r.category, r.rows)).collect();
-        assert_eq!(rows, [(DUMMY, 3)]);
-        assert_eq!(survey.estimated_bytes(), 3);
+        assert_eq!(rows, [(TEST_CATEGORY, 3)]);
+        assert_eq!(survey.estimated_bytes(), 3 * 80);
 
-        // The translation runs its pass, and the .pcf labels its type.
+        // The translation runs its pass, and the .pcf labels its type and values.
         let report = crate::report::translate_with(&registry, &input, &input, &options).unwrap();
-        assert_eq!(report.run.len(), 3);
+        assert_eq!(report.run.len(), 6);
         let reports = [report];
         let plan = crate::plan_layout(&reports, "t");
         let catalog = crate::catalog::catalog_with_reports(&registry, &reports);
@@ -455,17 +426,53 @@ mod tests {
         let paths = OutputPaths::for_trace(&dir.path().join("t.prv")).unwrap();
         paraver_writer::write_trace(&paths, &plan.layout, &inputs, &catalog, &mut |_| {}).unwrap();
         let pcf = std::fs::read_to_string(&paths.pcf).unwrap();
-        assert!(pcf.contains("99000001   Dummy event"), "{pcf}");
+        assert!(
+            pcf.contains("99000001   Test category: cuBLAS call"),
+            "{pcf}"
+        );
+        assert!(pcf.contains("cublasDdot_v2"), "{pcf}");
         let check = paraver_reader::validate::validate_trace(&paths.prv).unwrap();
         assert!(check.is_ok(), "{:?}", check.findings);
-        assert_eq!(check.stats.event_begins.get(&DUMMY_EVENT), Some(&3));
+        assert_eq!(check.stats.event_begins.get(&TEST_CALL), Some(&3));
 
         // Not selected: not translated.
         options.categories = registry.parse_list(&words(&["osrt"])).unwrap();
-        let dummy_pass = DUMMY_CATEGORY.pass.as_ref().unwrap();
+        let test_pass = test_category::CATEGORY.pass.as_ref().unwrap();
         let passes = registry.passes(&options);
         assert_eq!(passes.len(), 1);
-        assert!(!std::ptr::eq(passes[0].1, dummy_pass));
+        assert!(!std::ptr::eq(passes[0].1, test_pass));
+    }
+
+    #[test]
+    fn every_view_of_cfgs_is_declared_once() {
+        fn cfgs_under(root: &std::path::Path, dir: &std::path::Path, out: &mut BTreeSet<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    cfgs_under(root, &path, out);
+                } else if path.extension().is_some_and(|e| e == "cfg") {
+                    let rel = path.strip_prefix(root).unwrap();
+                    out.insert(rel.to_str().unwrap().replace('\\', "/"));
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cfgs");
+        let mut files = BTreeSet::new();
+        cfgs_under(&root, &root, &mut files);
+        let registry = Registry::standard();
+        let declared: Vec<&str> = registry.views().map(|d| d.view.path).collect();
+        let unique: BTreeSet<String> = declared.iter().map(|p| p.to_string()).collect();
+        assert_eq!(unique.len(), declared.len(), "a view declared twice");
+        assert_eq!(unique, files, "views of cfgs/ and views declared");
+        for d in registry.views() {
+            let question = d.view.question;
+            assert!(
+                question.ends_with('?') && !question.contains('\n'),
+                "{}: {question:?}",
+                d.view.path
+            );
+            assert!(d.view.text.starts_with("#ParaverCFG"), "{}", d.view.path);
+        }
     }
 
     #[test]

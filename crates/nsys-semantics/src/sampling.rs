@@ -31,7 +31,7 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::options::MAX_SAMPLING_DEPTH;
 use crate::types::point;
-use crate::view::View;
+use crate::view::bundled_view;
 
 /// The sampled function (Extrae's `SAMPLING_EV`); its caller at level k is this + k.
 pub const SAMPLED_FUNCTION: u32 = 30_000_000;
@@ -61,27 +61,27 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/sampled_functions.cfg",
             "Which function was each thread running when it was sampled?",
         ),
-        View::new(
+        bundled_view!(
             "views/sampled_callstack.cfg",
             "Which functions were on the call stack (levels 0-5) at each sample?",
         ),
-        View::new(
+        bundled_view!(
             "views/sampled_library.cfg",
             "Which library (module) was each sample in?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/sampled_functions_profile.cfg",
             "In which functions does each thread spend its CPU time (samples per function)?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/sampled_callers_profile.cfg",
             "Which callers (level 1) account for the samples of each thread?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/samples_per_thread.cfg",
             "How many CPU samples does each thread have?",
         ),

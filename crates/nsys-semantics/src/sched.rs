@@ -36,7 +36,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::types::{interval, state};
-use crate::view::View;
+use crate::view::bundled_view;
 
 // 66600000 + k is BSC nsys2prv 0.6's CPU counter k (crate::cpu_raw_counters), so
 // scheduling, which BSC does not translate, has the block 66900000.
@@ -66,11 +66,11 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
     event_types,
     states: &[],
     views: &[
-        View::new(
+        bundled_view!(
             "views/cpu_scheduling.cfg",
             "On which CPU does each thread run, and when is it switched out?",
         ),
-        View::new(
+        bundled_view!(
             "analysis/cpu_occupancy.cfg",
             "How long did each thread run on each CPU?",
         ),

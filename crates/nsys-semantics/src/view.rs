@@ -1,7 +1,8 @@
 //! What a bundled Paraver view is for: each category declares its views (a
-//! `.cfg` under `cfgs/`, the question it answers, what else it needs) in its
-//! [`crate::CategoryInfo`], and the index written beside every trace
-//! (`NAME.cfgs/INDEX.md`) is made from these declarations. Views of types
+//! `.cfg` under `cfgs/`, embedded by `bundled_view!`, the question it answers,
+//! what else it needs) in its [`crate::CategoryInfo`]; the views written beside
+//! every trace and their index (`NAME.cfgs/INDEX.md`) are made from these
+//! declarations, so a view no category declares is not bundled. Views of types
 //! numbered from the data (NVTX domains, metrics keyed by name) are made from a
 //! template, once per such type in the trace.
 
@@ -10,9 +11,11 @@ use crate::options::Category;
 /// A view a category declares.
 #[derive(Clone, Copy, Debug)]
 pub struct View {
-    /// Its `.cfg` under `cfgs/`; for a view made per type, the template under
-    /// `cfgs/templates/`.
+    /// Where it goes under the views directory: its `.cfg` under `cfgs/`; for a
+    /// view made per type, the template under `cfgs/templates/`.
     pub path: &'static str,
+    /// Its text (the template's, for a view made per type).
+    pub text: &'static str,
     /// The question it answers, in one line; in a template, `{name}` stands for
     /// the name of the type's domain or metric.
     pub question: &'static str,
@@ -21,6 +24,10 @@ pub struct View {
     pub needs: &'static [Category],
     /// For a template: the types it is made for.
     pub per_type: Option<TypeFamily>,
+    /// A histogram whose rows are GPU streams (its question is about kernels,
+    /// copies or graphs): written for a trace, it lists only the trace's GPU
+    /// stream rows, not every CPU thread as a row of zeros.
+    pub gpu_stream_rows: bool,
 }
 
 /// The types a template is instantiated for.
@@ -41,13 +48,39 @@ pub const TEMPLATE_TYPE: &str = "@TYPE@";
 pub const TEMPLATE_LABEL: &str = "@LABEL@";
 pub const TEMPLATE_NAME: &str = "@NAME@";
 
+/// A view of the workspace's `cfgs/`: `bundled_view!("views/kernels.cfg",
+/// "question?")` is that `.cfg`'s [`View::new`], its text embedded at compile
+/// time (the compiler finds the file, and a missing one fails the build); with a
+/// third argument, a [`TypeFamily`], the template's [`View::per_type`].
+macro_rules! bundled_view {
+    ($path:literal, $question:expr $(,)?) => {
+        $crate::view::View::new(
+            $path,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cfgs/", $path)),
+            $question,
+        )
+    };
+    ($path:literal, $question:expr, $family:expr $(,)?) => {
+        $crate::view::View::per_type(
+            $path,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../cfgs/", $path)),
+            $question,
+            $family,
+        )
+    };
+}
+pub(crate) use bundled_view;
+
 impl View {
-    pub const fn new(path: &'static str, question: &'static str) -> View {
+    /// The view at `path` under the views directory, with its text.
+    pub const fn new(path: &'static str, text: &'static str, question: &'static str) -> View {
         View {
             path,
+            text,
             question,
             needs: &[],
             per_type: None,
+            gpu_stream_rows: false,
         }
     }
 
@@ -56,17 +89,29 @@ impl View {
         View { needs, ..self }
     }
 
-    /// A template made into one view per type of `family` in the trace.
+    /// The same view, a histogram whose rows are the trace's GPU streams.
+    pub const fn on_gpu_streams(self) -> View {
+        View {
+            gpu_stream_rows: true,
+            ..self
+        }
+    }
+
+    /// A template (at `template` under `cfgs/`, with its text) made into one
+    /// view per type of `family` in the trace.
     pub const fn per_type(
         template: &'static str,
+        text: &'static str,
         question: &'static str,
         family: TypeFamily,
     ) -> View {
         View {
             path: template,
+            text,
             question,
             needs: &[],
             per_type: Some(family),
+            gpu_stream_rows: false,
         }
     }
 
@@ -138,6 +183,7 @@ mod tests {
     fn questions_name_the_instance() {
         let v = View::per_type(
             "templates/x.cfg",
+            "",
             "What is {name}?",
             TypeFamily {
                 dir: "views/x",

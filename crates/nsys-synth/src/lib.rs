@@ -19,6 +19,9 @@
 //!
 //! With [`SynthSpec::mpi`], the first process is one rank of an MPI job whose other ranks are
 //! written to other files from their own specs: see [`SynthMpi`] for the shared timeline.
+//!
+//! [`add_rows`] adds rows of any table, declared by column ([`TableRows`]), to a written export,
+//! the table created from the schema: a category needs no code here for its tests.
 
 #![forbid(unsafe_code)]
 
@@ -35,6 +38,7 @@ mod mpi;
 mod mpi_export;
 mod nvtx;
 mod rng;
+mod rows;
 mod sim;
 mod strings;
 mod target_info;
@@ -54,6 +58,7 @@ use std::path::Path;
 
 pub use cpu::{add_cpu_activity, CpuCounts, SynthCpu};
 pub use mpi::{MpiPattern, SynthMpi};
+pub use rows::{add_rows, table_statement, Cell, TableRows};
 pub use version::SchemaVersion;
 
 /// What to put in one export file.

@@ -418,12 +418,9 @@ fn is_ours(dir: &Path) -> bool {
         return false;
     }
     !files.is_empty()
-        && files.iter().all(|f| {
-            crate::views::VIEWS
-                .iter()
-                .any(|(rel, _)| Path::new(rel) == f.as_path())
-                || was_bundled(f)
-        })
+        && files
+            .iter()
+            .all(|f| crate::views::is_bundled(f) || was_bundled(f))
 }
 
 /// The GPU metric views bundled before they were made per trace from a template:

@@ -2,7 +2,7 @@
 //! writes beside its traces (`"_format": {"name": "traceMetadata", "version":
 //! "0.1.0"}`), with its field names and value types, so that tools that read
 //! BSC's read ours. What each field holds, and where ours differs from BSC's,
-//! is in the README ("The metadata file"). It is part of the output set
+//! is in `docs/metadata.md`. It is part of the output set
 //! (staged and installed with the trace; another translator's `.pmf` is
 //! replaced like its `.pcf` and `.row`, any other file of that name is
 //! refused) and written by the merge of a sharded

@@ -185,10 +185,12 @@ pub fn instantiate(template: &str, ty: u32, label: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::views::VIEWS;
+    use nsys_semantics::Registry;
 
     fn view(name: &str) -> &'static str {
-        VIEWS.iter().find(|(rel, _)| *rel == name).unwrap().1
+        let registry = Registry::standard();
+        let declared = registry.views().find(|d| d.view.path == name);
+        declared.unwrap().view.text
     }
 
     fn filter_lines(cfg: &str) -> Vec<&str> {

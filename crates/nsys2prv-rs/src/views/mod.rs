@@ -1,9 +1,12 @@
 //! The Paraver views (`.cfg`) bundled in the binary and installed next to each
 //! trace: the views the trace has data for (every view with `--all-views`),
 //! views made from templates for its NVTX domains and metrics, and `INDEX.md`
-//! listing them with the question each answers. What a view is for and what it
-//! needs come from the categories' declarations (`nsys_semantics::View`).
+//! listing them with the question each answers. Which views there are, their
+//! text, what each is for and what it needs come from the categories'
+//! declarations (`nsys_semantics::View`), through the registry.
 
+#[cfg(test)]
+mod added_category_tests;
 mod cfg;
 mod fit;
 mod index;
@@ -13,16 +16,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use nsys_semantics::view::file_stem;
-use nsys_semantics::{Category, DeclaredView, Registry};
+use nsys_semantics::{Category, DeclaredView, Registry, View};
 
 pub use cfg::{fit_filters, has_data};
 pub use fit::TraceShape;
-
-// (relative path, contents) of every bundled view: `views/` timelines,
-// `basics/` one kernel attribute or id each, `analysis/` histograms,
-// `efficiency/` the GPU efficiency model, `templates/` views made per NVTX
-// domain or metric. Listed by `build.rs` from `cfgs/`.
-include!(concat!(env!("OUT_DIR"), "/views.rs"));
 
 /// What a trace holds, as far as its views go.
 pub struct TraceContents<'a> {
@@ -42,24 +39,13 @@ impl TraceContents<'_> {
     }
 }
 
-/// Histograms whose rows are meant to be GPU streams (their question is
-/// about kernels, copies or graphs): the views written for a trace list only
-/// its GPU stream rows, not every CPU thread as a row of zeros.
-const GPU_STREAM_HISTOGRAMS: &[&str] = &[
-    "views/start-here/where_gpu_time_goes.cfg",
-    "analysis/cuda_graph_launches.cfg",
-    "analysis/cuda_graphs_profile.cfg",
-    "analysis/kernel_duration_histogram.cfg",
-    "analysis/kernel_durations.cfg",
-    "analysis/kernel_launch_block.cfg",
-    "analysis/kernel_launch_grid.cfg",
-    "analysis/kernel_launch_registers.cfg",
-    "analysis/kernel_launch_shared_memory.cfg",
-    "analysis/kernels_profile.cfg",
-    "analysis/memcpy_bandwidth.cfg",
-    "analysis/nccl_kernels_profile.cfg",
-    "templates/gpu_metric_per_kernel.cfg",
-];
+/// Whether `rel` (under a views directory) is where a view the tool bundles is
+/// written.
+pub fn is_bundled(rel: &Path) -> bool {
+    Registry::standard()
+        .views()
+        .any(|d| Path::new(d.view.path) == rel)
+}
 
 /// A view made for a trace.
 struct Planned {
@@ -146,15 +132,11 @@ fn plan(registry: &Registry, contents: &TraceContents) -> Vec<Planned> {
             planned.extend(instances(&declared, contents, &needs, has_categories));
             continue;
         }
-        let text = bundled(declared.view.path);
+        let text = declared.view.text;
         let fitted = fit_filters(text, &types);
         planned.push(Planned {
             path: declared.view.path.to_string(),
-            text: fit_to_trace(
-                fitted.as_deref().unwrap_or(text),
-                declared.view.path,
-                contents,
-            ),
+            text: fit_to_trace(fitted.as_deref().unwrap_or(text), declared.view, contents),
             entry: index::Entry {
                 path: declared.view.path.to_string(),
                 question: declared.view.question.to_string(),
@@ -178,7 +160,7 @@ fn instances(
     let Some(family) = view.per_type else {
         return Vec::new();
     };
-    let template = bundled(view.path);
+    let template = view.text;
     let types = contents.type_set();
     let mut taken = BTreeSet::new();
     let mut made = Vec::new();
@@ -197,7 +179,7 @@ fn instances(
         };
         let path = format!("{}/{stem}.cfg", family.dir);
         let text = cfg::instantiate(template, ty, label, &name);
-        let text = fit_to_trace(&text, view.path, contents);
+        let text = fit_to_trace(&text, view, contents);
         made.push(Planned {
             entry: index::Entry {
                 path: path.clone(),
@@ -212,20 +194,10 @@ fn instances(
     made
 }
 
-/// `cfg`, the view bundled at `path` (its filters fitted), fitted to the
-/// trace's time and rows.
-fn fit_to_trace(cfg: &str, path: &str, contents: &TraceContents) -> String {
-    fit::fit_to_trace(cfg, &contents.shape, GPU_STREAM_HISTOGRAMS.contains(&path))
-}
-
-/// The text of a bundled view (paths come from the registry, which a test
-/// checks against `cfgs/`).
-fn bundled(path: &str) -> &'static str {
-    VIEWS
-        .iter()
-        .find(|(rel, _)| *rel == path)
-        .map(|(_, text)| *text)
-        .unwrap_or_else(|| panic!("view {path} is declared but not bundled"))
+/// `cfg`, the text of `view` (its filters fitted), fitted to the trace's time
+/// and rows.
+fn fit_to_trace(cfg: &str, view: &View, contents: &TraceContents) -> String {
+    fit::fit_to_trace(cfg, &contents.shape, view.gpu_stream_rows)
 }
 
 #[cfg(test)]
@@ -255,27 +227,6 @@ mod tests {
             .filter(|p| p.entry.has_data == with_data)
             .map(|p| p.path.as_str())
             .collect()
-    }
-
-    #[test]
-    fn every_declared_view_is_bundled_and_every_bundled_one_declared() {
-        let registry = Registry::standard();
-        let declared: BTreeSet<&str> = registry.views().map(|d| d.view.path).collect();
-        let bundled: BTreeSet<&str> = VIEWS.iter().map(|(rel, _)| *rel).collect();
-        assert_eq!(declared, bundled);
-        assert_eq!(
-            registry.views().count(),
-            declared.len(),
-            "a view declared twice"
-        );
-        for d in registry.views() {
-            let question = d.view.question;
-            assert!(
-                question.ends_with('?') && !question.contains('\n'),
-                "{}: {question:?}",
-                d.view.path
-            );
-        }
     }
 
     #[test]
