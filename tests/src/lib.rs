@@ -1,4 +1,4 @@
-//! Helpers shared by the end-to-end tests (`tests/tests/*.rs`): the binary under
+//! Helpers shared by the end-to-end tests (`tests/tests/all/`, one module per area): the binary under
 //! test, the corpus, conversions and trace checks.
 
 use std::path::{Path, PathBuf};

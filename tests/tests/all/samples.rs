@@ -97,7 +97,7 @@ fn synthetic_four_ranks() {
 }
 
 /// Every sample is snapshotted above, except the one with nothing recorded
-/// (tests/sampling.rs checks that it fails and says so).
+/// (sampling.rs checks that it fails and says so).
 #[test]
 fn every_sample_has_a_snapshot() {
     let samples = workspace_root().join("samples");

@@ -1227,7 +1227,7 @@ fn special_files_as_input() {
     assert_fails_cleanly(&out, &[null], &[], &case.out_dir());
 }
 
-// Interruption: see tests/interrupt.rs (deterministic, at numbered checkpoints).
+// Interruption: see interrupt.rs (deterministic, at numbered checkpoints).
 
 // ---------------------------------------------------------------------------
 // Property test: mutated exports translate or fail cleanly.

@@ -632,7 +632,7 @@ fn bsc_command_lines_run_unchanged() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("no_such_range"), "{}", stderr(&out));
 
-    // BSC's options run (tests/bsc_cli.rs, tests/pmf.rs for -L and --description-*).
+    // BSC's options run (bsc_cli.rs, pmf.rs for -L and --description-*).
     let out = run(&[
         "--time-limit-start=1",
         "--exclude-kernels",

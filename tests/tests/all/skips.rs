@@ -15,7 +15,7 @@ fn probe_without_its_tool() {
 
 fn run_probe(ci: bool) -> (Option<i32>, String, String) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["probe_without_its_tool", "--exact", "--ignored"]);
+    cmd.args(["skips::probe_without_its_tool", "--exact", "--ignored"]);
     if ci {
         cmd.env("CI", "1");
     } else {
@@ -39,7 +39,7 @@ fn a_test_that_did_not_check_is_listed_after_the_summary_and_fails_under_ci() {
         .map(|(_, s)| s)
         .unwrap_or_else(|| panic!("no summary: {stderr}"));
     assert!(
-        summary.contains("probe-tool (apt-get install probe-tool): probe_without_its_tool"),
+        summary.contains("probe-tool (apt-get install probe-tool): skips::probe_without_its_tool"),
         "{stderr}"
     );
 

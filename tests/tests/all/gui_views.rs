@@ -1,6 +1,6 @@
 //! Our views as a person sees them in Paraver's GUI (issue 34).
 //!
-//! `paramedir` (tests/paramedir.rs, view_figures.rs) computes a view's numbers
+//! `paramedir` (paramedir.rs, view_figures.rs) computes a view's numbers
 //! but draws nothing; wxparaver shows whether a window opens at a usable size,
 //! coloured, and whether a histogram is a labelled table. Here:
 //!
@@ -1171,7 +1171,7 @@ fn starter_views_and_one_of_each_kind_draw_in_paraver() {
 
 /// Every view written for the CUDA sample and the generated job, each opened
 /// alone: how many draw. For the numbers of issue 34 (before and after), not a
-/// gate: `cargo test -p end-to-end --test gui_views -- --ignored --nocapture`.
+/// gate: `cargo test -p end-to-end gui_views::survey -- --ignored --nocapture`.
 #[test]
 #[ignore = "a survey of every view (minutes): run it with --ignored"]
 fn survey_every_view_in_paraver() {
