@@ -1,20 +1,27 @@
-//! Snapshots of the trace of every bundled sample: its `.pcf`, its `.row`, and the
-//! head and tail of its `.prv`, so that any change of output shows in review
-//! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
+//! Snapshots of the conversion of every bundled sample: the sha256 of every file it
+//! writes (trace, `.pcf`, `.row`, `.pmf`, every view, `INDEX.md`), so that a change of
+//! any byte fails here naming the file; and, to show what changed, its `.pcf`, its
+//! `.row`, and the head and tail of its `.prv`. Review a change with
+//! `cargo insta review` (or accept it with `INSTA_UPDATE=always`), and say why in the
+//! commit.
 
 use std::path::{Path, PathBuf};
 
 use end_to_end::*;
+use sha2::{Digest, Sha256};
 
 /// Lines of the `.prv` kept at each end.
 const ENDS: usize = 40;
 
+/// The exports of a sample, relative to the workspace root.
 fn sample(rel: &str) -> Vec<PathBuf> {
-    let path = workspace_root().join("samples").join(rel);
-    if path.is_dir() {
-        let mut files: Vec<PathBuf> = files_under(&path)
+    let root = workspace_root();
+    let path = Path::new("samples").join(rel);
+    if root.join(&path).is_dir() {
+        let mut files: Vec<PathBuf> = files_under(&root.join(&path))
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+            .map(|p| p.strip_prefix(&root).unwrap().to_path_buf())
             .collect();
         files.sort();
         files
@@ -28,13 +35,15 @@ fn snapshot(name: &str, inputs: &[PathBuf]) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join(format!("{name}.prv"));
     let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    let result = convert(&inputs, &out, &[]);
+    // From the workspace root, with relative inputs: the `.pmf` names them as given.
+    let result = convert_in(&workspace_root(), &inputs, &out, &[]);
     assert!(
         result.status.success(),
         "{name}: {}",
         String::from_utf8_lossy(&result.stderr)
     );
     check_trace(&out);
+    insta::assert_snapshot!(format!("{name}.sha256"), hashes(dir.path()));
     let read = |ext: &str| std::fs::read_to_string(out.with_extension(ext)).unwrap();
     let prv = read("prv");
     let lines: Vec<&str> = prv.lines().collect();
@@ -46,6 +55,20 @@ fn snapshot(name: &str, inputs: &[PathBuf]) {
         format!("{name}.prv"),
         format!("{} lines\n{head}\n...\n{tail}", lines.len())
     );
+}
+
+/// Every file under `dir` as `sha256sum` prints it (`HASH  PATH`, paths relative to
+/// `dir`), sorted by path: `cd DIR && sha256sum -c` checks a conversion by hand.
+fn hashes(dir: &Path) -> String {
+    let mut text = String::new();
+    for path in files_under(dir) {
+        let bytes = std::fs::read(&path).unwrap();
+        let digest = Sha256::digest(&bytes);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let relative = path.strip_prefix(dir).unwrap();
+        text += &format!("{hex}  {}\n", relative.display());
+    }
+    text
 }
 
 #[test]
@@ -104,6 +127,7 @@ fn every_sample_has_a_snapshot() {
     let exports: Vec<PathBuf> = files_under(&samples)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        .map(|p| p.strip_prefix(workspace_root()).unwrap().to_path_buf())
         .collect();
     let covered: Vec<PathBuf> = [
         "nvtx_osrt/nvtx_osrt.sqlite",
