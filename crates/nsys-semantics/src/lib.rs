@@ -42,6 +42,8 @@ pub mod saved;
 mod sched;
 mod soc_metrics;
 pub mod survey;
+#[cfg(test)]
+mod testing;
 mod types;
 pub mod view;
 
