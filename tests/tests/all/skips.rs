@@ -52,3 +52,43 @@ fn a_test_that_did_not_check_is_listed_after_the_summary_and_fails_under_ci() {
     );
     assert!(!stderr.contains("NOT CHECKED"), "{stderr}");
 }
+
+/// A corpus test cannot pass under CI without the corpus: with `NSYS2PRV_CORPUS`
+/// naming a directory without one, the corpus test fails under CI, and passes
+/// elsewhere with its line in the summary.
+#[test]
+fn a_corpus_test_fails_under_ci_without_the_corpus() {
+    let missing = tempfile::tempdir().unwrap();
+    for ci in [true, false] {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "corpus::every_corpus_export_translates_or_fails_cleanly",
+            "--exact",
+        ])
+        .env("NSYS2PRV_CORPUS", missing.path());
+        if ci {
+            cmd.env("CI", "1");
+        } else {
+            cmd.env_remove("CI");
+        }
+        let out = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        if ci {
+            assert_eq!(out.status.code(), Some(101), "{stdout}{stderr}");
+            assert!(
+                stdout.contains("the corpus is required in CI"),
+                "{stdout}{stderr}"
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+            assert!(
+                stderr.contains("NOT CHECKED: 1 test passed")
+                    && stderr.contains("corpus::every_corpus_export_translates_or_fails_cleanly"),
+                "{stderr}"
+            );
+        }
+    }
+}
