@@ -70,14 +70,18 @@ pub fn fixture(sql: &str) -> Fixture {
 /// Translates `sql`'s export with `categories` and compares its records, as
 /// [`records`] prints them, with `expect`.
 pub fn check(categories: &[Category], sql: &str, expect: Expect) {
+    expect.assert_eq(&records(&translate(categories, sql)));
+}
+
+/// `sql`'s export translated with `categories`.
+pub fn translate(categories: &[Category], sql: &str) -> ReportTranslation {
     let fixture = fixture(sql);
     let options = Options {
         categories: categories.iter().copied().collect(),
         ..Options::default()
     };
-    let report = crate::translate_report(&fixture.path, &fixture.path, &options)
-        .unwrap_or_else(|e| panic!("{e}"));
-    expect.assert_eq(&records(&report));
+    crate::translate_report(&fixture.path, &fixture.path, &options)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The records of a report, one a line in the run's order: time, thread, then
