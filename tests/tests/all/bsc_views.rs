@@ -313,10 +313,16 @@ fn bsc_views_give_the_same_figures_on_our_traces() {
     let Some(cache) = bsc_nsys2prv() else {
         return;
     };
-    // `BSC_VIEWS_WORKDIR=DIR` keeps the inputs, traces and BSC's logs there.
-    let temp = tempfile::tempdir().unwrap();
+    // `BSC_VIEWS_WORKDIR=DIR` keeps the inputs, traces and BSC's logs there. By
+    // default they go to a fixed directory under target/tmp, emptied first: an
+    // export records its own path, so only there are the generated inputs the same
+    // bytes in every run, and BSC's conversions of them come from its cache.
     let kept = std::env::var_os("BSC_VIEWS_WORKDIR").map(PathBuf::from);
-    let dir = kept.as_deref().unwrap_or(temp.path());
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bsc_views");
+    if kept.is_none() && scratch.exists() {
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
+    let dir = kept.as_deref().unwrap_or(&scratch);
     std::fs::create_dir_all(dir).unwrap();
     let documented = documented_differences();
     // `BSC_VIEWS_ONLY=NAME,...` compares only those inputs (while investigating).
