@@ -87,7 +87,7 @@ pub fn translate(categories: &[Category], sql: &str) -> ReportTranslation {
 /// The records of a report, one a line in the run's order: time, thread, then
 /// `state S until END`, the event pairs (`type=value`; a name as `type="name"`;
 /// `end` before the pairs of an interval's end), or `comm to THREAD ...`. The
-/// warnings follow, one a line.
+/// warnings follow, one a line, the fixture's path as `FIXTURE`.
 pub fn records(report: &ReportTranslation) -> String {
     let run = &report.run;
     let thread = |t: u32| name_of(&report.threads[t as usize]);
@@ -131,8 +131,10 @@ pub fn records(report: &ReportTranslation) -> String {
         }
         text += "\n";
     }
+    // The fixture's path is a new temporary one each time.
+    let path = report.path.display().to_string();
     for warning in &report.warnings {
-        writeln!(text, "warning: {warning}").unwrap();
+        writeln!(text, "warning: {}", warning.replace(&path, "FIXTURE")).unwrap();
     }
     text
 }
