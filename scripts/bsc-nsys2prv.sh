@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs BSC's Python nsys2prv (0.6.0rc1 and 0.5.8, from PyPI) into virtual environments
 # under a cache directory, with each version's views (`cfgs/`, taken from its sdist), for the
-# differential test `tests/tests/bsc_views.rs`. Reused across runs; prints the cache
+# differential test `tests/tests/all/bsc_views.rs`. Reused across runs; prints the cache
 # directory as the last line of stdout (everything else goes to stderr):
 #
 #   BSC_NSYS2PRV=$(scripts/bsc-nsys2prv.sh | tail -1)

@@ -2,7 +2,7 @@
 # Builds and installs the EasyBuild module of nsys2prv-rs as a centre would: real EasyBuild
 # (PyPI, the version pinned below) and Lmod (Debian), the easyconfig of contrib/easybuild with
 # the checksum of the source archive that `scripts/release.sh --archives` made, built offline
-# from its vendored crates with the host's Rust. Used by CI (tests/tests/install.rs loads the
+# from its vendored crates with the host's Rust. Used by CI (tests/tests/all/install.rs loads the
 # module in a fresh shell); docs/install.md tells centres how to do the same.
 #
 # Usage: scripts/easybuild-module.sh PREFIX [RELEASE_DIR]

@@ -14,6 +14,6 @@ fi
 export WXPARAVER
 export NSYS2PRV_GALLERY=$PWD/docs/views
 mkdir -p "$NSYS2PRV_GALLERY"
-cargo test -p end-to-end --test gui_views starter_views_and_one_of_each_kind_draw_in_paraver \
+cargo test -p end-to-end --test all gui_views::starter_views_and_one_of_each_kind_draw_in_paraver \
     -- --exact --nocapture
 echo "screenshots in $NSYS2PRV_GALLERY; docs/views.md shows them"

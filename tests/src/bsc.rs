@@ -42,10 +42,8 @@ pub fn bsc_nsys2prv() -> Option<PathBuf> {
             panic!("CI needs BSC's nsys2prv for this test: set {HOW_TO_GET}")
         }
         None => {
-            eprintln!(
-                "note: BSC_NSYS2PRV is unset, the comparison with BSC's nsys2prv did not run; \
-                 to run it: export {HOW_TO_GET}"
-            );
+            // In the NOT CHECKED summary, like every other missing tool.
+            crate::missing_tool("BSC's nsys2prv (BSC_NSYS2PRV)", HOW_TO_GET);
             None
         }
     }
@@ -90,6 +88,12 @@ impl Bsc {
     /// 0.6.0rc1 ends with a traceback when the export's `META_DATA_CAPTURE` lacks
     /// a `PWD` (its `.pmf` step), after writing the trace: the trace counts when
     /// it says it was "correctly translated".
+    ///
+    /// What BSC's tool writes is kept in the cache (`traces/KEY/` beside the
+    /// version's venv), under a key of the version, the arguments, our `nsys`
+    /// stand-in and the inputs' bytes: the same inputs are translated once, not
+    /// in every test run (minutes of Python each), and any change of them is
+    /// translated again.
     pub fn convert(&self, inputs: &[PathBuf], trace: &str, work: &Path) -> Result<PathBuf, String> {
         std::fs::create_dir_all(work).map_err(|e| e.to_string())?;
         let mut names = Vec::new();
@@ -101,30 +105,19 @@ impl Bsc {
             }
             names.push(name.to_owned());
         }
-        let shim = workspace_root().join("scripts/bench");
-        let path = std::env::join_paths(std::iter::once(shim).chain(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        )))
-        .unwrap();
-        let mut cmd = Command::new(self.dir.join("venv/bin/nsys2prv"));
-        cmd.current_dir(work)
-            .env("PATH", path)
-            .env_remove("NSYS_HOME")
-            .args(["-t", trace]);
-        if inputs.len() > 1 {
-            cmd.arg("-m");
+        let traces = self.dir.join("traces");
+        let cached = traces.join(self.cache_key(inputs, trace)?);
+        if cached.join(CACHED).is_file() {
+            copy_files(&cached, work)?;
+        } else {
+            self.run(&names, inputs.len() > 1, trace, work)?;
+            // Only what says it succeeded is kept; a failure runs again next time.
+            let log = std::fs::read_to_string(work.join("bsc.log")).unwrap_or_default();
+            if log.contains("correctly translated") && work.join("bsc.prv").is_file() {
+                keep_in_cache(work, &traces, &cached)?;
+            }
         }
-        let out = cmd
-            .args(&names)
-            .arg("bsc")
-            .output()
-            .map_err(|e| format!("cannot run nsys2prv {}: {e}", self.version))?;
-        let log = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::write(work.join("bsc.log"), &log).ok();
+        let log = std::fs::read_to_string(work.join("bsc.log")).map_err(|e| e.to_string())?;
         let prv = work.join("bsc.prv");
         if log.contains("correctly translated") && prv.is_file() {
             sort_by_time(&prv)?;
@@ -139,6 +132,92 @@ impl Bsc {
             ))
         }
     }
+
+    /// The cache key of a conversion: sha256 of what its output depends on.
+    fn cache_key(&self, inputs: &[PathBuf], trace: &str) -> Result<String, String> {
+        use sha2::{Digest, Sha256};
+        let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+        let mut hash = Sha256::new();
+        hash.update(format!("{}\0-t {trace}\0{}\0", self.version, inputs.len()));
+        hash.update(read(&workspace_root().join("scripts/bench/nsys"))?);
+        for input in inputs {
+            let bytes = read(input)?;
+            let name = input.file_name().unwrap().to_string_lossy();
+            hash.update(format!("\0{name}\0{}\0", bytes.len()));
+            hash.update(&bytes);
+        }
+        Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Runs BSC's tool in `work` (its log in `bsc.log`).
+    fn run(
+        &self,
+        names: &[std::ffi::OsString],
+        merge: bool,
+        trace: &str,
+        work: &Path,
+    ) -> Result<(), String> {
+        let shim = workspace_root().join("scripts/bench");
+        let path = std::env::join_paths(std::iter::once(shim).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )))
+        .unwrap();
+        let mut cmd = Command::new(self.dir.join("venv/bin/nsys2prv"));
+        cmd.current_dir(work)
+            .env("PATH", path)
+            .env_remove("NSYS_HOME")
+            .args(["-t", trace]);
+        if merge {
+            cmd.arg("-m");
+        }
+        let out = cmd
+            .args(names)
+            .arg("bsc")
+            .output()
+            .map_err(|e| format!("cannot run nsys2prv {}: {e}", self.version))?;
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(work.join("bsc.log"), &log).map_err(|e| e.to_string())
+    }
+}
+
+/// The file that marks a complete entry of the conversion cache.
+const CACHED: &str = ".complete";
+
+/// Copies the files BSC's tool wrote in `work` (not the links to the inputs) into
+/// the cache entry `entry`, whole or not at all: written beside it, then renamed.
+fn keep_in_cache(work: &Path, traces: &Path, entry: &Path) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("caching BSC's output in {}: {e}", traces.display());
+    std::fs::create_dir_all(traces).map_err(err)?;
+    let partial = tempfile::tempdir_in(traces).map_err(err)?;
+    copy_files(work, partial.path())?;
+    std::fs::write(partial.path().join(CACHED), "").map_err(err)?;
+    // Another run may have kept the same entry meanwhile: theirs stays.
+    if std::fs::rename(partial.path(), entry).is_err() && !entry.join(CACHED).is_file() {
+        return Err(format!("cannot keep BSC's output in {}", entry.display()));
+    }
+    Ok(())
+}
+
+/// Copies the regular files and directories under `from` into `to`; symbolic
+/// links (the inputs) and the cache's marker are not copied.
+fn copy_files(from: &Path, to: &Path) -> Result<(), String> {
+    let err = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    std::fs::create_dir_all(to).map_err(|e| err(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| err(from, e))? {
+        let entry = entry.map_err(|e| err(from, e))?;
+        let (path, kind) = (entry.path(), entry.file_type().map_err(|e| err(from, e))?);
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_files(&path, &target)?;
+        } else if kind.is_file() && entry.file_name() != CACHED {
+            std::fs::copy(&path, &target).map_err(|e| err(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Sorts a trace's records by time, keeping the order of records that share a

@@ -110,7 +110,7 @@ pub fn openacc_export(path: &Path) {
 /// Rows that no sample and no simulation of nsys-synth records, declared by
 /// table and column for `nsys_synth::add_rows` (which makes each table from
 /// Nsight's schema), on the first thread of `SynthSpec::small`'s process:
-/// what `tests/category_snapshots.rs` adds to its synthetic export so that every
+/// what `tests/tests/all/category_snapshots.rs` adds to its synthetic export so that every
 /// category of the registry has rows. A new category whose tables are in no
 /// sample declares a few rows here.
 pub fn declared_rows() -> Vec<nsys_synth::TableRows> {

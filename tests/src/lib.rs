@@ -1,4 +1,4 @@
-//! Helpers shared by the end-to-end tests (`tests/tests/*.rs`): the binary under
+//! Helpers shared by the end-to-end tests (`tests/tests/all/`, one module per area): the binary under
 //! test, the corpus, conversions and trace checks.
 
 use std::path::{Path, PathBuf};
@@ -157,9 +157,25 @@ pub fn fake_nsys_home(dir: &Path, source: &Path, too_old: bool) -> PathBuf {
 
 /// Runs the converter quietly on `inputs` into `output`.
 pub fn convert(inputs: &[&Path], output: &Path, extra: &[&str]) -> Output {
+    convert_command(inputs, output, extra)
+        .output()
+        .expect("run nsys2prv-rs")
+}
+
+/// [`convert`] run from the directory `cwd`: inputs given relative to it stay relative
+/// in what the tool writes (the `.pmf` names the reports as given), so that the output
+/// is the same in any checkout.
+pub fn convert_in(cwd: &Path, inputs: &[&Path], output: &Path, extra: &[&str]) -> Output {
+    convert_command(inputs, output, extra)
+        .current_dir(cwd)
+        .output()
+        .expect("run nsys2prv-rs")
+}
+
+fn convert_command(inputs: &[&Path], output: &Path, extra: &[&str]) -> Command {
     let mut cmd = binary();
     cmd.arg("-q").args(extra).args(inputs).arg(output);
-    cmd.output().expect("run nsys2prv-rs")
+    cmd
 }
 
 /// Validates a produced trace with the project's validator and with BSC's

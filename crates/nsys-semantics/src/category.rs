@@ -29,7 +29,7 @@ pub struct CategoryInfo {
     /// `.prv` bytes a row becomes (its events, states and arrows), for the dry
     /// run's size estimate: measured on the bundled samples by translating the
     /// category alone (`-t CATEGORY`); for categories the samples lack, their line
-    /// counts at ~50 bytes a line. `tests/terminal_safety.rs` checks the estimate
+    /// counts at ~50 bytes a line. `tests/tests/all/terminal_safety.rs` checks the estimate
     /// against the real output of every sample.
     pub bytes_per_row: u64,
     /// More `.prv` bytes a row becomes when no other category of the report sets

@@ -107,3 +107,72 @@ fn spread(times: impl Iterator<Item = i64>) -> i64 {
         hi - lo
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::layout::plan_layout;
+    use crate::mpi::MPI;
+    use crate::testing::{translate, GLOBAL_PID};
+
+    /// Rank `rank`'s report, its session `start_ns` late, with MPI_Init ending at
+    /// `init_end` (none: no MPI_Init) and one MPI_Barrier ending at `barrier_end`,
+    /// both on its own clock.
+    fn rank(
+        rank: u32,
+        start_ns: i64,
+        init_end: Option<i64>,
+        barrier_end: i64,
+    ) -> ReportTranslation {
+        let tid = GLOBAL_PID | 24_601;
+        let init = init_end.map_or(String::new(), |end| {
+            format!("INSERT INTO MPI_OTHER_EVENTS VALUES (10, {end}, {tid}, 90001);")
+        });
+        translate(
+            &[MPI],
+            &format!(
+                "UPDATE META_DATA_CAPTURE SET value = 'SLURM_PROCID=\"{rank}\"'
+                     WHERE value LIKE 'SLURM_PROCID=%';
+                 UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + {start_ns};
+                 INSERT INTO StringIds VALUES (90001, 'MPI_Init'), (90002, 'MPI_Barrier');
+                 CREATE TABLE IF NOT EXISTS MPI_OTHER_EVENTS (start INTEGER NOT NULL,
+                     end INTEGER, globalTid INTEGER, textId INTEGER);
+                 CREATE TABLE IF NOT EXISTS MPI_COLLECTIVES_EVENTS (start INTEGER NOT NULL,
+                     end INTEGER, globalTid INTEGER, textId INTEGER, commHandle INTEGER,
+                     commUid INTEGER, rootRank INTEGER, size INTEGER, recvSize INTEGER,
+                     requestHandle INTEGER);
+                 {init}
+                 INSERT INTO MPI_COLLECTIVES_EVENTS VALUES
+                     (5000, {barrier_end}, {tid}, 90002, NULL, NULL, NULL, NULL, NULL, NULL);"
+            ),
+        )
+    }
+
+    /// `--sync mpi-init`: every report with an MPI_Init end is shifted so that it
+    /// ends when it does in the first report (merge order) that has one; a report
+    /// without is left at its session offset and named; the last barriers' spread
+    /// after the shift is the residual.
+    #[test]
+    fn mpi_init_ends_are_made_to_coincide() {
+        let reports = [
+            rank(0, 0, Some(1_000), 9_000),
+            // Session recorded 300 ns late, MPI_Init ended 200 ns later on its clock.
+            rank(1, 300, Some(1_200), 8_750),
+            rank(2, 0, None, 9_100),
+        ];
+        let mut plan = plan_layout(&reports, "app");
+        let session = plan.offsets.clone();
+        let sync = align_clocks(&mut plan, &reports, SyncMode::MpiInit);
+        let moved: Vec<i64> = (0..reports.len())
+            .map(|r| plan.offsets[r] - session[r])
+            .collect();
+        let missing = sync.missing.len();
+        expect!["shifts [0, -500, 0], offsets moved by [0, -500, 0], skew before 500 ns, residual Some(550) ns, 1 without MPI_Init"].assert_eq(&format!(
+            "shifts {:?}, offsets moved by {moved:?}, skew before {} ns, residual {:?} ns, \
+             {missing} without MPI_Init",
+            sync.shifts, sync.skew_before_ns, sync.residual_ns
+        ));
+    }
+}

@@ -328,3 +328,51 @@ fn kernel_name(
     }
     Ok(EventPair::name(CUDA_KERNEL, handle))
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// Columns of a kernel row a test gives; the rest are NULL.
+    const COLUMNS: &str = "start, end, deviceId, contextId, streamId, correlationId, globalPid,
+        demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY,
+        blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread,
+        localMemoryTotal, gridId";
+
+    /// Each kernel: an interval of its name (NCCL's apart) with its launch
+    /// configuration and correlation id, and the stream's Running state; the
+    /// local memory is the kernel's total (BSC's column), not per thread.
+    #[test]
+    fn a_kernel_is_an_interval_of_its_name_and_launch_configuration() {
+        check(
+            &[KERNELS],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'saxpy(int, float, float*)'), (90002, 'saxpy'),
+                     (90003, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long)'),
+                     (90004, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL ({COLUMNS}) VALUES
+                     (1000, 1500, 0, 1, 7, 11, {GLOBAL_PID}, 90001, 90002, 32, 64, 2, 1, 256, 1,
+                      1, 48, 1024, 16, 4096, 1),
+                     (1200, 1300, 0, 1, 8, 12, {GLOBAL_PID}, 90003, 90004, 96, 2, 1, 1, 512, 1,
+                      1, 0, 0, 0, 0, 2),
+                     (2000, 2100, 0, 1, 7, 13, {GLOBAL_PID}, 90001, 90002, 32, 1, 1, 1, 32, 1,
+                      1, 0, 0, 0, 0, 3);"
+            ),
+            expect![[r#"
+                1000 24601:gpu0/s7 63000006="saxpy" 9101=64 9102=2 9103=1 9104=256 9105=1 9106=1 9107=48 9108=1024 9109=4096 9110=32 9200=11
+                1000 24601:gpu0/s7 state 1 until 1500
+                1200 24601:gpu0/s8 63000007="ncclDevKernel_AllReduce_Sum_f32_RING_LL" 9101=2 9102=1 9103=1 9104=512 9105=1 9106=1 9107=0 9108=0 9109=0 9110=96 9200=12
+                1200 24601:gpu0/s8 state 1 until 1300
+                1300 24601:gpu0/s8 end 63000007="ncclDevKernel_AllReduce_Sum_f32_RING_LL" 9101=2 9102=1 9103=1 9104=512 9105=1 9106=1 9107=0 9108=0 9109=0 9110=96 9200=12
+                1500 24601:gpu0/s7 end 63000006="saxpy" 9101=64 9102=2 9103=1 9104=256 9105=1 9106=1 9107=48 9108=1024 9109=4096 9110=32 9200=11
+                1500 24601:gpu0/s7 state 0 until 2000
+                2000 24601:gpu0/s7 63000006="saxpy" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=13
+                2000 24601:gpu0/s7 state 1 until 2100
+                2100 24601:gpu0/s7 end 63000006="saxpy" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=13
+            "#]],
+        );
+    }
+}

@@ -267,3 +267,96 @@ pub fn total_counts(reports: &[ReportTranslation]) -> BTreeMap<String, u64> {
     }
     total
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use expect_test::expect;
+
+    use super::*;
+    use crate::kernels::KERNELS;
+    use crate::testing::{translate, GLOBAL_PID};
+
+    /// A report of rank `rank` (none: no SLURM_PROCID) on `host`, whose session
+    /// started `start_ns` after the others' earliest, with one kernel.
+    fn report(rank: Option<u32>, host: &str, start_ns: i64) -> ReportTranslation {
+        let rank = match rank {
+            Some(r) => format!(
+                "UPDATE META_DATA_CAPTURE SET value = 'SLURM_PROCID=\"{r}\"'
+                                 WHERE value LIKE 'SLURM_PROCID=%';"
+            ),
+            None => "DELETE FROM META_DATA_CAPTURE WHERE value LIKE 'SLURM_%';".to_string(),
+        };
+        translate(
+            &[KERNELS],
+            &format!(
+                "{rank}
+                 UPDATE TARGET_INFO_SYSTEM_ENV SET value = '{host}' WHERE name = 'Hostname';
+                 UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + {start_ns};
+                 INSERT INTO StringIds VALUES (90001, 'k');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId,
+                     streamId, globalPid, demangledName, shortName, registersPerThread, gridX,
+                     gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory,
+                     dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId)
+                 VALUES (100, 200, 0, 1, 7, {GLOBAL_PID}, 90001, 90001, 1, 1, 1, 1, 1, 1, 1, 0,
+                     0, 0, 0, 1);"
+            ),
+        )
+    }
+
+    /// The plan as text: nodes, tasks with their node and rows, then per report
+    /// (in input order) its clock offset and where its threads go.
+    fn describe(plan: &TracePlan) -> String {
+        let mut text = String::new();
+        for node in &plan.layout.nodes {
+            writeln!(text, "node {}", node.name).unwrap();
+        }
+        for task in &plan.layout.tasks {
+            writeln!(
+                text,
+                "task {:?} on node {}: {:?}",
+                task.name, task.node, task.threads
+            )
+            .unwrap();
+        }
+        writeln!(text, "merge order {:?}", plan.order).unwrap();
+        for (r, threads) in plan.threads.iter().enumerate() {
+            let places: Vec<String> = threads
+                .iter()
+                .map(|t| format!("{}.{}", t.task + 1, t.thread + 1))
+                .collect();
+            writeln!(
+                text,
+                "report {r}: offset {}, threads {places:?}",
+                plan.offsets[r]
+            )
+            .unwrap();
+        }
+        text
+    }
+
+    /// Tasks go by rank whatever the input order, a report without a rank after
+    /// them; nodes by host name; each report's clock offset is its session start
+    /// (ns since the epoch: the merge subtracts the earliest).
+    #[test]
+    fn tasks_go_by_rank_and_clocks_by_session_start() {
+        let reports = [
+            report(Some(1), "node02", 5_000),
+            report(None, "node01", 9_000),
+            report(Some(0), "node01", 0),
+        ];
+        expect![[r#"
+            node node01
+            node node02
+            task "rank 0 (node01:24601)" on node 0: ["CUDA-D0.S7"]
+            task "rank 1 (node02:24601)" on node 1: ["CUDA-D0.S7"]
+            task "synth_app (node01:24601)" on node 0: ["CUDA-D0.S7"]
+            merge order [2, 1, 0]
+            report 0: offset 1735732800000005000, threads ["2.1"]
+            report 1: offset 1735732800000009000, threads ["3.1"]
+            report 2: offset 1735732800000000000, threads ["1.1"]
+        "#]]
+        .assert_eq(&describe(&plan_layout(&reports, "app")));
+    }
+}

@@ -44,6 +44,8 @@ mod soc_metrics;
 pub mod survey;
 #[cfg(any(test, feature = "test-category"))]
 pub mod test_category;
+#[cfg(test)]
+mod testing;
 mod types;
 pub mod view;
 

@@ -114,3 +114,49 @@ fn memory_op(ctx: &mut ReportContext, links: &mut GpuLinks, p: &GpuPlace, name: 
         .add(thread, p.start, p.end, state::MEMORY_TRANSFER);
     links.add_memory(p, thread, bytes);
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// Each copy: an interval of its kind (by the export's enum, or `kind N` for a
+    /// kind it does not know) and size, with its correlation id when it has one,
+    /// and the stream's Memory transfer state; a memset the same, named `CUDA
+    /// memset`.
+    #[test]
+    fn copies_and_sets_are_intervals_of_their_kind_and_size() {
+        check(
+            &[MEMORY],
+            &format!(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes,
+                      copyKind)
+                 VALUES (100, 400, 0, 1, 7, 21, {GLOBAL_PID}, 4096, 1),
+                        (500, 600, 0, 1, 7, 22, {GLOBAL_PID}, 8, 2),
+                        (700, 710, 0, 1, 9, NULL, {GLOBAL_PID}, 1, 99);
+                 INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid, value,
+                      bytes)
+                 VALUES (450, 480, 0, 1, 8, 23, {GLOBAL_PID}, 0, 1048576);"
+            ),
+            expect![[r#"
+                100 24601:gpu0/s7 63000001="CUDA memcpy Host-to-Device" 63000002=4096 9200=21
+                100 24601:gpu0/s7 state 17 until 400
+                400 24601:gpu0/s7 end 63000001="CUDA memcpy Host-to-Device" 63000002=4096 9200=21
+                400 24601:gpu0/s7 state 0 until 500
+                450 24601:gpu0/s8 63000001="CUDA memset" 63000002=1048576 9200=23
+                450 24601:gpu0/s8 state 17 until 480
+                480 24601:gpu0/s8 end 63000001="CUDA memset" 63000002=1048576 9200=23
+                500 24601:gpu0/s7 63000001="CUDA memcpy Device-to-Host" 63000002=8 9200=22
+                500 24601:gpu0/s7 state 17 until 600
+                600 24601:gpu0/s7 end 63000001="CUDA memcpy Device-to-Host" 63000002=8 9200=22
+                700 24601:gpu0/s9 63000001="CUDA memcpy kind 99" 63000002=1
+                700 24601:gpu0/s9 state 17 until 710
+                710 24601:gpu0/s9 end 63000001="CUDA memcpy kind 99" 63000002=1
+            "#]],
+        );
+    }
+}

@@ -691,6 +691,15 @@ impl Run {
         self.pairs.get(first, count)
     }
 
+    /// The shared list `shared` of a record's [`Body::Events`] (empty for
+    /// [`NO_SHARED`]): what the merge writes before the record's own pairs.
+    pub fn shared_pairs_of(&self, shared: u32) -> &[EventPair] {
+        match self.shared.get(shared as usize) {
+            Some(&(first, count)) => self.pairs.get(first, count),
+            None => &[],
+        }
+    }
+
     /// Records held in memory.
     pub fn in_memory(&self) -> usize {
         self.thread_records.iter().flatten().map(Vec::len).sum()

@@ -1,0 +1,44 @@
+//! The end-to-end tests, as one test executable with one module per area: one link
+//! instead of one per area, one build of the binary under test, one `NOT CHECKED:`
+//! summary at the end (`end_to_end::skips`), and outputs shared between areas.
+//!
+//! `cargo test -p end-to-end` runs them all; `cargo test -p end-to-end AREA::` one area
+//! (e.g. `samples::`), `cargo test -p end-to-end AREA::NAME` one test.
+//!
+//! A new area is a file `tests/tests/all/AREA.rs` plus its `mod AREA;` line below
+//! (alphabetical); helpers several areas share go in `tests/src/`.
+
+mod bad_input;
+mod bsc_cli;
+mod bsc_views;
+mod category_snapshots;
+mod cli;
+mod corpus;
+mod correlation;
+mod cpu_counters;
+mod cuts;
+mod device_side;
+mod doc_links;
+mod gui_views;
+mod install;
+mod interrupt;
+mod mpi_merge;
+mod mutations;
+mod nsys_rep;
+mod nvtx_nccl;
+mod openmp_openacc;
+mod osrt_sched;
+mod paramedir;
+mod pmf;
+mod report;
+mod report_page;
+mod samples;
+mod sampling;
+mod sharded;
+mod skips;
+mod slurm;
+mod static_binary;
+mod synthetic;
+mod terminal_safety;
+mod view_figures;
+mod views;
