@@ -18,10 +18,10 @@ use crate::TranslateError;
 /// Everything one report contributes to the trace: its records (`run`) and what
 /// the plan, the clock alignment, the message pairing, the catalog and the cuts
 /// read. Saved into a part file, the same type holds the place of its records in
-/// the file instead ([`crate::saved::SavedReport`]).
+/// the file instead (`saved::SavedReport`).
 #[derive(Serialize, Deserialize)]
 pub struct ReportTranslation<R = Run> {
-    #[serde(with = "crate::saved::path_bytes")]
+    #[serde(with = "path_bytes")]
     pub path: PathBuf,
     pub meta: Metadata,
     pub run: R,
@@ -37,7 +37,7 @@ pub struct ReportTranslation<R = Run> {
     /// Labels of event types numbered from the data (NVTX domains).
     pub extra_types: Vec<EventTypeInfo>,
     /// The category whose pass numbered each of them (saved by its `-t` name).
-    #[serde(with = "crate::saved::categories_by_name")]
+    #[serde(with = "categories_by_name")]
     pub extra_type_categories: Vec<(u32, Category)>,
     /// pid → MPI world rank, where known.
     pub ranks: HashMap<u32, u32>,
@@ -175,4 +175,62 @@ fn thread_names(
     let mut names = export.thread_names()?;
     names.extend(nvtx);
     Ok(names)
+}
+
+/// A path as its bytes: any file name, UTF-8 or not.
+mod path_bytes {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(path.as_os_str().as_bytes())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        struct Bytes;
+        impl serde::de::Visitor<'_> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a path's bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+        }
+        let bytes = d.deserialize_byte_buf(Bytes)?;
+        Ok(PathBuf::from(OsString::from_vec(bytes)))
+    }
+}
+
+/// `(type, category)` pairs saved as `(type, category name)`; restored with the
+/// standard registry's category of that name (parts come from the same binary,
+/// which the plan fingerprints, so every name is one).
+mod categories_by_name {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::options::Category;
+    use crate::registry::Registry;
+
+    pub fn serialize<S: Serializer>(pairs: &[(u32, Category)], s: S) -> Result<S::Ok, S::Error> {
+        let named: Vec<(u32, &str)> = pairs.iter().map(|(ty, c)| (*ty, c.name())).collect();
+        named.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u32, Category)>, D::Error> {
+        let named: Vec<(u32, String)> = Vec::deserialize(d)?;
+        let registry = Registry::standard();
+        Ok(named
+            .iter()
+            .filter_map(|(ty, name)| {
+                let info = registry.iter().find(|info| info.category.name() == name)?;
+                Some((*ty, info.category))
+            })
+            .collect())
+    }
 }

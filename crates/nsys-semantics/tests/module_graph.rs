@@ -96,6 +96,15 @@ fn is_cfg_test(attribute: &TokenTree) -> bool {
     }
 }
 
+/// Whether the literal at `at` follows `with =`, `serialize_with =` or
+/// `deserialize_with =` (serde's field attributes, which name a module or function).
+fn names_a_serde_module(tokens: &[TokenTree], at: usize) -> bool {
+    at >= 2
+        && matches!(&tokens[at - 1], TokenTree::Punct(p) if p.as_char() == '=')
+        && matches!(&tokens[at - 2], TokenTree::Ident(key)
+            if ["with", "serialize_with", "deserialize_with"].contains(&key.to_string().as_str()))
+}
+
 impl PathScanner<'_> {
     fn scan(&mut self, stream: TokenStream) {
         let tokens: Vec<TokenTree> = stream.into_iter().collect();
@@ -129,6 +138,13 @@ impl PathScanner<'_> {
                     }
                 }
                 TokenTree::Group(g) => self.scan(g.stream()),
+                // `#[serde(with = "crate::m")]` names module `m` in a string.
+                TokenTree::Literal(literal) if names_a_serde_module(&tokens, i) => {
+                    let text = literal.to_string();
+                    if let Ok(path) = text.trim_matches('"').parse::<TokenStream>() {
+                        self.scan(path);
+                    }
+                }
                 _ => {}
             }
             i += 1;
