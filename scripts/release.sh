@@ -205,6 +205,12 @@ source_date_epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
 # commit compiled them first, and two builds of one commit would differ (seen: the aarch64 binary
 # of a kept target directory said 14:03:47, the fresh one 14:41:06).
 build_epoch=0
+# The epoch is also a define in the C flags, unused by the code: cc-rs builds a C crate again
+# when its CFLAGS_<target> change, and Zig keys its object cache (~/.cache/zig) on the flags, so
+# an object compiled under another clock is never reused from either cache. (Without it, the
+# aarch64 check failed: the kept target directory held mimalloc objects compiled before the
+# clock was fixed, the second directory fresh ones saying "Jan  1 1970".)
+cflags+=" -DNSYS2PRV_BUILD_EPOCH=$build_epoch"
 # The commit `--version` names (build.rs), the same for the copy without .git; `-modified` when
 # tracked files differ from it.
 commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
