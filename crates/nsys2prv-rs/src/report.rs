@@ -8,7 +8,7 @@ use nsys2prv_report::files::{self, write_dir, write_file};
 pub use nsys2prv_report::{check_out_dir, ReportOptions};
 use nsys2prv_report::{html, WindowArg};
 
-use crate::cli::ReportArgs;
+use crate::cli::{DiffArgs, ReportArgs};
 
 /// `nsys2prv-rs report TRACE`.
 pub fn run_command(args: &ReportArgs) -> Result<()> {
@@ -74,4 +74,63 @@ pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
         eprintln!("wrote {}", names.join(", "));
     }
     Ok(())
+}
+
+/// `nsys2prv-rs diff BASE NEW`: prints the comparison, writes the files asked
+/// for; `Ok(true)` when `--fail-if-slower` is exceeded.
+pub fn run_diff(args: &DiffArgs) -> Result<bool> {
+    use nsys2prv_report::diff::Diff;
+    let base = nsys2prv_report::resolve_trace(&args.base)?;
+    let new = nsys2prv_report::resolve_trace(&args.new)?;
+    for files in [&base, &new] {
+        nsys2prv_report::check_written_by_us(files)?;
+    }
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    for path in [&args.html, &args.json].into_iter().flatten() {
+        if path.as_os_str() != "-" {
+            files::check_file_target(path)?;
+        }
+    }
+    let options = ReportOptions {
+        iterations: args.iterations.clone(),
+        top: args.top,
+        gap_threshold_ns: args.gap_threshold,
+        memory_limit: args.memory_limit,
+        print: false,
+        ..ReportOptions::default()
+    };
+    let base_report = nsys2prv_report::analyze(&base, &options)?;
+    let new_report = nsys2prv_report::analyze(&new, &options)?;
+    let diff = Diff::of(&base_report, &new_report);
+    let json = || {
+        let mut text = serde_json::to_vec_pretty(&diff).expect("a diff serialises");
+        text.push(b'\n');
+        text
+    };
+    if json_to_stdout {
+        crate::stdout::write(&json())?;
+    } else {
+        crate::stdout::write(diff.text(args.top).as_bytes())?;
+    }
+    let mut written: Vec<String> = Vec::new();
+    if let Some(path) = &args.html {
+        write_file(path, nsys2prv_report::diff_html::page(&diff).as_bytes())?;
+        written.push(path.display().to_string());
+    }
+    if let Some(path) = args.json.as_ref().filter(|_| !json_to_stdout) {
+        write_file(path, &json())?;
+        written.push(path.display().to_string());
+    }
+    if !written.is_empty() {
+        eprintln!("wrote {}", written.join(", "));
+    }
+    let slower = args.fail_if_slower.is_some_and(|pct| diff.slower_than(pct));
+    if let (true, Some(pct)) = (slower, args.fail_if_slower) {
+        eprintln!(
+            "error: NEW is slower than BASE by more than {pct} % in {} (--fail-if-slower): exit {}",
+            diff.measure.what,
+            nsys2prv_report::diff::SLOWER_EXIT
+        );
+    }
+    Ok(slower)
 }

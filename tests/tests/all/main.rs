@@ -18,6 +18,7 @@ mod correlation;
 mod cpu_counters;
 mod cuts;
 mod device_side;
+mod diff;
 mod doc_links;
 mod gui_views;
 mod install;
