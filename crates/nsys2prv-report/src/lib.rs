@@ -27,6 +27,8 @@ pub mod diff_html;
 pub mod files;
 pub mod html;
 mod model;
+pub mod runs;
+pub mod runs_html;
 mod scan;
 mod svg;
 mod text;

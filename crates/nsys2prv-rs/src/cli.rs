@@ -377,9 +377,16 @@ pub fn parse_shard(text: &str) -> Result<ShardSpec, String> {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// The trace: NAME.prv, NAME.prv.gz, its NAME.pcf or NAME.row, or NAME
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    /// The trace: NAME.prv, NAME.prv.gz, its NAME.pcf or NAME.row, or NAME; with
+    /// several traces (runs of one program, the first the reference), the model's
+    /// factors over the runs with the computational scalability
+    #[arg(value_name = "TRACE", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+
+    /// With several runs: weak scaling (the same problem per GPU; default: strong,
+    /// the same problem on more GPUs)
+    #[arg(long)]
+    pub weak: bool,
 
     /// NVTX range whose occurrences are the iterations (default: the range named
     /// like iter, step or epoch that takes the most time); an unknown name is an
@@ -1082,7 +1089,7 @@ mod tests {
             Args::try_parse_from(["nsys2prv-rs", "report", "out.prv", "--top", "3"]).unwrap();
         match args.command {
             Some(Command::Report(r)) => {
-                assert_eq!(r.trace, PathBuf::from("out.prv"));
+                assert_eq!(r.traces, [PathBuf::from("out.prv")]);
                 assert_eq!(r.top, 3);
             }
             _ => panic!("report subcommand expected"),

@@ -35,6 +35,7 @@ mod report;
 mod report_page;
 mod samples;
 mod sampling;
+mod scaling;
 mod sharded;
 mod skips;
 mod slurm;
