@@ -40,10 +40,14 @@ pub struct Report {
     pub nccl: Vec<CollectiveStats>,
     pub mpi: Vec<NamedStats>,
     pub memory: Vec<NamedStats>,
-    /// NVTX ranges by name (every thread; nested ranges counted each), most time first.
+    /// NVTX ranges by name (every thread; nested ranges counted each), most time
+    /// first. For `diff` (in its JSON); left out of the report's JSON, which stays as it was.
+    #[serde(skip_serializing)]
     pub nvtx: Vec<NamedStats>,
     /// Per GPU metric: the mean of its samples taken while a compute kernel ran on
-    /// the sample's GPU (the useful time's mean); empty without GPU metrics.
+    /// the sample's GPU (the useful time's mean); empty without GPU metrics. For
+    /// `report` over runs (in its JSON); left out of the report's JSON.
+    #[serde(skip_serializing)]
     pub useful_metrics: std::collections::BTreeMap<String, UsefulMetric>,
     pub iterations: Option<Iterations>,
 }
@@ -321,6 +325,8 @@ pub struct CollectiveStats {
     /// factor, e.g. 2(n-1)/n for AllReduce.
     pub bus_gb_per_s: Option<f64>,
     /// Per message size (NCCL's payload), smallest first; empty without sizes.
+    /// For `diff` (in its JSON); left out of the report's JSON.
+    #[serde(skip_serializing)]
     pub sizes: Vec<MessageSizeStats>,
 }
 
