@@ -172,12 +172,14 @@ pub struct GapCall {
     pub new_total_ns: u64,
 }
 
-/// The short name of a kernel label: `void ns::gemm<float>(float*)` → `gemm`.
-pub fn short_name(label: &str) -> &str {
-    let name = label.strip_prefix("void ").unwrap_or(label);
+/// The short name of a kernel label: `void ns::gemm<float>(float*)` → `gemm`
+/// (namespaces, template arguments, parameters and the return type dropped).
+pub fn short_name(label: &str) -> String {
+    let name = label.replace("(anonymous namespace)::", "");
+    let name = name.strip_prefix("void ").unwrap_or(&name);
     let end = name.find(['<', '(']).unwrap_or(name.len());
     let name = &name[..end];
-    name.rsplit("::").next().unwrap_or(name).trim()
+    name.rsplit("::").next().unwrap_or(name).trim().to_string()
 }
 
 fn median(sorted: &[f64]) -> f64 {
@@ -262,7 +264,7 @@ fn match_rows(
     }
     if group_short {
         let shorts = |m: &BTreeMap<String, Side>| -> BTreeSet<String> {
-            m.keys().map(|k| short_name(k).to_string()).collect()
+            m.keys().map(|k| short_name(k)).collect()
         };
         let common: Vec<String> = shorts(&base_map)
             .intersection(&shorts(&new_map))

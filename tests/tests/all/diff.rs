@@ -495,3 +495,45 @@ fn the_diff_page_renders_in_chromium() {
         eprintln!("diff page rendered: {}", png.display());
     }
 }
+
+#[test]
+fn kernels_named_differently_are_grouped_by_short_name() {
+    let r = runs();
+    // The same run with full demangled names: every kernel of BASE matches the
+    // group of its variants, with the same figures.
+    let prv = r.dir.join("demangled.prv");
+    let inputs: Vec<&Path> = r.base_exports.iter().map(PathBuf::as_path).collect();
+    let out = convert(&inputs, &prv, &["--kernel-names=demangled"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json_of(&r.base, &prv);
+    let kernels = d["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 5, "{kernels:#?}");
+    for k in kernels {
+        assert!(k["base"].is_object() && k["new"].is_object(), "{k:#}");
+        assert_eq!(k["base"]["total_ns"], k["new"]["total_ns"], "{k:#}");
+        assert_eq!(k["change"].as_f64(), Some(0.0));
+    }
+    let gemm = row(&d["kernels"], "Kernel2");
+    let grouped: Vec<&str> = gemm["grouped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        grouped.len(),
+        3,
+        "Kernel2 and its two demangled variants: {grouped:?}"
+    );
+    assert!(
+        grouped
+            .iter()
+            .filter(|n| n.starts_with("void cutlass::Kernel2<"))
+            .count()
+            == 2
+    );
+}
