@@ -150,6 +150,13 @@ pub struct SynthTraining {
     /// NVTX ranges without kernels after each operator.
     pub cpu_ops_per_op: u32,
     pub steps_per_epoch: u64,
+    /// Kernels of this short name (e.g. `flash_fwd_kernel`) take this many percent longer
+    /// (`diff` tests: a known regression). Their random durations are drawn as before, so the
+    /// rest of the run is unchanged.
+    pub slower_kernel: Option<(String, u32)>,
+    /// The main thread spends this long (ns) more in each step's data loading: a straggling
+    /// rank when set in one rank's spec.
+    pub data_load_delay_ns: i64,
 }
 
 impl SynthTraining {
@@ -163,6 +170,8 @@ impl SynthTraining {
             nvtx_depth: 4,
             cpu_ops_per_op: 0,
             steps_per_epoch: 100,
+            slower_kernel: None,
+            data_load_delay_ns: 0,
         }
     }
 

@@ -105,6 +105,21 @@ struct Cli {
     /// NVTX ranges without kernels (view operators) after each operator.
     #[arg(long, default_value_t = 0, requires = "training")]
     cpu_ops: u32,
+    /// Kernels of this short name take PCT percent longer (a run to `nsys2prv-rs diff`
+    /// against the same command without it): NAME=PCT, e.g. flash_fwd_kernel=30.
+    #[arg(long, value_name = "NAME=PCT", value_parser = parse_slower, requires = "training")]
+    slower_kernel: Option<(String, u32)>,
+    /// This rank spends --straggler-delay-us more in each step's data loading.
+    #[arg(long, value_name = "RANK", requires = "training")]
+    straggler: Option<u32>,
+    /// The straggler's extra time per step, microseconds.
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 2_000,
+        requires = "straggler"
+    )]
+    straggler_delay_us: i64,
     /// CPU IP samples per CPU thread, with call stacks (one in four) and context switches;
     /// with --rows 0, a CPU-only report.
     #[arg(long, default_value_t = 0)]
@@ -172,11 +187,28 @@ fn rank_process(cli: &Cli, at: &Placement) -> SynthProcess {
     }
 }
 
-fn training(cli: &Cli) -> Option<SynthTraining> {
+/// `NAME=PCT`.
+fn parse_slower(text: &str) -> Result<(String, u32), String> {
+    let (name, pct) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}': NAME=PCT (flash_fwd_kernel=30)"))?;
+    let pct = pct
+        .parse()
+        .map_err(|_| format!("'{pct}': a whole percentage"))?;
+    Ok((name.to_owned(), pct))
+}
+
+fn training(cli: &Cli, rank: u32) -> Option<SynthTraining> {
     if !cli.training {
         return None;
     }
     let shape = SynthTraining {
+        slower_kernel: cli.slower_kernel.clone(),
+        data_load_delay_ns: if cli.straggler == Some(rank) {
+            cli.straggler_delay_us * 1_000
+        } else {
+            0
+        },
         layers: cli.layers,
         buckets: cli.buckets,
         kernel_names: cli.kernel_names,
@@ -243,7 +275,7 @@ fn rank_spec(cli: &Cli, at: &Placement) -> SynthSpec {
             },
             ..SynthDeviceSide::default()
         },
-        training: training(cli),
+        training: training(cli, at.rank),
     }
 }
 

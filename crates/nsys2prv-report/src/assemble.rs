@@ -38,6 +38,23 @@ pub fn assemble(
         scan.mpi_stats()
             .map(|((ty, v), s)| (scan.names.value(ty, v, "MPI call"), s)),
     );
+    let nvtx = named(
+        scan.nvtx_stats()
+            .map(|((ty, v), s)| (scan.names.value(ty, v, "range"), s)),
+    );
+    let useful_metrics = scan
+        .useful_metric_means()
+        .map(|(ty, mean, samples)| {
+            let (name, scale) = scan.metric_name(ty);
+            (
+                name,
+                UsefulMetric {
+                    mean: mean / scale,
+                    samples,
+                },
+            )
+        })
+        .collect();
     let memory = named(
         scan.memory_stats()
             .map(|(v, s)| (scan.names.value(MEMORY_OP, v, "memory operation"), s)),
@@ -74,6 +91,8 @@ pub fn assemble(
         nccl,
         mpi,
         memory,
+        nvtx,
+        useful_metrics,
         iterations,
     }
 }
@@ -347,11 +366,18 @@ fn kernels(scan: &Scan) -> (Vec<KernelStats>, Vec<String>) {
 }
 
 fn nccl(scan: &Scan) -> Vec<CollectiveStats> {
-    let mut by_name: BTreeMap<String, (NamedStats, usize, f64, bool)> = BTreeMap::new();
+    type Entry = (NamedStats, usize, f64, bool, BTreeMap<u64, NamedStats>);
+    let mut by_name: BTreeMap<String, Entry> = BTreeMap::new();
     for n in scan.nccl_stats() {
-        let entry = by_name
-            .entry(n.name.clone())
-            .or_insert_with(|| (NamedStats::named(n.name.clone()), 0, 0.0, true));
+        let entry = by_name.entry(n.name.clone()).or_insert_with(|| {
+            (
+                NamedStats::named(n.name.clone()),
+                0,
+                0.0,
+                true,
+                BTreeMap::new(),
+            )
+        });
         entry.0.merge(&stats(n.name.clone(), &n.stats));
         for (bytes, ranks) in &n.by_communicator {
             entry.1 = entry.1.max(*ranks);
@@ -360,16 +386,36 @@ fn nccl(scan: &Scan) -> Vec<CollectiveStats> {
                 None => entry.3 = false,
             }
         }
+        for (size, acc) in &n.by_size {
+            entry
+                .4
+                .entry(*size)
+                .or_insert_with(|| NamedStats::named(n.name.clone()))
+                .merge(&stats(n.name.clone(), acc));
+        }
     }
     let mut list: Vec<CollectiveStats> = by_name
         .into_values()
-        .map(|(stats, ranks, bus_bytes, known)| {
+        .map(|(stats, ranks, bus_bytes, known, sizes)| {
             let algorithm = stats.gb_per_s;
+            let factor = bus_factor(&stats.name, ranks);
             CollectiveStats {
                 ranks,
                 algorithm_gb_per_s: algorithm,
                 bus_gb_per_s: (known && algorithm.is_some())
                     .then(|| bus_bytes / stats.total_ns as f64),
+                sizes: sizes
+                    .into_iter()
+                    .map(|(message_bytes, s)| MessageSizeStats {
+                        message_bytes,
+                        count: s.count,
+                        total_ns: s.total_ns,
+                        mean_ns: s.mean_ns,
+                        bus_gb_per_s: factor
+                            .filter(|_| s.total_ns > 0)
+                            .map(|f| s.bytes.unwrap_or(0) as f64 * f / s.total_ns as f64),
+                    })
+                    .collect(),
                 stats,
             }
         })

@@ -28,7 +28,8 @@ pub fn check_file_target(path: &Path) -> Result<()> {
                 use std::io::Read;
                 let mut head = Vec::with_capacity(SNIFF);
                 f.take(SNIFF as u64).read_to_end(&mut head)?;
-                Ok(String::from_utf8_lossy(&head).contains(GENERATOR))
+                let head = String::from_utf8_lossy(&head);
+                Ok(head.contains(GENERATOR) || head.contains(crate::diff::DIFF_GENERATOR))
             })
             .unwrap_or(false);
     if ours {

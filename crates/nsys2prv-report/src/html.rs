@@ -18,7 +18,7 @@ const OPEN_ROWS: usize = 32;
 /// Rows of the name tables (kernels, NCCL, MPI, memory).
 const TOP_ROWS: usize = 25;
 
-const STYLE: &str = r#"
+pub(crate) const STYLE: &str = r#"
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1a202c; margin: 0; background: #f7f8fa; }
 main { max-width: 1260px; margin: 0 auto; padding: 12px 24px 48px; }
 h1 { font-size: 24px; margin: 16px 0 4px; }

@@ -22,9 +22,13 @@
 #![forbid(unsafe_code)]
 
 mod assemble;
+pub mod diff;
+pub mod diff_html;
 pub mod files;
 pub mod html;
 mod model;
+pub mod runs;
+pub mod runs_html;
 mod scan;
 mod svg;
 mod text;
@@ -149,6 +153,48 @@ pub fn resolve_trace(path: &Path) -> Result<TraceFiles> {
         "{name}: no trace {stem}.prv or {stem}.prv.gz (give the trace, its .pcf or .row, or its name without extension)"
     ))
     .into())
+}
+
+/// Refuses a trace that nsys2prv-rs did not write (`diff` and `report` over
+/// several runs match traces by their names and numbering, which only ours keep
+/// stable): its `NAME.pmf` names the tool that wrote it.
+pub fn check_written_by_us(files: &TraceFiles) -> Result<()> {
+    let prv = files.prv.display().to_string();
+    let stem = prv
+        .strip_suffix(".prv.gz")
+        .or_else(|| prv.strip_suffix(".prv"))
+        .unwrap_or(&prv);
+    let pmf = PathBuf::from(format!("{stem}.pmf"));
+    let text = match std::fs::read_to_string(&pmf) {
+        Ok(text) => text,
+        Err(_) => bail!(UsageError(format!(
+            "{prv}: not a trace written by nsys2prv-rs (no {} beside it, which names the tool that wrote the trace); convert the reports with nsys2prv-rs",
+            pmf.display()
+        ))),
+    };
+    /// The first `nsys2prv_version` anywhere in the metadata.
+    fn version(v: &serde_json::Value) -> Option<String> {
+        match v {
+            serde_json::Value::Object(map) => map
+                .get("nsys2prv_version")
+                .and_then(|t| t.as_str().map(str::to_string))
+                .or_else(|| map.values().find_map(version)),
+            serde_json::Value::Array(list) => list.iter().find_map(version),
+            _ => None,
+        }
+    }
+    let tool = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| version(&v))
+        .unwrap_or_default();
+    if !tool.contains("nsys2prv-rs") {
+        bail!(UsageError(format!(
+            "{prv}: not a trace written by nsys2prv-rs ({} says {}); convert the reports with nsys2prv-rs",
+            pmf.display(),
+            if tool.is_empty() { "no tool".to_string() } else { tool.trim().to_string() }
+        )));
+    }
+    Ok(())
 }
 
 /// Reads the trace and computes every figure.

@@ -40,7 +40,24 @@ pub struct Report {
     pub nccl: Vec<CollectiveStats>,
     pub mpi: Vec<NamedStats>,
     pub memory: Vec<NamedStats>,
+    /// NVTX ranges by name (every thread; nested ranges counted each), most time
+    /// first. For `diff` (in its JSON); left out of the report's JSON, which stays as it was.
+    #[serde(skip_serializing)]
+    pub nvtx: Vec<NamedStats>,
+    /// Per GPU metric: the mean of its samples taken while a compute kernel ran on
+    /// the sample's GPU (the useful time's mean); empty without GPU metrics. For
+    /// `report` over runs (in its JSON); left out of the report's JSON.
+    #[serde(skip_serializing)]
+    pub useful_metrics: std::collections::BTreeMap<String, UsefulMetric>,
     pub iterations: Option<Iterations>,
+}
+
+/// A GPU metric over the useful time.
+#[derive(Clone, Debug, Serialize)]
+pub struct UsefulMetric {
+    /// In the metric's unit (%, MHz).
+    pub mean: f64,
+    pub samples: u64,
 }
 
 /// The part of the trace a report covers.
@@ -306,6 +323,21 @@ pub struct CollectiveStats {
     pub algorithm_gb_per_s: Option<f64>,
     /// Bus bandwidth (as nccl-tests): algorithm bandwidth times the collective's
     /// factor, e.g. 2(n-1)/n for AllReduce.
+    pub bus_gb_per_s: Option<f64>,
+    /// Per message size (NCCL's payload), smallest first; empty without sizes.
+    /// For `diff` (in its JSON); left out of the report's JSON.
+    #[serde(skip_serializing)]
+    pub sizes: Vec<MessageSizeStats>,
+}
+
+/// NCCL kernels of one collective and one message size.
+#[derive(Clone, Debug, Serialize)]
+pub struct MessageSizeStats {
+    pub message_bytes: u64,
+    pub count: u64,
+    pub total_ns: u64,
+    pub mean_ns: f64,
+    /// Bus bandwidth (nccl-tests' factor over the collective's ranks), GB/s.
     pub bus_gb_per_s: Option<f64>,
 }
 

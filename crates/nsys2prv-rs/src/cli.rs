@@ -269,6 +269,14 @@ pub enum Command {
     /// with what the CPU was doing, and per-rank iteration times with the
     /// stragglers. Printed; written as an HTML page, JSON or CSV only where asked.
     Report(ReportArgs),
+    /// What changed between two runs: two traces written by nsys2prv-rs, compared
+    ///
+    /// Iteration time per rank, efficiency factors, kernels matched by name (by
+    /// contribution to the time difference; new and vanished ones), NCCL per
+    /// collective and message size, memory operations, NVTX ranges, GPU idle gaps,
+    /// and a one-line verdict. `--fail-if-slower PCT` exits 4 when NEW's iteration
+    /// time (or GPU busy time per GPU) grew by more than PCT percent.
+    Diff(DiffArgs),
     /// Merge the parts of a sharded conversion (NAME.parts/) into the trace
     ///
     /// Run after every `--shard I/N` has finished (e.g. a Slurm job with
@@ -369,9 +377,16 @@ pub fn parse_shard(text: &str) -> Result<ShardSpec, String> {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// The trace: NAME.prv, NAME.prv.gz, its NAME.pcf or NAME.row, or NAME
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    /// The trace: NAME.prv, NAME.prv.gz, its NAME.pcf or NAME.row, or NAME; with
+    /// several traces (runs of one program, the first the reference), the model's
+    /// factors over the runs with the computational scalability
+    #[arg(value_name = "TRACE", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+
+    /// With several runs: weak scaling (the same problem per GPU; default: strong,
+    /// the same problem on more GPUs)
+    #[arg(long)]
+    pub weak: bool,
 
     /// NVTX range whose occurrences are the iterations (default: the range named
     /// like iter, step or epoch that takes the most time); an unknown name is an
@@ -421,6 +436,47 @@ pub struct ReportArgs {
     pub no_files: bool,
 }
 
+#[derive(clap::Args, Debug, Clone)]
+pub struct DiffArgs {
+    /// The reference run's trace (NAME.prv, NAME.prv.gz, its .pcf or .row, or NAME)
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+
+    /// The run to compare with it
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+
+    /// Exit with status 4 when NEW's iteration time (without iterations in both
+    /// runs: its GPU busy time per GPU) is more than PCT percent above BASE's
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+
+    /// NVTX range whose occurrences are the iterations, in both runs (default: as
+    /// `report` guesses it)
+    #[arg(long, value_name = "NAME")]
+    pub iterations: Option<String>,
+
+    /// Rows of the printed tables (the files list all)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+
+    /// Write the comparison as one self-contained HTML page
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write every figure as JSON to FILE (`-`: to stdout, instead of the tables)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Shortest GPU idle gap counted, with its unit (500us, 1ms, 0.2s)
+    #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_duration)]
+    pub gap_threshold: u64,
+
+    /// Memory for what each report keeps of its trace (iterations)
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub memory_limit: u64,
+}
+
 /// A duration in ns, with its unit (`1ms`, `500us`, `2s`).
 pub fn parse_duration(text: &str) -> Result<u64, String> {
     parse_time(text).map(|ns| ns as u64)
@@ -441,7 +497,8 @@ pub fn parse_limit(text: &str) -> Result<i64, String> {
 const USAGE: &str = "nsys2prv-rs [OPTIONS] <INPUT>... <OUTPUT>
        nsys2prv-rs --shard <I/N|slurm> [OPTIONS] <INPUT>... <OUTPUT>
        nsys2prv-rs merge [OPTIONS] <OUTPUT>
-       nsys2prv-rs report [OPTIONS] <TRACE>
+       nsys2prv-rs report [OPTIONS] <TRACE>...
+       nsys2prv-rs diff [OPTIONS] <BASE> <NEW>
        nsys2prv-rs completions <SHELL>
        nsys2prv-rs man";
 
@@ -474,7 +531,7 @@ pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
     ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it and in its subdirectories, except those the tool made (with its .nsys2prv-rs file), hidden ones and links to directories. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
     ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row, NAME.pmf (the trace's metadata in BSC nsys2prv 0.6's JSON format: the job's command, directory, modules and Slurm settings, nsys versions, the options, -L labels and --description-text/--description-file, and which report each row comes from) and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2), as is an existing NAME.prv, NAME.pcf or NAME.row that is not a Paraver file of its kind, and a NAME.pmf another tool wrote. Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
     ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans and merges). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
-    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, an output directory the tool did not make, or an output file that is not a Paraver file); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
+    ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, an output directory the tool did not make, or an output file that is not a Paraver file); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 4 diff --fail-if-slower: NEW is slower than allowed; 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
     ("BSC NSYS2PRV", "Its command lines run unchanged, with its meaning: its -t names (0.5.8's and 0.6's; its kernels include memory operations); -m (inputs are always merged) and -s (the trace is always sorted) are accepted; -z writes NAME.prv.gz; -f RANGE is --nvtx-range RANGE (which cuts every category); --force-sqlite exports again; --time-limit-start/--time-limit-end NS keep the rows wholly between them in each report's own time; --exclude-kernels; --filter-cuda-calls-duration/-include-name/-exclude-name; -N names the .row as BSC does (name (1.T.t)); -c removes NAME.cache/ once the trace is written; --timing appends its phases to ./timings.csv; an output name without extension gets .prv. --config FILE reads BSC 0.6's TOML: source, multi, clean, [nsys] force_export, and [capabilities.nvtx]: default (include or exclude), base_event_type (9600), project (start/end ranges on the push/pop type; by default they keep lanes of their own, 9004+), payload = {float_strategy = scale or round, attach = true}, and per domain [capabilities.nvtx.domains.NAME] (Default: ranges of no domain) event_type (a multiple of 100: the domain's block of seven types), translate, payloads, project, payload. Without it: BSC 0.6's defaults (Default 9600, NCCL 9500, neSmiK 81000, others by a hash of their name). An unknown key or value is an error naming it with its file, line and column. -L LABEL (repeatable), --description-text and --description-file go into NAME.pmf, BSC 0.6's metadata file. Every problem of a command line is named at once."),
@@ -1032,7 +1089,7 @@ mod tests {
             Args::try_parse_from(["nsys2prv-rs", "report", "out.prv", "--top", "3"]).unwrap();
         match args.command {
             Some(Command::Report(r)) => {
-                assert_eq!(r.trace, PathBuf::from("out.prv"));
+                assert_eq!(r.traces, [PathBuf::from("out.prv")]);
                 assert_eq!(r.top, 3);
             }
             _ => panic!("report subcommand expected"),

@@ -76,10 +76,20 @@ fn main() -> ExitCode {
     };
     progress::init_logging(args.quiet, args.verbose);
     interrupt::install();
+    if let Some(cli::Command::Diff(diff_args)) = &args.command {
+        let result = report::run_diff(diff_args);
+        interrupt::exit_if_interrupted();
+        return match result {
+            Ok(false) => ExitCode::SUCCESS,
+            Ok(true) => ExitCode::from(nsys2prv_report::diff::SLOWER_EXIT as u8),
+            Err(e) => failure(&e),
+        };
+    }
     let bars = progress::Bars { quiet: args.quiet };
     let done = |result: anyhow::Result<()>| result.map(|()| Finished::default());
     let result = match (&args.command, &config) {
         (Some(cli::Command::Report(report_args)), _) => done(report::run_command(report_args)),
+        (Some(cli::Command::Diff(_)), _) => unreachable!("diff returned above"),
         (Some(cli::Command::Merge(m)), _) => merge(m, args.quiet, &bars),
         (Some(cli::Command::Completions { shell }), _) => done(cli::print_completions(*shell)),
         (Some(cli::Command::Man), _) => done(cli::print_man_page()),
@@ -91,12 +101,17 @@ fn main() -> ExitCode {
     match result {
         Ok(finished) if finished.skipped > 0 => ExitCode::from(nsys2prv_convert::EXIT_SKIPPED),
         Ok(_) => ExitCode::SUCCESS,
-        Err(e) if stdout::closed(&e) => ExitCode::from(stdout::EXIT_CLOSED),
-        Err(e) => {
-            eprintln!("error: {}", one_line(&e));
-            ExitCode::from(if cli::is_usage_error(&e) { 2 } else { 1 })
-        }
+        Err(e) => failure(&e),
     }
+}
+
+/// The status of a failed command, after its one line on stderr.
+fn failure(e: &anyhow::Error) -> ExitCode {
+    if stdout::closed(e) {
+        return ExitCode::from(stdout::EXIT_CLOSED);
+    }
+    eprintln!("error: {}", one_line(e));
+    ExitCode::from(if cli::is_usage_error(e) { 2 } else { 1 })
 }
 
 /// A conversion (or a dry run, a plan, a shard), then the report of the trace

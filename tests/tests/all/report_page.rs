@@ -660,3 +660,33 @@ fn kernel_metric_means_match_the_export() {
     }
     check_page_figures(&rep);
 }
+
+/// Renders a page of `diff` or of `report` over runs in headless Chromium: no
+/// console error or network request, a screenshot with content (kept as
+/// `$TMPDIR/nsys2prv-pages/NAME.png` to look at); `None` without Chromium.
+pub(crate) fn render_in_chromium(page: &Path, name: &str) -> Option<PathBuf> {
+    let chromium = chromium()?;
+    let profile = tempfile::tempdir().unwrap();
+    let shots = std::env::temp_dir().join("nsys2prv-pages");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join(format!("{name}.png"));
+    let out = chromium_command(&chromium, &profile.path().join("p"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1300,2000")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {log}");
+    for bad in [
+        "CONSOLE",
+        "Uncaught",
+        "net::ERR",
+        "Failed to load",
+        "Refused to",
+    ] {
+        assert!(!log.contains(bad), "chromium said {bad}:\n{log}");
+    }
+    check_screenshot(&shot);
+    Some(shot)
+}

@@ -357,6 +357,8 @@ pub(crate) struct TrainingNames {
     epochs: Vec<i64>,
     /// Per pooled family (in `POOL` order), its distinct names.
     pool: Vec<Vec<KernelNameIds>>,
+    /// The short names of `pool`.
+    pool_short: Vec<Vec<String>>,
     nccl: Vec<KernelNameIds>,
 }
 
@@ -382,12 +384,16 @@ impl TrainingNames {
         let cpu_ops = intern_all(&CPU_OPS);
         let epochs = training.steps.div_ceil(training.steps_per_epoch.max(1));
         let total = training.kernel_names.max(POOL.len() as u32);
+        let mut pool_short = Vec::new();
         let pool = POOL
             .iter()
             .map(|&(family, percent)| {
                 let size = (total * percent / 100).max(1);
-                (0..size)
-                    .map(|v| intern_kernel(strings, family.names(v)))
+                let names: Vec<[String; 3]> = (0..size).map(|v| family.names(v)).collect();
+                pool_short.push(names.iter().map(|n| n[0].clone()).collect());
+                names
+                    .into_iter()
+                    .map(|n| intern_kernel(strings, n))
                     .collect()
             })
             .collect();
@@ -413,6 +419,7 @@ impl TrainingNames {
                 .map(|e| strings.intern(&format!("epoch {e}")))
                 .collect(),
             pool,
+            pool_short,
             nccl: (0..18)
                 .map(|v| intern_kernel(strings, Family::Nccl.names(v)))
                 .collect(),
@@ -600,6 +607,7 @@ impl ProcessSim<'_, '_> {
         for bytes in [BATCH_BYTES, BATCH_BYTES / 4] {
             self.issue_copy(main, lanes.copy, HOST_TO_DEVICE, bytes)?;
         }
+        self.threads[main].now += spec.data_load_delay_ns;
         self.pop();
 
         self.push(main, names.forward);
@@ -704,10 +712,16 @@ impl ProcessSim<'_, '_> {
         let index = family.pool_index();
         let pool = &training.names.pool[index];
         let launched = &mut self.training_state.launched[index];
-        let names = pool[*launched as usize % pool.len()];
+        let variant = *launched as usize % pool.len();
+        let names = pool[variant];
         *launched = launched.wrapping_add(1);
         let def = family.def();
-        let duration = self.rng.jitter(def.duration);
+        let mut duration = self.rng.jitter(def.duration);
+        if let Some((short, percent)) = &training.spec.slower_kernel {
+            if training.names.pool_short[index][variant] == *short {
+                duration += duration * i64::from(*percent) / 100;
+            }
+        }
         self.issue_kernel(thread, lane, def, names, duration)
     }
 

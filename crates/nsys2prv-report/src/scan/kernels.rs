@@ -14,6 +14,10 @@ pub(crate) struct Kernels {
     running: Vec<Vec<i64>>,
     /// (kernel value, metric type) → (sum, samples)
     metrics: HashMap<(i64, u32), (f64, u64)>,
+    /// metric type → (sum, samples) of the samples taken while any compute kernel
+    /// ran on the sample's GPU: the metric's mean over useful time (samples are
+    /// evenly spaced), for the computational scalability of `report` over runs.
+    useful_metrics: HashMap<u32, (f64, u64)>,
 }
 
 impl Kernels {
@@ -22,6 +26,7 @@ impl Kernels {
             stats: HashMap::new(),
             running: vec![Vec::new(); gpus],
             metrics: HashMap::new(),
+            useful_metrics: HashMap::new(),
         }
     }
 
@@ -34,6 +39,13 @@ impl Kernels {
         self.metrics
             .iter()
             .map(|((k, ty), (sum, n))| (*k, *ty, sum / *n as f64))
+    }
+
+    /// Per metric type: the mean of the samples taken during useful time, and how many.
+    pub fn useful_metric_means(&self) -> impl Iterator<Item = (u32, f64, u64)> + '_ {
+        self.useful_metrics
+            .iter()
+            .map(|(ty, (sum, n))| (*ty, sum / *n as f64, *n))
     }
 }
 
@@ -54,6 +66,11 @@ impl Accumulator for Kernels {
                 }
             }
             Event::Metric { gpu, ty, value } => {
+                if !self.running[gpu].is_empty() {
+                    let entry = self.useful_metrics.entry(ty).or_default();
+                    entry.0 += value as f64;
+                    entry.1 += 1;
+                }
                 for &kernel in &self.running[gpu] {
                     let entry = self.metrics.entry((kernel, ty)).or_default();
                     entry.0 += value as f64;

@@ -14,6 +14,7 @@ mod memory;
 mod mpi;
 mod names;
 mod nccl;
+mod nvtx;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -36,6 +37,7 @@ use kernels::Kernels;
 use memory::Memory;
 use mpi::Mpi;
 use nccl::Nccl;
+use nvtx::NvtxRanges;
 
 /// What the pass needs to know besides the trace.
 #[derive(Clone, Debug)]
@@ -186,6 +188,7 @@ pub struct Scan {
     memory: Memory,
     mpi: Mpi,
     iterations: Iterations,
+    nvtx: NvtxRanges,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -347,6 +350,7 @@ impl Scan {
             memory: Memory::default(),
             mpi: Mpi::default(),
             iterations,
+            nvtx: NvtxRanges::default(),
             bins,
             options: options.clone(),
             trace,
@@ -380,7 +384,10 @@ impl Scan {
             }
             Event::Metric { .. } => self.kernels.on_event(trace, at, event),
             Event::CallBegin { .. } | Event::CallEnd { .. } => self.mpi.on_event(trace, at, event),
-            Event::RangeEnd { .. } => self.iterations.on_event(trace, at, event),
+            Event::RangeEnd { .. } => {
+                self.nvtx.on_event(trace, at, event)?;
+                self.iterations.on_event(trace, at, event)
+            }
         }
     }
 
@@ -662,6 +669,16 @@ impl Scan {
     /// Per kernel value and metric type: the mean of the samples.
     pub fn kernel_metric_means(&self) -> impl Iterator<Item = (i64, u32, f64)> + '_ {
         self.kernels.metric_means()
+    }
+
+    pub fn nvtx_stats(&self) -> impl Iterator<Item = ((u32, i64), &NamedStatsAcc)> {
+        self.nvtx.stats()
+    }
+
+    /// Per GPU metric type: the mean of the samples taken while a compute kernel
+    /// ran on the sample's GPU.
+    pub fn useful_metric_means(&self) -> impl Iterator<Item = (u32, f64, u64)> + '_ {
+        self.kernels.useful_metric_means()
     }
 
     pub fn memory_stats(&self) -> impl Iterator<Item = (i64, &NamedStatsAcc)> {

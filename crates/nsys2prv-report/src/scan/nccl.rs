@@ -16,6 +16,8 @@ struct NcclAccumulator {
     /// communicator value (0: none) → bytes
     bytes_by_communicator: BTreeMap<i64, u64>,
     gpus: BTreeSet<usize>,
+    /// message size → statistics of the kernels of that size
+    by_size: BTreeMap<u64, NamedStatsAcc>,
 }
 
 #[derive(Default)]
@@ -36,6 +38,8 @@ pub struct NcclStats {
     pub stats: NamedStatsAcc,
     /// (bytes, GPUs of the communicator)
     pub by_communicator: Vec<(u64, usize)>,
+    /// (message size, statistics) of the kernels with a size, smallest first.
+    pub by_size: Vec<(u64, NamedStatsAcc)>,
 }
 
 impl Nccl {
@@ -65,6 +69,7 @@ impl Nccl {
                     name,
                     stats: acc.stats,
                     by_communicator,
+                    by_size: acc.by_size.iter().map(|(b, s)| (*b, *s)).collect(),
                 }
             })
             .collect()
@@ -87,7 +92,14 @@ impl Accumulator for Nccl {
             c => (true, c),
         };
         let acc = self.by_name.entry(key).or_default();
-        acc.stats.add(at.time.saturating_sub(op.begin), op.bytes);
+        let duration = at.time.saturating_sub(op.begin);
+        acc.stats.add(duration, op.bytes);
+        if let Some(bytes) = op.bytes.filter(|&b| b > 0) {
+            acc.by_size
+                .entry(bytes)
+                .or_default()
+                .add(duration, Some(bytes));
+        }
         *acc.bytes_by_communicator
             .entry(op.communicator)
             .or_default() += op.bytes.unwrap_or(0);
