@@ -131,6 +131,13 @@ fn write_texts(out: &mut TraceSink, slots: &mut [Slot]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The text of a whole gzip member: a range of one slot's text, or text carried
+/// over from slots before.
+enum MemberText {
+    Within(usize, std::ops::Range<usize>),
+    Carried(Vec<u8>),
+}
+
 /// Cuts the text of a `.prv.gz` into gzip members where the gathering merge
 /// ends its batches: after `batch_records` records, or after the record that
 /// brings a batch's pairs to [`BATCH_PAIRS`], counted from the first record.
@@ -156,35 +163,54 @@ impl MemberCutter {
     }
 
     /// Cuts the texts of `slots` into members, compresses the whole ones on
-    /// every thread, and writes them in order, emptying the slots' buffers.
+    /// every thread (straight from the slots' texts, but for a member that
+    /// began in an earlier slot), and writes them in order, emptying the slots'
+    /// buffers.
     fn write(&mut self, out: &mut TraceSink, slots: &mut [Slot]) -> std::io::Result<()> {
         let mut whole = Vec::new();
-        for slot in slots.iter_mut() {
+        for (index, slot) in slots.iter().enumerate() {
             let text = slot.f.buf.as_slice();
             let mut from = 0;
+            let mut last_end = None;
             for mark in slot.marks.iter().flatten() {
                 self.records += 1;
                 self.pairs += mark.pairs as usize;
-                self.last_end = self.text.len() + (mark.end - from);
                 if self.records >= self.batch_records || self.pairs >= BATCH_PAIRS {
-                    self.text.extend_from_slice(&text[from..mark.end]);
-                    whole.push(std::mem::take(&mut self.text));
+                    whole.push(if self.text.is_empty() {
+                        MemberText::Within(index, from..mark.end)
+                    } else {
+                        self.text.extend_from_slice(&text[from..mark.end]);
+                        MemberText::Carried(std::mem::take(&mut self.text))
+                    });
                     (self.records, self.pairs, self.last_end) = (0, 0, 0);
                     from = mark.end;
+                    last_end = None;
+                } else {
+                    last_end = Some(mark.end);
                 }
             }
+            if let Some(end) = last_end {
+                self.last_end = self.text.len() + (end - from);
+            }
             self.text.extend_from_slice(&text[from..]);
+        }
+        let compressed: Vec<Vec<u8>> = whole
+            .par_iter()
+            .map(|member| match member {
+                MemberText::Within(index, range) => {
+                    gzip_member(&slots[*index].f.buf.as_slice()[range.clone()])
+                }
+                MemberText::Carried(text) => gzip_member(text),
+            })
+            .collect::<std::io::Result<_>>()?;
+        for member in compressed {
+            out.write_member(member)?;
+        }
+        for slot in slots {
             slot.f.buf.clear();
             if let Some(marks) = &mut slot.marks {
                 marks.clear();
             }
-        }
-        let compressed: Vec<Vec<u8>> = whole
-            .par_iter()
-            .map(|text| gzip_member(text))
-            .collect::<std::io::Result<_>>()?;
-        for member in compressed {
-            out.write_member(member)?;
         }
         Ok(())
     }
