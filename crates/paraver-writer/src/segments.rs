@@ -65,6 +65,7 @@ pub(crate) fn write_body(
             .map(|_| Slot {
                 f: LineFormatter::new(catalog, 0),
                 marks: compress.then(Vec::new),
+                buffers: Buffers::default(),
             })
             .collect()
     };
@@ -112,6 +113,36 @@ pub(crate) fn write_body(
 struct Slot {
     f: LineFormatter,
     marks: Option<Vec<Mark>>,
+    /// Read buffers of spilled chunks, kept from one segment to the next.
+    buffers: Buffers,
+}
+
+/// Read buffers a slot keeps for its next segment, up to [`KEPT_BUFFER_BYTES`].
+#[derive(Default)]
+struct Buffers {
+    kept: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// Bytes of read buffers a slot keeps at most: beyond, they are freed (a slot
+/// merging many chunks would keep up to 64 KiB for each).
+const KEPT_BUFFER_BYTES: usize = 1 << 20;
+
+impl Buffers {
+    fn take(&mut self) -> Vec<u8> {
+        let buffer = self.kept.pop().unwrap_or_default();
+        self.bytes -= buffer.len();
+        buffer
+    }
+
+    fn keep(&mut self, buffer: Option<Vec<u8>>) {
+        if let Some(buffer) = buffer {
+            if self.bytes + buffer.len() <= KEPT_BUFFER_BYTES {
+                self.bytes += buffer.len();
+                self.kept.push(buffer);
+            }
+        }
+    }
 }
 
 /// The end of a record's text in its segment's text (before the end of an
@@ -458,7 +489,7 @@ fn format_segment(
     segment: &Segment,
     slot: &mut Slot,
 ) -> std::io::Result<u64> {
-    let Slot { f, marks } = slot;
+    let Slot { f, marks, buffers } = slot;
     let records = match segment.parts.as_slice() {
         [Part::Block {
             run,
@@ -478,7 +509,7 @@ fn format_segment(
         parts if parts.iter().all(|p| matches!(p, Part::Block { .. })) => {
             merge_blocks(cursors, parts, f, marks)
         }
-        parts => merge_streams(cursors, places, parts, f, marks)?,
+        parts => merge_streams(cursors, places, parts, f, marks, buffers)?,
     };
     f.end_event_line();
     Ok(records)
@@ -579,6 +610,7 @@ fn merge_streams(
     parts: &[Part],
     f: &mut LineFormatter,
     marks: &mut Option<Vec<Mark>>,
+    buffers: &mut Buffers,
 ) -> std::io::Result<u64> {
     let mut readings = Vec::with_capacity(parts.len());
     for part in parts {
@@ -602,7 +634,8 @@ fn merge_streams(
                 shift,
                 ..
             } => {
-                let reader = ChunkReader::open_span(chunk, span, READ_BUFFER);
+                let buffer = buffers.take();
+                let reader = ChunkReader::open_span(chunk, span, READ_BUFFER, buffer);
                 let mut stream = Stream::of_chunk(reader)?;
                 // Records an earlier segment took.
                 if let (Some(after), Some(s)) = (after, &mut stream) {
@@ -645,9 +678,15 @@ fn merge_streams(
         mark(f, marks, &current.body);
         count += 1;
         if !reading.stream.advance()? {
-            readings[i] = None;
+            if let Some(done) = readings[i].take() {
+                buffers.keep(done.stream.into_buffer());
+            }
         }
         tree.replace_winner(key_of(i, &readings[i]));
+    }
+    // Streams that stopped at the segment's end.
+    for reading in readings.into_iter().flatten() {
+        buffers.keep(reading.stream.into_buffer());
     }
     Ok(count)
 }

@@ -298,17 +298,19 @@ struct SectionReader {
 
 impl SectionReader {
     fn new(chunk: &SpilledChunk, buffer: usize) -> Self {
-        Self::of_bytes(chunk, 0, chunk.bytes, buffer)
+        Self::of_bytes(chunk, 0, chunk.bytes, vec![0; buffer.max(1)])
     }
 
-    /// A reader of the chunk's bytes `start..end` (a checked section is read whole).
-    fn of_bytes(chunk: &SpilledChunk, start: u64, end: u64, buffer: usize) -> Self {
+    /// A reader of the chunk's bytes `start..end` (a checked section is read
+    /// whole) into `buf` (not empty; its length is what one read asks for).
+    fn of_bytes(chunk: &SpilledChunk, start: u64, end: u64, buf: Vec<u8>) -> Self {
         debug_assert!(chunk.checksum.is_none() || (start, end) == (0, chunk.bytes));
+        debug_assert!(!buf.is_empty());
         SectionReader {
             file: Arc::clone(&chunk.file),
             next: chunk.offset + start,
             end: chunk.offset + end,
-            buf: vec![0; buffer.max(1)],
+            buf,
             pos: 0,
             len: 0,
             crc: chunk.checksum.map(|c| (crc32fast::Hasher::new(), c)),
@@ -480,13 +482,28 @@ impl ChunkReader {
     }
 
     /// A reader of the records of `span` of `chunk` (see [`SpilledChunk::span`]),
-    /// with a buffer of at most `buffer` bytes.
-    pub fn open_span(chunk: &SpilledChunk, span: ChunkSpan, buffer: usize) -> Self {
-        let buffer = buffer.min((span.end - span.start) as usize);
+    /// reading at most `most` bytes at a time into `buffer` (reused: it is only
+    /// zeroed where it grows; [`ChunkReader::into_buffer`] gives it back).
+    pub fn open_span(
+        chunk: &SpilledChunk,
+        span: ChunkSpan,
+        most: usize,
+        mut buffer: Vec<u8>,
+    ) -> Self {
+        let size = most.min((span.end - span.start) as usize).max(1);
+        // A longer buffer reads the span in fewer reads.
+        if buffer.len() < size {
+            buffer.resize(size, 0);
+        }
         Self::reading(
             SectionReader::of_bytes(chunk, span.start, span.end, buffer),
             span.records,
         )
+    }
+
+    /// The reader's buffer, for another reader.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.input.buf
     }
 
     fn reading(input: SectionReader, records: u64) -> Self {
