@@ -190,6 +190,14 @@ impl<'a> Stream<'a> {
         }
     }
 
+    /// The read buffer of a spilled chunk's stream, for another.
+    pub(crate) fn into_buffer(self) -> Option<Vec<u8>> {
+        match self.source {
+            Source::Disk(reader) => Some(reader.into_buffer()),
+            Source::Memory { .. } => None,
+        }
+    }
+
     /// Moves to the next record; `false` when the stream is done.
     #[inline]
     pub(crate) fn advance(&mut self) -> std::io::Result<bool> {

@@ -20,7 +20,7 @@ use crate::view::{Current, EventPairs, View};
 /// a batch early), so that a batch and its text stay near 1 MiB each. Batches end
 /// where the data says, never where timing does: the output is the same for any
 /// thread count (a `.prv.gz` has one gzip member per batch).
-const BATCH_PAIRS: usize = 1 << 16;
+pub(crate) const BATCH_PAIRS: usize = 1 << 16;
 
 /// Writes the body of a trace merged from `cursors`, in batches of
 /// `batch_records` records (and chunk readers sharing `read_budget` bytes of

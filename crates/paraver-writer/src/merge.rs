@@ -2,12 +2,13 @@
 //! the `.row`. [`TraceWriter`] takes the options and chooses how the body is
 //! merged; every way writes the same text:
 //!
-//! * runs all in memory, plain text, each run's threads in the trace's order:
-//!   the trace is cut by time into segments that every thread merges and
-//!   formats on its own (`segments.rs`);
-//! * otherwise (spilled runs, part files, gzip): one thread merges record by
-//!   record (`kmerge.rs`) into batches that the others format
-//!   (`gather.rs`);
+//! * runs in memory or spilled to chunks with their time index, each run's
+//!   threads in the trace's order, plain or gzip: the trace is cut by time into
+//!   segments that every thread merges and formats on its own (`segments.rs`;
+//!   a `.prv.gz` gets the gathering merge's gzip members);
+//! * otherwise (part files of a sharded conversion, runs whose threads are not
+//!   in the trace's order): one thread merges record by record (`kmerge.rs`)
+//!   into batches that the others format (`gather.rs`);
 //! * with a cut: record by record through the window's bookkeeping
 //!   (`cut.rs`).
 
@@ -53,6 +54,8 @@ pub struct TraceWriter<'a> {
     cut: Option<&'a Cut>,
     read_budget: usize,
     batch_records: usize,
+    /// Always the gathering merge (tests compare the two).
+    record_by_record: bool,
 }
 
 impl<'a> TraceWriter<'a> {
@@ -66,6 +69,7 @@ impl<'a> TraceWriter<'a> {
             cut: None,
             read_budget: kmerge::DEFAULT_READ_BUDGET,
             batch_records: BATCH_RECORDS,
+            record_by_record: false,
         }
     }
 
@@ -87,6 +91,13 @@ impl<'a> TraceWriter<'a> {
     #[cfg(test)]
     pub(crate) fn batch_records(mut self, records: usize) -> Self {
         self.batch_records = records;
+        self
+    }
+
+    /// Merges with the gathering merge whatever the inputs.
+    #[cfg(test)]
+    pub(crate) fn record_by_record(mut self) -> Self {
+        self.record_by_record = true;
         self
     }
 
@@ -138,14 +149,11 @@ impl<'a> TraceWriter<'a> {
             .zip(handle_values)
             .map(|(i, values)| RunCursor::new(&i.run, i.time_offset, &i.threads, values, origin))
             .collect();
-        // Segments are not for a `.prv.gz`: its gzip members follow the batches,
-        // so that spilling or sharding never changes its bytes. Nor when a run
-        // orders its threads otherwise than the trace does: the segments merge
-        // by the trace's order only.
-        let by_segments = !out.compresses()
-            && cursors
-                .iter()
-                .all(|c| c.in_memory() && c.threads_in_trace_order());
+        // Segments merge runs in memory and spilled chunks with their time
+        // index, when each run orders its threads as the trace does (they merge
+        // by the trace's order only); a `.prv.gz` gets the gathering merge's
+        // gzip members either way.
+        let by_segments = !self.record_by_record && segments::can_merge(&cursors);
         let (budget, batch) = (self.read_budget, self.batch_records);
         let written = match window {
             Some(length) => cut::write_body(
@@ -398,11 +406,6 @@ mod tests {
         gzip: bool,
         spill: bool,
     ) -> (Vec<u8>, String) {
-        let name = format!(
-            "t{threads}b{batch}s{spill}.prv{}",
-            if gzip { ".gz" } else { "" }
-        );
-        let paths = OutputPaths::for_trace(&dir.join(name)).unwrap();
         let inputs = [MergeInput {
             run: joined_lines_run(spill.then_some(dir)),
             time_offset: 0,
@@ -410,15 +413,60 @@ mod tests {
                 .map(|t| GlobalThread { task: 0, thread: t })
                 .collect(),
         }];
+        let how = Writing {
+            threads,
+            batch,
+            gzip,
+            gather: false,
+        };
+        write_with(dir, &format!("s{spill}"), &layout(), &inputs, how)
+    }
+
+    /// How a test writes a trace: on a pool of `threads`, in batches (or
+    /// segments) of `batch` records, compressed or not, always with the
+    /// gathering merge or not.
+    #[derive(Clone, Copy, Debug)]
+    struct Writing {
+        threads: usize,
+        batch: usize,
+        gzip: bool,
+        gather: bool,
+    }
+
+    /// Writes `inputs` as `how` says; returns the file's bytes (compressed for
+    /// `.prv.gz`) and its text.
+    fn write_with(
+        dir: &std::path::Path,
+        name: &str,
+        layout: &TraceLayout,
+        inputs: &[MergeInput],
+        how: Writing,
+    ) -> (Vec<u8>, String) {
+        let Writing {
+            threads,
+            batch,
+            gzip,
+            gather,
+        } = how;
+        let name = format!(
+            "{name}t{threads}b{batch}g{gather}.prv{}",
+            if gzip { ".gz" } else { "" }
+        );
+        let paths = OutputPaths::for_trace(&dir.join(name)).unwrap();
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
+        let catalog = catalog();
         let summary = pool
             .install(|| {
-                TraceWriter::new(&paths, &layout(), &catalog())
-                    .batch_records(batch)
-                    .write(&inputs, &mut |_| {})
+                let writer = TraceWriter::new(&paths, layout, &catalog).batch_records(batch);
+                let writer = if gather {
+                    writer.record_by_record()
+                } else {
+                    writer
+                };
+                writer.write(inputs, &mut |_| {})
             })
             .unwrap();
         let bytes = std::fs::read(&paths.prv).unwrap();
@@ -432,11 +480,7 @@ mod tests {
         } else {
             text = String::from_utf8(bytes.clone()).unwrap();
         }
-        assert_eq!(
-            summary.lines as usize,
-            body(&text).len(),
-            "{threads} threads, batch {batch}"
-        );
+        assert_eq!(summary.lines as usize, body(&text).len(), "{how:?}");
         (bytes, text)
     }
 
@@ -449,7 +493,20 @@ mod tests {
         let (_, whole) = write_batched(dir.path(), 1, 1 << 14, false, false);
         assert!(whole.contains(":20:300:1:200:2:100:5:300:3\n"), "{whole}");
         for batch in [1, 2, 3, 4, 1 << 14] {
-            let (gz_one_thread, _) = write_batched(dir.path(), 1, batch, true, false);
+            let inputs = [MergeInput {
+                run: joined_lines_run(None),
+                time_offset: 0,
+                threads: (0..2)
+                    .map(|t| GlobalThread { task: 0, thread: t })
+                    .collect(),
+            }];
+            let gathered = Writing {
+                threads: 1,
+                batch,
+                gzip: true,
+                gather: true,
+            };
+            let (gz_one_thread, _) = write_with(dir.path(), "g", &layout(), &inputs, gathered);
             for threads in [1, 3, 8] {
                 for spill in [false, true] {
                     let (_, text) = write_batched(dir.path(), threads, batch, false, spill);
@@ -513,33 +570,153 @@ mod tests {
             }],
             ..layout()
         };
-        let write = |name: &str, spill: bool, threads: usize, batch: usize| -> String {
-            let paths = OutputPaths::for_trace(&dir.path().join(name)).unwrap();
+        let write = |name: &str, spill: bool, how: Writing| {
             let inputs = two_runs(spill);
             assert_eq!(inputs.iter().all(|i| i.run.chunks.is_empty()), !spill);
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                TraceWriter::new(&paths, &layout, &catalog())
-                    .batch_records(batch)
-                    .write(&inputs, &mut |_| {})
-            })
-            .unwrap();
-            std::fs::read_to_string(&paths.prv).unwrap()
+            write_with(dir.path(), name, &layout, &inputs, how)
         };
-        let record_by_record = write("spilled.prv", true, 1, 1 << 14);
+        let gathered = |batch, gzip| Writing {
+            threads: 1,
+            batch,
+            gzip,
+            gather: true,
+        };
+        let (_, record_by_record) = write("spilled", true, gathered(1 << 14, false));
         // Per run and step: a range begin (with the end of the one before when
         // they meet), a mark, a state; the last range's end.
         assert!(body(&record_by_record).len() > 2 * 40 * 3);
         for batch in [1, 2, 3, 7, 50, 1 << 14] {
+            let (gathered_gz, _) = write("spilled", true, gathered(batch, true));
             for threads in [1, 2, 3] {
-                let segments = write(&format!("m{batch}t{threads}.prv"), false, threads, batch);
-                assert_eq!(
-                    segments, record_by_record,
-                    "batch {batch}, {threads} threads"
-                );
+                for (spill, gzip) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let how = Writing {
+                        threads,
+                        batch,
+                        gzip,
+                        gather: false,
+                    };
+                    let (bytes, text) = write(&format!("s{spill}"), spill, how);
+                    assert_eq!(text, record_by_record, "{how:?}, spilled {spill}");
+                    if gzip {
+                        assert!(bytes == gathered_gz, "gzip bytes, {how:?}, spilled {spill}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Two runs of three threads each whose records tie and interleave, spilled
+    /// (when `chunk_bytes` is given) in chunks of hundreds of records, their
+    /// last chunk kept in memory when `budget` allows.
+    fn large_runs(spill: Option<(&std::path::Path, usize, usize)>) -> Vec<MergeInput> {
+        (0..2u32)
+            .map(|r| {
+                let mut b = match spill {
+                    Some((dir, chunk_bytes, budget)) => RunBuilder::with_spill(SpillPolicy {
+                        dir: dir.to_path_buf(),
+                        chunk_bytes,
+                        budget: MemoryBudget::new(budget),
+                    }),
+                    None => RunBuilder::new(),
+                };
+                for t in 0..3 {
+                    b.add_thread(t);
+                }
+                let mut seed = 99 + u64::from(r);
+                let mut next = |n: u64| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 33) % n
+                };
+                let mut state_end = [0i64; 3];
+                for i in 0..6000i64 {
+                    let thread = next(3) as u32;
+                    let time = i * 3 + next(4) as i64;
+                    match next(4) {
+                        0 => b.events(thread, time, &[EventPair::raw(MARK, i)]),
+                        1 => {
+                            let end = time + next(20) as i64;
+                            b.interval(thread, time, end, &[EventPair::raw(RANGE, 1 + i % 5)])
+                        }
+                        2 => {
+                            let begin = state_end[thread as usize].max(time);
+                            let end = begin + 1 + next(5) as i64;
+                            state_end[thread as usize] = end;
+                            b.state(thread, begin, end, 1)
+                        }
+                        _ => {
+                            let comm = Comm {
+                                send_physical: time,
+                                receiver: next(3) as u32,
+                                recv_logical: time + 5,
+                                recv_physical: time + 6,
+                                size: i,
+                                tag: 1,
+                            };
+                            b.comm(thread, time, comm)
+                        }
+                    }
+                }
+                MergeInput {
+                    run: b.finish().unwrap(),
+                    time_offset: 1000 + 7 * i64::from(r),
+                    threads: (0..3)
+                        .map(|t| GlobalThread { task: r, thread: t })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Segments read the spans of spilled chunks their times fall in (chunks of
+    /// hundreds of records, segments of fewer): the gathering merge's text, and
+    /// for a `.prv.gz` its bytes, for any segment size and thread count.
+    #[test]
+    fn segments_read_spans_of_spilled_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = TraceLayout {
+            tasks: (0..2)
+                .map(|t| TaskInfo {
+                    name: format!("t{t}"),
+                    node: 0,
+                    threads: (0..3).map(|t| format!("{t}")).collect(),
+                })
+                .collect(),
+            ..layout()
+        };
+        let in_memory = large_runs(None);
+        for batch in [100, 1000, 1 << 14] {
+            let gathered = |gzip| Writing {
+                threads: 1,
+                batch,
+                gzip,
+                gather: true,
+            };
+            let (_, text) = write_with(dir.path(), "m", &layout, &in_memory, gathered(false));
+            let (gz, _) = write_with(dir.path(), "m", &layout, &in_memory, gathered(true));
+            assert!(body(&text).len() > 10_000, "{}", body(&text).len());
+            for (chunk_bytes, budget) in [(16 << 10, 0), (64 << 10, 0), (16 << 10, 1 << 30)] {
+                let spill = Some((dir.path(), chunk_bytes, budget));
+                let inputs = large_runs(spill);
+                assert!(inputs.iter().all(|i| i.run.chunks.len() > 5));
+                assert_eq!(inputs.iter().all(|i| i.run.in_memory() > 0), budget > 0);
+                for threads in [1, 3] {
+                    for gzip in [false, true] {
+                        let how = Writing {
+                            threads,
+                            batch,
+                            gzip,
+                            gather: false,
+                        };
+                        let name = format!("c{chunk_bytes}m{budget}");
+                        let (bytes, spilled) = write_with(dir.path(), &name, &layout, &inputs, how);
+                        assert!(spilled == text, "{how:?}, chunks of {chunk_bytes} bytes");
+                        if gzip {
+                            assert!(bytes == gz, "gzip bytes, {how:?}, chunks of {chunk_bytes}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -144,7 +144,12 @@ impl ThreadRecords {
         let ends = stretch_ends(self.records.iter());
         let chunks = self.records.take();
         if ends.len() > MAX_STRETCHES {
-            let mut all: Vec<Record> = chunks.into_iter().flatten().collect();
+            // Sized at once: collecting the chunks grew the vector by doubling,
+            // copying and faulting in its records again each time.
+            let mut all = Vec::with_capacity(chunks.iter().map(Vec::len).sum());
+            for chunk in chunks {
+                all.extend_from_slice(&chunk);
+            }
             all.sort_by_key(sort_key);
             let len = all.len();
             return (vec![all], vec![len]);

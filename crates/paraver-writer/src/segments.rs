@@ -1,32 +1,53 @@
-//! The parallel merge of runs held in memory. The trace is cut by time into
-//! segments of about a batch of records each; each segment is merged and
-//! formatted on its own, on any thread, straight from the runs' records, and the
-//! segments' texts are written in order. A segment holds every record of each of
-//! its times, so no event line straddles two segments, and the text is the one
-//! the record-by-record merge ([`crate::gather`]) writes.
+//! The parallel merge of runs. The trace is cut by time into segments of about
+//! a batch of records each; each segment is merged and formatted on its own, on
+//! any thread, straight from the runs' records (blocks in memory, and the span
+//! of each spilled chunk that holds the segment's times, found by the chunk's
+//! time index), and the segments' texts are written in order. A segment holds
+//! every record of each of its times, so no event line straddles two segments,
+//! and the text is the one the record-by-record merge ([`crate::gather`])
+//! writes.
 //!
 //! Segment bounds come from a sample of the runs' times, so they depend on the
-//! data only, never on the thread count.
+//! data only, never on the thread count. A `.prv.gz` is cut into gzip members
+//! where the gathering merge cuts its batches (by records and pairs counted from
+//! the first record, whatever the segments), so its bytes are the same too.
 
 use std::io::Write;
 
 use rayon::prelude::*;
 
-use crate::cursor::{places_in_trace, RunCursor};
+use crate::cursor::{places_in_trace, RunCursor, Stream};
+use crate::gather::BATCH_PAIRS;
 use crate::lines::LineFormatter;
 use crate::loser_tree::{merge_key, LoserTree, DONE};
-use crate::output::TraceSink;
+use crate::output::{gzip_member, TraceSink};
 use crate::pcf::PcfCatalog;
 use crate::record::{LocalThread, Record};
+use crate::spill::{ChunkReader, ChunkSpan, SpilledChunk, INDEX_STEP, READ_BUFFER};
+use crate::view::View;
 
 /// Segments per thread in a round: a few, so that a thread that finishes early
 /// (or writes the previous round) finds work.
 const SEGMENTS_PER_THREAD: usize = 4;
 
-/// Writes the body of a trace merged from `cursors` (every run in memory, its
-/// threads in the trace's order), in segments of about `batch_records` records:
-/// a round of segments is merged and formatted on all threads while the
-/// previous round's texts are written, in order. The tallies go to `lines`.
+/// Whether the segments can merge `cursors`: every spilled chunk has its time
+/// index, and each run's threads follow the trace's order (strictly when it
+/// spilled: a run's streams then tie on a thread's place only for one thread).
+pub(crate) fn can_merge(cursors: &[RunCursor]) -> bool {
+    cursors.iter().all(|c| {
+        if c.in_memory() {
+            c.threads_in_trace_order()
+        } else {
+            c.run.chunks.iter().all(SpilledChunk::is_indexed)
+                && c.order.windows(2).all(|w| w[0] < w[1])
+        }
+    })
+}
+
+/// Writes the body of a trace merged from `cursors` (see [`can_merge`]), in
+/// segments of about `batch_records` records: a round of segments is merged and
+/// formatted on all threads while the previous round's texts are written (and
+/// compressed, for a `.prv.gz`), in order. The tallies go to `lines`.
 pub(crate) fn write_body(
     out: &mut TraceSink,
     lines: &mut LineFormatter,
@@ -36,12 +57,22 @@ pub(crate) fn write_body(
     progress: &mut dyn FnMut(u64),
 ) -> std::io::Result<()> {
     let slots = SEGMENTS_PER_THREAD * rayon::current_num_threads().max(1);
-    let mut segments = Segmenter::new(cursors, batch_records);
-    let new_formatters =
-        || -> Vec<LineFormatter> { (0..slots).map(|_| LineFormatter::new(catalog, 0)).collect() };
+    let places = places_in_trace(cursors);
+    let mut segments = Segmenter::new(cursors, &places, batch_records);
+    let compress = out.compresses();
+    let new_slots = || -> Vec<Slot> {
+        (0..slots)
+            .map(|_| Slot {
+                f: LineFormatter::new(catalog, 0),
+                marks: compress.then(Vec::new),
+                buffers: Buffers::default(),
+            })
+            .collect()
+    };
     // Two sets: one formats a round while the other's texts, of the round
     // before, are written.
-    let (mut formatting, mut writing) = (new_formatters(), new_formatters());
+    let (mut formatting, mut writing) = (new_slots(), new_slots());
+    let mut members = MemberCutter::new(batch_records);
     let mut to_write = 0;
     let mut merged: u64 = 0;
     loop {
@@ -49,65 +80,225 @@ pub(crate) fn write_body(
         if round.is_empty() && to_write == 0 {
             break;
         }
-        let (written, ()) = rayon::join(
-            || write_texts(out, &mut writing[..to_write]),
+        let (written, formatted) = rayon::join(
+            || match compress {
+                true => members.write(out, &mut writing[..to_write]),
+                false => write_texts(out, &mut writing[..to_write]),
+            },
             || {
                 round
                     .par_iter()
                     .zip(formatting.par_iter_mut())
-                    .for_each(|(segment, f)| format_segment(cursors, segment, f))
+                    .map(|(segment, slot)| format_segment(cursors, &places, segment, slot))
+                    .collect::<std::io::Result<Vec<u64>>>()
             },
         );
         written?;
+        merged += formatted?.iter().sum::<u64>();
         to_write = round.len();
         std::mem::swap(&mut formatting, &mut writing);
-        merged += round.iter().map(Segment::records).sum::<usize>() as u64;
         progress(merged);
     }
-    for f in formatting.into_iter().chain(writing) {
-        lines.absorb(f);
+    if compress {
+        members.finish(out)?;
+    }
+    for slot in formatting.into_iter().chain(writing) {
+        lines.absorb(slot.f);
     }
     Ok(())
 }
 
-/// Writes the texts of `formatters` in order, emptying their buffers.
-fn write_texts(out: &mut TraceSink, formatters: &mut [LineFormatter]) -> std::io::Result<()> {
-    for f in formatters {
-        out.write_all(f.buf.as_slice())?;
-        f.buf.clear();
-    }
-    Ok(())
+/// Where a segment's text is formatted, and for a `.prv.gz` where each of its
+/// records ends in it.
+struct Slot {
+    f: LineFormatter,
+    marks: Option<Vec<Mark>>,
+    /// Read buffers of spilled chunks, kept from one segment to the next.
+    buffers: Buffers,
 }
 
-/// Sorted records of one block of a run: what the segments have not yet taken
-/// of it, or its records in one segment.
+/// Read buffers a slot keeps for its next segment, up to [`KEPT_BUFFER_BYTES`].
+#[derive(Default)]
+struct Buffers {
+    kept: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// Bytes of read buffers a slot keeps at most: beyond, they are freed (a slot
+/// merging many chunks would keep up to 64 KiB for each).
+const KEPT_BUFFER_BYTES: usize = 1 << 20;
+
+impl Buffers {
+    fn take(&mut self) -> Vec<u8> {
+        let buffer = self.kept.pop().unwrap_or_default();
+        self.bytes -= buffer.len();
+        buffer
+    }
+
+    fn keep(&mut self, buffer: Option<Vec<u8>>) {
+        if let Some(buffer) = buffer {
+            if self.bytes + buffer.len() <= KEPT_BUFFER_BYTES {
+                self.bytes += buffer.len();
+                self.kept.push(buffer);
+            }
+        }
+    }
+}
+
+/// The end of a record's text in its segment's text (before the end of an
+/// event line it may leave open), and its pairs.
 #[derive(Clone, Copy)]
-struct Part<'a> {
-    run: usize,
-    thread: LocalThread,
-    /// The place of the block's thread in the trace, among the threads of all runs.
-    place: u32,
-    /// The run's shift to trace time.
-    shift: i64,
-    records: &'a [Record],
+struct Mark {
+    end: usize,
+    pairs: u32,
+}
+
+/// Writes the texts of `slots` in order, emptying their buffers.
+fn write_texts(out: &mut TraceSink, slots: &mut [Slot]) -> std::io::Result<()> {
+    for slot in slots {
+        out.write_all(slot.f.buf.as_slice())?;
+        slot.f.buf.clear();
+    }
+    Ok(())
+}
+
+/// The text of a whole gzip member: a range of one slot's text, or text carried
+/// over from slots before.
+enum MemberText {
+    Within(usize, std::ops::Range<usize>),
+    Carried(Vec<u8>),
+}
+
+/// Cuts the text of a `.prv.gz` into gzip members where the gathering merge
+/// ends its batches: after `batch_records` records, or after the record that
+/// brings a batch's pairs to [`BATCH_PAIRS`], counted from the first record.
+struct MemberCutter {
+    batch_records: usize,
+    /// Records and pairs of the member being cut.
+    records: usize,
+    pairs: usize,
+    /// Its text so far, and where its last record ends in it.
+    text: Vec<u8>,
+    last_end: usize,
+}
+
+impl MemberCutter {
+    fn new(batch_records: usize) -> Self {
+        MemberCutter {
+            batch_records: batch_records.max(1),
+            records: 0,
+            pairs: 0,
+            text: Vec::new(),
+            last_end: 0,
+        }
+    }
+
+    /// Cuts the texts of `slots` into members, compresses the whole ones on
+    /// every thread (straight from the slots' texts, but for a member that
+    /// began in an earlier slot), and writes them in order, emptying the slots'
+    /// buffers.
+    fn write(&mut self, out: &mut TraceSink, slots: &mut [Slot]) -> std::io::Result<()> {
+        let mut whole = Vec::new();
+        for (index, slot) in slots.iter().enumerate() {
+            let text = slot.f.buf.as_slice();
+            let mut from = 0;
+            let mut last_end = None;
+            for mark in slot.marks.iter().flatten() {
+                self.records += 1;
+                self.pairs += mark.pairs as usize;
+                if self.records >= self.batch_records || self.pairs >= BATCH_PAIRS {
+                    whole.push(if self.text.is_empty() {
+                        MemberText::Within(index, from..mark.end)
+                    } else {
+                        self.text.extend_from_slice(&text[from..mark.end]);
+                        MemberText::Carried(std::mem::take(&mut self.text))
+                    });
+                    (self.records, self.pairs, self.last_end) = (0, 0, 0);
+                    from = mark.end;
+                    last_end = None;
+                } else {
+                    last_end = Some(mark.end);
+                }
+            }
+            if let Some(end) = last_end {
+                self.last_end = self.text.len() + (end - from);
+            }
+            self.text.extend_from_slice(&text[from..]);
+        }
+        let compressed: Vec<Vec<u8>> = whole
+            .par_iter()
+            .map(|member| match member {
+                MemberText::Within(index, range) => {
+                    gzip_member(&slots[*index].f.buf.as_slice()[range.clone()])
+                }
+                MemberText::Carried(text) => gzip_member(text),
+            })
+            .collect::<std::io::Result<_>>()?;
+        for member in compressed {
+            out.write_member(member)?;
+        }
+        for slot in slots {
+            slot.f.buf.clear();
+            if let Some(marks) = &mut slot.marks {
+                marks.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// The last member, and the end of the last line (as the gathering merge
+    /// writes it: after the members, as text).
+    fn finish(&mut self, out: &mut TraceSink) -> std::io::Result<()> {
+        if self.records > 0 {
+            out.write_member(gzip_member(&self.text[..self.last_end])?)?;
+            self.text.drain(..self.last_end);
+        }
+        out.write_all(&self.text)?;
+        self.text.clear();
+        Ok(())
+    }
+}
+
+/// What is left of one sorted stream of a run, or its share of one segment: a
+/// block of records in memory (of one run thread), or records of a spilled
+/// chunk (with the producer's thread numbers).
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    Block {
+        run: usize,
+        thread: LocalThread,
+        /// The place of the block's thread in the trace, among the threads of all runs.
+        place: u32,
+        /// The run's shift to trace time.
+        shift: i64,
+        records: &'a [Record],
+    },
+    Chunk {
+        run: usize,
+        shift: i64,
+        chunk: &'a SpilledChunk,
+        /// Left: records from this index entry on, but those before trace time
+        /// `after`. In a segment: `span`, less the records before `after` and
+        /// from trace time `before` on.
+        from: usize,
+        span: ChunkSpan,
+        after: Option<i64>,
+        before: Option<i64>,
+        done: bool,
+    },
 }
 
 /// The records of every run whose trace times fall in one span of time.
 pub(crate) struct Segment<'a> {
-    /// In run order, then block order (which break ties between parts).
+    /// In run order, then stream order (a run's chunks, then its blocks), which
+    /// breaks ties between parts.
     parts: Vec<Part<'a>>,
 }
 
-impl Segment<'_> {
-    pub(crate) fn records(&self) -> usize {
-        self.parts.iter().map(|p| p.records.len()).sum()
-    }
-}
-
-/// Cuts the runs of `cursors` (all in memory) into consecutive segments.
+/// Cuts the runs of `cursors` into consecutive segments.
 pub(crate) struct Segmenter<'a> {
-    /// What is left of every block of every run, in run order, then block order.
-    blocks: Vec<Part<'a>>,
+    /// What is left of every stream of every run, in run order, then stream order.
+    parts: Vec<Part<'a>>,
     /// Trace times where segments end (exclusive), increasing; the last segment
     /// ends with the runs.
     bounds: std::vec::IntoIter<i64>,
@@ -115,29 +306,40 @@ pub(crate) struct Segmenter<'a> {
 }
 
 impl<'a> Segmenter<'a> {
-    /// Segments of about `target` records each.
-    pub(crate) fn new(cursors: &[RunCursor<'a>], target: usize) -> Self {
-        // Threads' places in the trace, numbered densely so that a merge key fits
-        // in 128 bits.
-        let places = places_in_trace(cursors);
-        let blocks: Vec<Part> = cursors
-            .iter()
-            .zip(&places)
-            .enumerate()
-            .flat_map(|(run, (c, places))| {
-                c.blocks().map(move |(thread, records)| Part {
-                    run,
-                    thread,
-                    place: places[thread as usize],
-                    shift: c.shift,
-                    records,
-                })
-            })
-            .filter(|b| !b.records.is_empty())
-            .collect();
+    /// Segments of about `target` records each; `places` are the threads'
+    /// places in the trace ([`places_in_trace`]).
+    pub(crate) fn new(cursors: &[RunCursor<'a>], places: &[Vec<u32>], target: usize) -> Self {
+        let mut parts = Vec::new();
+        for (run, (c, places)) in cursors.iter().zip(places).enumerate() {
+            for chunk in &c.run.chunks {
+                if chunk.records > 0 {
+                    parts.push(Part::Chunk {
+                        run,
+                        shift: c.shift,
+                        chunk,
+                        from: 0,
+                        span: chunk.span(0, 0),
+                        after: None,
+                        before: None,
+                        done: false,
+                    });
+                }
+            }
+            for (thread, records) in c.blocks() {
+                if !records.is_empty() {
+                    parts.push(Part::Block {
+                        run,
+                        thread,
+                        place: places[thread as usize],
+                        shift: c.shift,
+                        records,
+                    });
+                }
+            }
+        }
         Segmenter {
-            bounds: segment_bounds(&blocks, target.max(1)).into_iter(),
-            blocks,
+            bounds: segment_bounds(&parts, target.max(1)).into_iter(),
+            parts,
             done: false,
         }
     }
@@ -151,9 +353,9 @@ impl<'a> Iterator for Segmenter<'a> {
             let bound = self.bounds.next();
             self.done = bound.is_none();
             let parts: Vec<Part> = self
-                .blocks
+                .parts
                 .iter_mut()
-                .filter_map(|b| b.take_before(bound))
+                .filter_map(|p| p.take_before(bound))
                 .collect();
             if !parts.is_empty() {
                 return Some(Segment { parts });
@@ -164,84 +366,327 @@ impl<'a> Iterator for Segmenter<'a> {
 }
 
 impl<'a> Part<'a> {
-    /// The block's records before trace time `bound` not yet in a segment (all
+    /// The stream's records before trace time `bound` not yet in a segment (all
     /// that are left without one).
     fn take_before(&mut self, bound: Option<i64>) -> Option<Part<'a>> {
-        let shift = self.shift;
-        let n = match bound {
-            Some(bound) => self.records.partition_point(|r| r.time + shift < bound),
-            None => self.records.len(),
-        };
-        let (taken, rest) = self.records.split_at(n);
-        self.records = rest;
-        (n > 0).then_some(Part {
-            records: taken,
-            ..*self
-        })
+        match self {
+            Part::Block { shift, records, .. } => {
+                let shift = *shift;
+                let n = match bound {
+                    Some(bound) => records.partition_point(|r| r.time + shift < bound),
+                    None => records.len(),
+                };
+                let (taken, rest) = records.split_at(n);
+                *records = rest;
+                (n > 0).then_some(match *self {
+                    Part::Block {
+                        run,
+                        thread,
+                        place,
+                        shift,
+                        ..
+                    } => Part::Block {
+                        run,
+                        thread,
+                        place,
+                        shift,
+                        records: taken,
+                    },
+                    Part::Chunk { .. } => unreachable!(),
+                })
+            }
+            Part::Chunk {
+                run,
+                shift,
+                chunk,
+                from,
+                after,
+                done,
+                ..
+            } => {
+                // Done, or every record left was taken.
+                if *done || after.is_some_and(|after| chunk.last_time() + *shift < after) {
+                    *done = true;
+                    return None;
+                }
+                let index = chunk.index();
+                // Entries `from..to` are before the bound: the span reads up to
+                // the first record at or after it (or the chunk's end).
+                let to = match bound {
+                    Some(bound) => {
+                        *from + index[*from..].partition_point(|e| e.time + *shift < bound)
+                    }
+                    None => index.len(),
+                };
+                if to == *from {
+                    return None;
+                }
+                let taken = Part::Chunk {
+                    run: *run,
+                    shift: *shift,
+                    chunk,
+                    from: *from,
+                    span: chunk.span(*from, to),
+                    after: *after,
+                    before: bound,
+                    done: false,
+                };
+                // The next span starts at the last entry before the bound.
+                *from = to - 1;
+                *after = bound;
+                *done = bound.is_none();
+                Some(taken)
+            }
+        }
     }
 }
 
 /// Trace times that cut the merged records into segments of about `target`
-/// records: every `target`-th time of a sorted sample of all records' times.
-/// A time shared by more records than that makes a larger segment.
-fn segment_bounds(blocks: &[Part], target: usize) -> Vec<i64> {
+/// records: a sorted sample of all records' times (every `step`-th record of
+/// each block, each entry of each chunk's index), each standing for the records
+/// up to the next, cut every `target` records. A time shared by more records
+/// than that makes a larger segment.
+fn segment_bounds(parts: &[Part], target: usize) -> Vec<i64> {
     // A few samples per block and segment keep the sizes near `target` without
     // sorting every time.
-    let step = (target / (4 * blocks.len().max(1))).clamp(1, 1024);
-    let mut samples: Vec<i64> = blocks
-        .iter()
-        .flat_map(|b| b.records.iter().step_by(step).map(|r| r.time + b.shift))
-        .collect();
-    samples.sort_unstable();
-    let per_segment = (target / step).max(1);
-    let mut bounds: Vec<i64> = Vec::with_capacity(samples.len() / per_segment + 1);
-    for &time in samples.iter().skip(per_segment).step_by(per_segment) {
-        if bounds.last() < Some(&time) {
-            bounds.push(time);
+    let step = (target / (4 * parts.len().max(1))).clamp(1, 1024);
+    let mut samples: Vec<(i64, u32)> = Vec::new();
+    for part in parts {
+        match *part {
+            Part::Block { shift, records, .. } => samples.extend(
+                records
+                    .iter()
+                    .step_by(step)
+                    .map(|r| (r.time + shift, step as u32)),
+            ),
+            Part::Chunk { shift, chunk, .. } => samples.extend(
+                chunk
+                    .index()
+                    .iter()
+                    .map(|e| (e.time + shift, INDEX_STEP as u32)),
+            ),
         }
+    }
+    samples.sort_unstable_by_key(|&(time, _)| time);
+    let mut bounds: Vec<i64> = Vec::with_capacity(samples.len() * step / target + 1);
+    let mut records = 0;
+    for &(time, weight) in &samples {
+        if records >= target && bounds.last() < Some(&time) {
+            bounds.push(time);
+            records = 0;
+        }
+        records += weight as usize;
     }
     bounds
 }
 
 /// Merges the records of `segment` in trace order (time, rank, thread's place in
-/// the trace, then part) and formats them into `f`, ending its last line.
-pub(crate) fn format_segment(cursors: &[RunCursor], segment: &Segment, f: &mut LineFormatter) {
-    if let [part] = segment.parts.as_slice() {
-        let c = &cursors[part.run];
-        for r in part.records {
-            format_record(c, part, r, f);
+/// the trace, then part) and formats them into `slot`, ending its last line;
+/// returns the number of records.
+fn format_segment(
+    cursors: &[RunCursor],
+    places: &[Vec<u32>],
+    segment: &Segment,
+    slot: &mut Slot,
+) -> std::io::Result<u64> {
+    let Slot { f, marks, buffers } = slot;
+    let records = match segment.parts.as_slice() {
+        [Part::Block {
+            run,
+            thread,
+            shift,
+            records,
+            ..
+        }] => {
+            let c = &cursors[*run];
+            for r in *records {
+                let current = c.current(r, *thread);
+                f.record(c, *run, &current, r.time + shift);
+                mark(f, marks, &current.body);
+            }
+            records.len() as u64
         }
-    } else {
-        merge_parts(cursors, &segment.parts, f);
-    }
+        parts if parts.iter().all(|p| matches!(p, Part::Block { .. })) => {
+            merge_blocks(cursors, parts, f, marks)
+        }
+        parts => merge_streams(cursors, places, parts, f, marks, buffers)?,
+    };
     f.end_event_line();
+    Ok(records)
 }
 
-/// Merge key of a part at record `r` (the part's index breaks ties).
-fn part_key(part: &Part, r: &Record, index: usize) -> u128 {
-    merge_key(r.time + part.shift, r.rank(), part.place, index)
+/// Notes where the record just formatted ends, for a `.prv.gz`.
+#[inline]
+fn mark(f: &LineFormatter, marks: &mut Option<Vec<Mark>>, body: &View) {
+    if let Some(marks) = marks {
+        let pairs = match body {
+            View::Events { pairs, .. } => pairs.len() as u32,
+            _ => 0,
+        };
+        marks.push(Mark {
+            end: f.buf.len(),
+            pairs,
+        });
+    }
 }
 
-fn merge_parts(cursors: &[RunCursor], parts: &[Part], f: &mut LineFormatter) {
-    let mut next: Vec<usize> = vec![0; parts.len()];
-    let keys = parts
+/// Merge key of a block at record `r` (the part's index breaks ties).
+#[inline]
+fn block_key(place: u32, shift: i64, r: &Record, index: usize) -> u128 {
+    merge_key(r.time + shift, r.rank(), place, index)
+}
+
+/// The merge of parts that are all blocks in memory.
+fn merge_blocks(
+    cursors: &[RunCursor],
+    parts: &[Part],
+    f: &mut LineFormatter,
+    marks: &mut Option<Vec<Mark>>,
+) -> u64 {
+    let blocks: Vec<(usize, LocalThread, u32, i64, &[Record])> = parts
+        .iter()
+        .map(|p| match *p {
+            Part::Block {
+                run,
+                thread,
+                place,
+                shift,
+                records,
+            } => (run, thread, place, shift, records),
+            Part::Chunk { .. } => unreachable!("merge_blocks takes blocks only"),
+        })
+        .collect();
+    let mut next: Vec<usize> = vec![0; blocks.len()];
+    let keys = blocks
         .iter()
         .enumerate()
-        .map(|(i, p)| part_key(p, &p.records[0], i));
+        .map(|(i, &(_, _, place, shift, records))| block_key(place, shift, &records[0], i));
     let mut tree = LoserTree::new(keys);
+    let mut count = 0;
     while let Some(i) = tree.winner() {
-        let part = &parts[i];
-        format_record(&cursors[part.run], part, &part.records[next[i]], f);
+        let (run, thread, place, shift, records) = blocks[i];
+        let c = &cursors[run];
+        let r = &records[next[i]];
+        let current = c.current(r, thread);
+        f.record(c, run, &current, r.time + shift);
+        mark(f, marks, &current.body);
+        count += 1;
         next[i] += 1;
-        let key = match part.records.get(next[i]) {
-            Some(r) => part_key(part, r, i),
+        let key = match records.get(next[i]) {
+            Some(r) => block_key(place, shift, r, i),
             None => DONE,
         };
         tree.replace_winner(key);
     }
+    count
 }
 
-fn format_record(c: &RunCursor, part: &Part, r: &Record, f: &mut LineFormatter) {
-    let time = r.time + part.shift;
-    f.record(c, part.run, &c.current(r, part.thread), time);
+/// One part of a segment being merged: a block or a span of a chunk, as a
+/// stream, and the trace time it stops at.
+struct Reading<'a> {
+    run: usize,
+    stream: Stream<'a>,
+    before: Option<i64>,
+}
+
+impl Reading<'_> {
+    /// The merge key at the current record; `DONE` once past `before`.
+    #[inline]
+    fn key(&self, c: &RunCursor, places: &[u32], index: usize) -> u128 {
+        let (time, rank, thread) = self.stream.position(c);
+        let time = time + c.shift;
+        if self.before.is_some_and(|before| time >= before) {
+            return DONE;
+        }
+        merge_key(time, rank, places[thread as usize], index)
+    }
+}
+
+/// The merge of parts some of which are spans of spilled chunks: each read
+/// from its span's first byte, past the records of earlier segments.
+fn merge_streams(
+    cursors: &[RunCursor],
+    places: &[Vec<u32>],
+    parts: &[Part],
+    f: &mut LineFormatter,
+    marks: &mut Option<Vec<Mark>>,
+    buffers: &mut Buffers,
+) -> std::io::Result<u64> {
+    let mut readings = Vec::with_capacity(parts.len());
+    for part in parts {
+        let reading = match *part {
+            Part::Block {
+                run,
+                thread,
+                records,
+                ..
+            } => Stream::of_block(thread, records).map(|stream| Reading {
+                run,
+                stream,
+                before: None,
+            }),
+            Part::Chunk {
+                run,
+                chunk,
+                span,
+                after,
+                before,
+                shift,
+                ..
+            } => {
+                let buffer = buffers.take();
+                let reader = ChunkReader::open_span(chunk, span, READ_BUFFER, buffer);
+                let mut stream = Stream::of_chunk(reader)?;
+                // Records an earlier segment took.
+                if let (Some(after), Some(s)) = (after, &mut stream) {
+                    let c = &cursors[run];
+                    while s.position(c).0 + shift < after {
+                        if !s.advance()? {
+                            stream = None;
+                            break;
+                        }
+                    }
+                }
+                stream.map(|stream| Reading {
+                    run,
+                    stream,
+                    before,
+                })
+            }
+        };
+        readings.push(reading);
+    }
+    let key_of = |i: usize, r: &Option<Reading>| match r {
+        Some(r) => r.key(&cursors[r.run], &places[r.run], i),
+        None => DONE,
+    };
+    let keys: Vec<u128> = readings
+        .iter()
+        .enumerate()
+        .map(|(i, r)| key_of(i, r))
+        .collect();
+    let mut tree = LoserTree::new(keys.into_iter());
+    let mut count = 0;
+    while let Some(i) = tree.winner() {
+        // (A part with a key has a stream.)
+        let Some(reading) = readings[i].as_mut() else {
+            break;
+        };
+        let c = &cursors[reading.run];
+        let current = reading.stream.current(c);
+        f.record(c, reading.run, &current, current.time + c.shift);
+        mark(f, marks, &current.body);
+        count += 1;
+        if !reading.stream.advance()? {
+            if let Some(done) = readings[i].take() {
+                buffers.keep(done.stream.into_buffer());
+            }
+        }
+        tree.replace_winner(key_of(i, &readings[i]));
+    }
+    // Streams that stopped at the segment's end.
+    for reading in readings.into_iter().flatten() {
+        buffers.keep(reading.stream.into_buffer());
+    }
+    Ok(count)
 }

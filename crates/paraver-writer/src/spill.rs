@@ -75,6 +75,34 @@ pub struct SpilledChunk {
     checksum: Option<u32>,
     /// The file named in errors (a part file); `None` for anonymous spill files.
     origin: Option<PathBuf>,
+    /// Every [`INDEX_STEP`]-th record's time and place, from the first: what lets
+    /// the merge read only one span of time of the chunk. Empty for a section of
+    /// a part file (read whole, in order).
+    index: Vec<IndexEntry>,
+    /// The time of the last record (`i64::MAX` when not known).
+    last_time: i64,
+}
+
+/// Records between two entries of a spilled chunk's time index: 16 bytes per 64
+/// records (a quarter of a byte per record) keeps what a span of time reads
+/// beyond its own records to two entries' worth.
+pub(crate) const INDEX_STEP: usize = 64;
+
+/// A record of a spilled chunk: its time (on its run's clock) and where it
+/// starts, from the chunk's start.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IndexEntry {
+    pub time: i64,
+    pub offset: u64,
+}
+
+/// Records `first..` (from byte `start`, up to byte `end`, `records` of them) of
+/// a spilled chunk: what a span of time reads of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChunkSpan {
+    pub start: u64,
+    pub end: u64,
+    pub records: u64,
 }
 
 impl SpilledChunk {
@@ -95,6 +123,39 @@ impl SpilledChunk {
             records,
             checksum: Some(checksum),
             origin: Some(origin),
+            index: Vec::new(),
+            last_time: i64::MAX,
+        }
+    }
+
+    /// The time of the chunk's last record, on its run's clock (`i64::MAX` when
+    /// not known).
+    pub(crate) fn last_time(&self) -> i64 {
+        self.last_time
+    }
+
+    /// Whether the chunk has a time index (see [`SpilledChunk::span`]).
+    pub(crate) fn is_indexed(&self) -> bool {
+        !self.index.is_empty() || self.records == 0
+    }
+
+    /// The index entries: every [`INDEX_STEP`]-th record's time and offset.
+    pub(crate) fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    /// The records from index entry `from` up to entry `to` (excluded; the
+    /// chunk's end when past the last entry).
+    pub(crate) fn span(&self, from: usize, to: usize) -> ChunkSpan {
+        let at = |entry: usize| match self.index.get(entry) {
+            Some(e) => (e.offset, (entry * INDEX_STEP) as u64),
+            None => (self.bytes, self.records),
+        };
+        let ((start, first), (end, last)) = (at(from), at(to));
+        ChunkSpan {
+            start,
+            end,
+            records: last - first,
         }
     }
 
@@ -150,11 +211,24 @@ pub(crate) fn write_chunk(
     payload: &Payload,
 ) -> io::Result<SpilledChunk> {
     let (file, mut out) = spill_file(dir)?;
-    for (thread, r) in records {
-        encode_view(&mut out, r.time, thread, &View::of(r.body, payload))?;
+    let mut index = Vec::with_capacity(count.div_ceil(INDEX_STEP));
+    let mut offset = 0;
+    let mut last_time = i64::MAX;
+    for (n, (thread, r)) in records.enumerate() {
+        last_time = r.time;
+        let view = View::of(r.body, payload);
+        if n % INDEX_STEP == 0 {
+            index.push(IndexEntry {
+                time: r.time,
+                offset,
+            });
+        }
+        encode_view(&mut out, r.time, thread, &view)?;
+        offset += encoded_len(&view);
     }
     out.flush()?;
     let bytes = out.get_mut().stream_position()?;
+    debug_assert_eq!(bytes, offset);
     drop(out);
     Ok(SpilledChunk {
         file: Arc::new(file),
@@ -163,7 +237,20 @@ pub(crate) fn write_chunk(
         records: count as u64,
         checksum: None,
         origin: None,
+        index,
+        last_time,
     })
+}
+
+/// Bytes [`encode_view`] writes for a record of body `body`.
+fn encoded_len(body: &View) -> u64 {
+    let head = 1 + 8 + 4;
+    let body = match body {
+        View::State { .. } => 8 + 4,
+        View::Events { pairs, .. } => 4 + 13 * pairs.len(),
+        View::Comm(_) => 5 * 8 + 4,
+    };
+    (head + body) as u64
 }
 
 /// A writer that counts and checksums what goes through it.
@@ -211,11 +298,19 @@ struct SectionReader {
 
 impl SectionReader {
     fn new(chunk: &SpilledChunk, buffer: usize) -> Self {
+        Self::of_bytes(chunk, 0, chunk.bytes, vec![0; buffer.max(1)])
+    }
+
+    /// A reader of the chunk's bytes `start..end` (a checked section is read
+    /// whole) into `buf` (not empty; its length is what one read asks for).
+    fn of_bytes(chunk: &SpilledChunk, start: u64, end: u64, buf: Vec<u8>) -> Self {
+        debug_assert!(chunk.checksum.is_none() || (start, end) == (0, chunk.bytes));
+        debug_assert!(!buf.is_empty());
         SectionReader {
             file: Arc::clone(&chunk.file),
-            next: chunk.offset,
-            end: chunk.offset + chunk.bytes,
-            buf: vec![0; buffer.max(1)],
+            next: chunk.offset + start,
+            end: chunk.offset + end,
+            buf,
             pos: 0,
             len: 0,
             crc: chunk.checksum.map(|c| (crc32fast::Hasher::new(), c)),
@@ -380,9 +475,41 @@ pub(crate) struct ChunkReader {
 impl ChunkReader {
     /// A reader of `chunk` with a buffer of `buffer` bytes.
     pub fn open(chunk: &SpilledChunk, buffer: usize) -> io::Result<Self> {
-        Ok(ChunkReader {
-            input: SectionReader::new(chunk, buffer),
-            left: chunk.records,
+        Ok(Self::reading(
+            SectionReader::new(chunk, buffer),
+            chunk.records,
+        ))
+    }
+
+    /// A reader of the records of `span` of `chunk` (see [`SpilledChunk::span`]),
+    /// reading at most `most` bytes at a time into `buffer` (reused: it is only
+    /// zeroed where it grows; [`ChunkReader::into_buffer`] gives it back).
+    pub fn open_span(
+        chunk: &SpilledChunk,
+        span: ChunkSpan,
+        most: usize,
+        mut buffer: Vec<u8>,
+    ) -> Self {
+        let size = most.min((span.end - span.start) as usize).max(1);
+        // A longer buffer reads the span in fewer reads.
+        if buffer.len() < size {
+            buffer.resize(size, 0);
+        }
+        Self::reading(
+            SectionReader::of_bytes(chunk, span.start, span.end, buffer),
+            span.records,
+        )
+    }
+
+    /// The reader's buffer, for another reader.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.input.buf
+    }
+
+    fn reading(input: SectionReader, records: u64) -> Self {
+        ChunkReader {
+            input,
+            left: records,
             time: 0,
             thread: 0,
             body: DecodedBody::Events { closing: false },
@@ -395,7 +522,7 @@ impl ChunkReader {
                 size: 0,
                 tag: 0,
             },
-        })
+        }
     }
 
     /// Reads the next record into `self`; `false` at the end of the chunk.

@@ -278,7 +278,9 @@ fn a_report_given_twice_under_two_names_is_used_once() {
     assert_eq!(begins(&stats, 63_000_000), counts.runtime_rows);
 }
 
-/// Spilling sorted chunks to disk (a tiny `--memory-limit`) must not change a byte.
+/// Spilling sorted chunks to disk (a tiny `--memory-limit`) must not change a byte,
+/// whatever the limit and the number of jobs (spilled runs are merged by time
+/// segments on every job), for a `.prv` and a `.prv.gz` (the same gzip members).
 #[test]
 fn spilling_gives_the_same_bytes_as_memory() {
     let dir = tempfile::tempdir().unwrap();
@@ -292,42 +294,66 @@ fn spilling_gives_the_same_bytes_as_memory() {
     for (i, inputs) in sets.iter().enumerate() {
         let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
         let memory = dir.path().join(format!("m{i}/t.prv"));
-        let spilled = dir.path().join(format!("s{i}/t.prv"));
-        for out in [&memory, &spilled] {
+        // A set of its own: writing `t.prv.gz` replaces the set `t`.
+        let memory_gz = dir.path().join(format!("mg{i}/t.prv.gz"));
+        for out in [&memory, &memory_gz] {
             std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+            let plain = convert(&refs, out, &[]);
+            assert!(
+                plain.status.success(),
+                "{}",
+                String::from_utf8_lossy(&plain.stderr)
+            );
         }
-        let plain = convert(&refs, &memory, &[]);
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&memory_gz).unwrap()),
+            &mut text,
+        )
+        .unwrap();
         assert!(
-            plain.status.success(),
-            "{}",
-            String::from_utf8_lossy(&plain.stderr)
+            text == std::fs::read(&memory).unwrap(),
+            ".prv.gz decompresses to the .prv"
         );
-        let result = binary()
-            .args(["-v", "--memory-limit", "64K", "-j", "2"])
-            .args(&refs)
-            .arg(&spilled)
-            .output()
-            .unwrap();
-        assert!(result.status.success());
-        let log = String::from_utf8_lossy(&result.stderr);
-        assert!(
-            log.contains("spilled chunks="),
-            "the small limit made runs spill"
-        );
-        assert!(
-            log.contains("spilled state chunks="),
-            "the small limit made state intervals spill"
-        );
-        assert!(
-            read_all(&memory) == read_all(&spilled),
-            "spilled output differs"
-        );
-        let leftovers: Vec<_> = std::fs::read_dir(spilled.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .filter(|n| n.to_string_lossy().contains("tmp"))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
+        for (limit, jobs) in [("64K", "1"), ("64K", "2"), ("64K", "3"), ("256K", "2")] {
+            let spilled = dir.path().join(format!("s{i}-{limit}-{jobs}/t.prv"));
+            let spilled_gz = dir.path().join(format!("sg{i}-{limit}-{jobs}/t.prv.gz"));
+            for out in [&spilled, &spilled_gz] {
+                std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+                let result = binary()
+                    .args(["-v", "--memory-limit", limit, "-j", jobs])
+                    .args(&refs)
+                    .arg(out)
+                    .output()
+                    .unwrap();
+                assert!(result.status.success());
+                let log = String::from_utf8_lossy(&result.stderr);
+                assert!(
+                    log.contains("spilled chunks="),
+                    "the small limit made runs spill"
+                );
+                assert!(
+                    (limit, jobs) != ("64K", "2") || log.contains("spilled state chunks="),
+                    "the small limit made state intervals spill"
+                );
+            }
+            assert!(
+                read_all(&memory) == read_all(&spilled),
+                "spilled output differs at {limit}, -j {jobs}"
+            );
+            assert!(
+                std::fs::read(&memory_gz).unwrap() == std::fs::read(&spilled_gz).unwrap(),
+                "spilled .prv.gz differs at {limit}, -j {jobs}"
+            );
+            for out in [&spilled, &spilled_gz] {
+                let leftovers: Vec<_> = std::fs::read_dir(out.parent().unwrap())
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .filter(|n| n.to_string_lossy().contains("tmp"))
+                    .collect();
+                assert!(leftovers.is_empty(), "{leftovers:?}");
+            }
+        }
     }
 }
 
