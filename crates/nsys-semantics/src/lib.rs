@@ -27,6 +27,7 @@ mod metric_values;
 pub mod mpi;
 mod mpi_values;
 mod nccl;
+pub mod nccl_match;
 mod network;
 mod nvtx;
 pub mod nvtx_config;

@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 
-use super::pipeline::PipelineWork;
+use super::pipeline::{self, PipelineWork};
 use super::ProcessSim;
 use crate::activity::KernelNameIds;
 use crate::catalog::{kernel, KernelDef};
@@ -345,6 +345,23 @@ const NVTX_CALL: (i64, i64) = (150, 700);
 /// A range of a view operator that launches nothing lasts this long (ns).
 const CPU_OP: (i64, i64) = (1_500, 6_000);
 
+/// Time between the starts of two data-parallel steps on the job's clock: 5/4 of a step's
+/// nominal GPU time, plus what is injected, plus 1 ms.
+fn data_parallel_period(spec: &SynthTraining) -> i64 {
+    let kernels = |ops: &[Operator]| -> i64 {
+        ops.iter()
+            .flat_map(|(_, families)| families.iter())
+            .map(|f| f.def().duration)
+            .sum()
+    };
+    let per_layer = kernels(&FORWARD) + kernels(&BACKWARD);
+    let buckets = i64::from(spec.buckets.max(1));
+    let per_bucket = OPTIMIZER.duration + 20_000 + BUCKET_BYTES / NCCL_BYTES_PER_NS;
+    let nominal = i64::from(spec.layers) * per_layer + buckets * per_bucket + 1_000_000;
+    let late = spec.parallel.late_rank.map_or(0, |l| l.late_ns) * buckets;
+    nominal * 5 / 4 + spec.parallel.host_gap_ns + late + 1_000_000
+}
+
 /// StringIds of every name the training loop writes.
 pub(crate) struct TrainingNames {
     step: i64,
@@ -510,11 +527,28 @@ impl ProcessSim<'_, '_> {
             }
             match &spec.parallel.pipeline {
                 Some(pipeline) => self.pipeline_step(training, pipeline, lanes, step)?,
-                None => self.step(training, lanes)?,
+                None => {
+                    self.align_step(spec, step);
+                    self.step(training, lanes)?
+                }
             }
             self.flush_ranges()?;
         }
         self.close_epoch(training, main, spec.steps, epoch_start)
+    }
+
+    /// In a data-parallel job, every rank starts step `step` at the same time on the job's clock
+    /// (its threads idle until then), as the previous step's collectives keep them in step.
+    fn align_step(&mut self, spec: &SynthTraining, step: u64) {
+        let parallel = &spec.parallel;
+        if parallel.world == 0 {
+            return;
+        }
+        let start = pipeline::FIRST_STEP_NS + step as i64 * data_parallel_period(spec)
+            - parallel.session_offset_ns;
+        for thread in &mut self.threads {
+            thread.now = thread.now.max(start);
+        }
     }
 
     fn define_nccl_domain(&mut self, main: usize) -> Result<()> {
