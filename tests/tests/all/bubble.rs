@@ -156,7 +156,9 @@ fn transfers_by_sql(inputs: &[PathBuf]) -> Vec<Line> {
     lines
 }
 
-fn pipeline_job(dir: &Path, stages: u32, steps: u64) -> (Vec<PathBuf>, SynthPipeline) {
+/// The rank files of a `stages`-stage pipeline (3 micro-batches, stage 1 twice as slow)
+/// running `steps` steps, and its shape; also a trace of `paramedir::`.
+pub(crate) fn pipeline_job(dir: &Path, stages: u32, steps: u64) -> (Vec<PathBuf>, SynthPipeline) {
     let pipeline = SynthPipeline {
         slow_stage: Some(1),
         ..SynthPipeline::new(3)
@@ -410,6 +412,37 @@ fn the_late_rank_of_every_collective_and_the_others_waits() {
         assert_eq!(label_of(&out, WAITED_FOR_RANK, e.3), "rank 2");
     }
 
+    // The report names rank 2 with the whole wait, for the all-reduce and in every
+    // iteration (train_step), the iterations' waits adding up to the total.
+    let total: i64 = expected.iter().map(|e| e.2).sum();
+    let report = binary()
+        .args(["report", "--json", "-"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let late = &json["late_arrivals"];
+    assert_eq!(late["total_wait_ns"], total);
+    assert_eq!(late["waits"], expected.len());
+    assert_eq!(late["ranks"].as_array().unwrap().len(), 1, "{late}");
+    assert_eq!(late["ranks"][0]["rank"], "rank 2");
+    assert_eq!(late["ranks"][0]["wait_ns"], total);
+    assert_eq!(late["per_collective"][0]["collective"], "AllReduce");
+    assert_eq!(late["per_collective"][0]["wait_ns"], total);
+    let iterations = late["per_iteration"].as_array().unwrap();
+    assert_eq!(iterations.len(), 3, "{late}");
+    let mut summed = 0;
+    for it in iterations {
+        assert_eq!(it["rank"], "rank 2");
+        assert_eq!(it["wait_ns"], it["total_wait_ns"]);
+        summed += it["wait_ns"].as_i64().unwrap();
+    }
+    assert_eq!(summed, total);
     let Some(paramedir) = paramedir::paramedir() else {
         return;
     };
@@ -425,8 +458,7 @@ fn the_late_rank_of_every_collective_and_the_others_waits() {
     let Some(Ok(ViewResult::Timeline(intervals))) = run.result(0) else {
         panic!("no timeline: {}", run.stdout);
     };
-    // Each waiting stretch shows its wait as its value, for as long as it lasts.
-    let total: f64 = expected.iter().map(|e| e.2 as f64).sum();
+    // Each waiting stretch shows its wait as its value.
     let shown: f64 = intervals.iter().filter(|i| i.3 != 0.0).map(|i| i.3).sum();
-    assert_eq!(shown, total);
+    assert_eq!(shown, total as f64);
 }
