@@ -109,7 +109,7 @@ struct Cli {
     /// Pipeline parallelism: rank r is stage r of --ranks stages, running a GPipe schedule of
     /// --micro-batches with ncclSend/ncclRecv of activations and gradients between neighbouring
     /// stages, on the job's common clock.
-    #[arg(long, requires = "training", conflicts_with = "mpi")]
+    #[arg(long, requires = "training", conflicts_with_all = ["mpi", "single"])]
     pipeline: bool,
     /// Micro-batches per step of --pipeline.
     #[arg(long, default_value_t = 4, requires = "pipeline", value_parser = clap::value_parser!(u32).range(1..))]
@@ -118,7 +118,7 @@ struct Cli {
     #[arg(long, requires = "pipeline")]
     slow_stage: Option<u32>,
     /// This rank starts every all-reduce --late-ns after the others, which wait for it.
-    #[arg(long, requires = "training", conflicts_with = "pipeline")]
+    #[arg(long, requires = "training", conflicts_with_all = ["pipeline", "single"])]
     late_rank: Option<u32>,
     /// How late --late-rank is at each all-reduce (ns).
     #[arg(long, default_value_t = 2_000_000, requires = "late_rank")]
