@@ -33,6 +33,7 @@ fn report(rank: u32) -> ReportTranslation {
         extra_type_categories: Vec::new(),
         ranks: HashMap::from([(pid, rank)]),
         p2p: Vec::new(),
+        nccl_ops: Vec::new(),
         sync_points: Default::default(),
         cpus_seen: 0,
         recorded_tables: Vec::new(),

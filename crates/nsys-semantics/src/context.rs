@@ -8,7 +8,7 @@ use nsys_reader::{Export, ReadError, TableScan};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::FxHashMap;
 
-use crate::handoff::{GpuLinks, Handoff, P2pEndpoint, SyncPoints};
+use crate::handoff::{GpuLinks, Handoff, NcclKernelOp, P2pEndpoint, SyncPoints};
 use crate::options::Options;
 
 /// A row of the trace as the report knows it. Its order is the layout's order of
@@ -120,6 +120,8 @@ pub(crate) struct ReportContext<'a> {
     pub sync_points: SyncPoints,
     /// Point-to-point message endpoints, paired across reports later.
     pub p2p: Vec<P2pEndpoint>,
+    /// NCCL kernels with the call that launched them, matched across reports later.
+    pub nccl_ops: Vec<NcclKernelOp>,
     /// What one category's pass hands another's.
     pub handoff: Handoff,
     /// One more than the highest logical CPU a thread ran on (0: none seen).
@@ -153,6 +155,7 @@ impl<'a> ReportContext<'a> {
             row_labels: FxHashMap::default(),
             sync_points: SyncPoints::default(),
             p2p: Vec::new(),
+            nccl_ops: Vec::new(),
             handoff: Handoff::default(),
             cpus_seen: 0,
             outside_limits: 0,
@@ -287,7 +290,9 @@ impl<'a> ReportContext<'a> {
     }
 
     fn held_bytes(&self) -> usize {
-        self.handoff.bytes() + self.p2p.capacity() * std::mem::size_of::<P2pEndpoint>()
+        self.handoff.bytes()
+            + self.p2p.capacity() * std::mem::size_of::<P2pEndpoint>()
+            + self.nccl_ops.capacity() * std::mem::size_of::<NcclKernelOp>()
     }
 
     pub fn count(&mut self, what: &str, n: u64) {

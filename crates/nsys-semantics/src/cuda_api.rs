@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::cuda_sync::{CUDA_SYNC, SYNC};
-use crate::handoff::{GpuLinks, NcclRanges, SyncCall, SyncCalls};
+use crate::handoff::{GpuLinks, NcclKernelOp, NcclRanges, SyncCall, SyncCalls};
 use crate::types::{interval, state};
 use crate::view::bundled_view;
 
@@ -175,6 +175,15 @@ fn translate(
                 if let Some(range) = nccl.enclosing(thread, call.start) {
                     ctx.run
                         .interval_ahead(link.thread, link.start, end, &range.payload);
+                    if let Some(described) = &range.call {
+                        ctx.nccl_ops.push(NcclKernelOp {
+                            pid,
+                            stream: link.thread,
+                            start: link.start,
+                            end,
+                            call: described.clone(),
+                        });
+                    }
                 }
             }
         }

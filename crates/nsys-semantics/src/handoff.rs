@@ -11,7 +11,9 @@ use paraver_writer::{EventPair, LocalThread};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-pub use nsys2prv_events::{CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY};
+pub use nsys2prv_events::{
+    CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY, TAG_NCCL_P2P,
+};
 
 #[derive(Default)]
 pub(crate) struct Handoff {
@@ -385,6 +387,46 @@ pub(crate) struct NcclRange {
     pub start: i64,
     pub end: i64,
     pub payload: Vec<EventPair>,
+    /// What the call is, when its name and payload say (communicator, peer).
+    pub call: Option<NcclCall>,
+}
+
+/// An NCCL call as its range's name and payload describe it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NcclCall {
+    pub kind: NcclCallKind,
+    /// The communicator's id as NCCL's payload gives it (its `commHash`, the same
+    /// on every rank of the communicator).
+    pub comm: i64,
+    /// Bytes the call moves (0 when the payload does not say).
+    pub bytes: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NcclCallKind {
+    /// `ncclSend` to, or `ncclRecv` from, the peer (its rank in the communicator).
+    Send {
+        peer: i64,
+    },
+    Recv {
+        peer: i64,
+    },
+    /// Any other call: a collective, by its range's name (`ncclAllReduce`).
+    Collective {
+        name: String,
+    },
+}
+
+/// An NCCL kernel with the call that launched it, in this report's clock: what
+/// `nccl_match` pairs across reports.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NcclKernelOp {
+    pub pid: u32,
+    /// The GPU stream row the kernel ran on.
+    pub stream: LocalThread,
+    pub start: i64,
+    pub end: i64,
+    pub call: NcclCall,
 }
 
 /// NCCL ranges by thread, sorted by start, to find the range a launch was made in.
@@ -616,6 +658,7 @@ mod tests {
                 start: 0,
                 end: 100,
                 payload: payload(1),
+                call: None,
             },
         );
         r.add(
@@ -624,6 +667,7 @@ mod tests {
                 start: 10,
                 end: 20,
                 payload: payload(2),
+                call: None,
             },
         );
         r.sort();

@@ -27,6 +27,7 @@ mod metric_values;
 pub mod mpi;
 mod mpi_values;
 mod nccl;
+pub mod nccl_match;
 mod network;
 mod nvtx;
 pub mod nvtx_config;
@@ -64,7 +65,7 @@ pub mod event_types {
         is_nvtx_range_type, CORRELATION_ID, CUDA_API, CUDA_KERNEL, CUDA_MEMORY_OP,
         CUDA_MEMORY_SIZE, CUDA_TAGS, NCCL_KERNEL, NCCL_KERNEL_COLLECTIVE as KERNEL_COLLECTIVE,
         NCCL_MESSAGE_SIZE as MESSAGE_SIZE, NCCL_REGIONS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK,
-        TAG_LAUNCH, TAG_MEMORY,
+        TAG_LAUNCH, TAG_MEMORY, TAG_NCCL_P2P,
     };
 }
 

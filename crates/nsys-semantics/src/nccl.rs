@@ -7,11 +7,12 @@
 //! reduction operation, 9503 root, 9504 data type, 9505 communicator, 9506 peer,
 //! 9507 element count.
 
-use paraver_writer::{EventPair, EventTypeInfo, ValueLabels};
+use paraver_writer::{EventPair, EventTypeInfo, Value, ValueLabels};
 use serde_json::Value as Json;
 
 use crate::category::{Category, CategoryInfo};
 use crate::context::ReportContext;
+use crate::handoff::{NcclCall, NcclCallKind};
 use crate::types::interval;
 use crate::view::bundled_view;
 
@@ -21,6 +22,7 @@ pub const REDUCTION_OP: u32 = 9502;
 pub const ROOT: u32 = 9503;
 pub const DATA_TYPE: u32 = 9504;
 pub use nsys2prv_events::NCCL_COMMUNICATOR as COMMUNICATOR;
+pub use nsys2prv_events::{NCCL_WAITED_FOR_RANK, NCCL_WAIT_TIME};
 pub const PEER: u32 = 9506;
 pub const COUNT: u32 = 9507;
 pub use nsys2prv_events::NCCL_KERNEL_COLLECTIVE as KERNEL_COLLECTIVE;
@@ -70,6 +72,14 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
             "Which NCCL kernel runs on each GPU stream, and when?",
         ),
         bundled_view!(
+            "views/nccl_transfers.cfg",
+            "Which GPU stream sends NCCL point-to-point data to which, when, and how much?",
+        ),
+        bundled_view!(
+            "views/nccl_collective_wait.cfg",
+            "How long does each NCCL collective kernel wait for the last rank, and for which one?",
+        ),
+        bundled_view!(
             "analysis/nccl_calls.cfg",
             "How much time does each thread spend in each NCCL call?",
         ),
@@ -103,6 +113,12 @@ fn event_types() -> Vec<EventTypeInfo> {
             "NCCL kernel reduction operation",
             Names,
         ),
+        interval(
+            NCCL_WAITED_FOR_RANK,
+            "NCCL collective waited for rank",
+            Names,
+        ),
+        interval(NCCL_WAIT_TIME, "NCCL collective wait time (ns)", Numeric),
     ]
 }
 
@@ -159,6 +175,42 @@ pub(crate) fn payload_pairs(ctx: &mut ReportContext, json: &str) -> (Vec<EventPa
     }
     pairs.sort_by_key(|p| p.ty);
     (pairs, notes)
+}
+
+/// The call an NCCL range describes, from its name (`ncclSend`, `ncclRecv`,
+/// `ncclAllReduce`, ...) and its translated payload: `None` without a communicator,
+/// or for a send or receive without a peer.
+pub(crate) fn call_of(ctx: &ReportContext, name: &str, payload: &[EventPair]) -> Option<NcclCall> {
+    let find = |ty| payload.iter().find(|p| p.ty == ty).map(EventPair::value);
+    let comm = match find(COMMUNICATOR)? {
+        Value::Name(handle) => {
+            communicator_id(ctx.run.names.names_of(COMMUNICATOR).get(handle as usize)?)
+        }
+        Value::Raw(v) => v,
+    };
+    let raw = |ty| match find(ty) {
+        Some(Value::Raw(v)) => Some(v),
+        _ => None,
+    };
+    let kind = match name {
+        "ncclSend" => NcclCallKind::Send { peer: raw(PEER)? },
+        "ncclRecv" => NcclCallKind::Recv { peer: raw(PEER)? },
+        other => NcclCallKind::Collective {
+            name: other.to_string(),
+        },
+    };
+    Some(NcclCall {
+        kind,
+        comm,
+        bytes: raw(MESSAGE_SIZE).unwrap_or(0),
+    })
+}
+
+/// A communicator's id from its payload text: the number NCCL writes (decimal or
+/// hex), else the text's stable hash, so that equal texts give equal ids.
+fn communicator_id(text: &str) -> i64 {
+    json_integer(&Json::String(text.to_string()))
+        .unwrap_or_else(|| paraver_writer::names::stable_hash(text) as i64)
 }
 
 /// What translating one payload left out, counted per range that has the payload.

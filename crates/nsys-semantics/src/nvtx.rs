@@ -570,12 +570,14 @@ impl<'d> RangePass<'d> {
             };
             if let Some(payload) = payload {
                 let end = e.end.unwrap_or(i64::MAX);
+                let call = nccl::call_of(ctx, &text.text, &payload);
                 self.nccl.add(
                     thread,
                     NcclRange {
                         start: e.start,
                         end,
                         payload: payload.clone(),
+                        call,
                     },
                 );
                 pairs.extend(payload);

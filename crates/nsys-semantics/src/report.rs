@@ -8,7 +8,7 @@ use paraver_writer::{EventTypeInfo, Run};
 use serde::{Deserialize, Serialize};
 
 use crate::context::{ReportContext, ThreadKey};
-use crate::handoff::{P2pEndpoint, SyncPoints};
+use crate::handoff::{NcclKernelOp, P2pEndpoint, SyncPoints};
 use crate::options::{Category, Options};
 use crate::ranks;
 use crate::registry::Registry;
@@ -43,6 +43,8 @@ pub struct ReportTranslation<R = Run> {
     pub ranks: HashMap<u32, u32>,
     /// Point-to-point message endpoints, paired across reports later.
     pub p2p: Vec<P2pEndpoint>,
+    /// NCCL kernels with their calls, matched across reports later (`nccl_match`).
+    pub nccl_ops: Vec<NcclKernelOp>,
     /// Times every rank shares (end of MPI_Init, barriers, first NCCL kernel).
     pub sync_points: SyncPoints,
     /// One more than the highest logical CPU its threads ran on (0: none seen).
@@ -100,6 +102,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         nvtx_ranks,
         sync_points,
         mut p2p,
+        mut nccl_ops,
         row_labels,
         cpus_seen,
         outside_limits,
@@ -146,6 +149,10 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
     for e in &mut p2p {
         e.thread = run.new_of_old[e.thread as usize];
     }
+    nccl_ops.retain(|op| op.stream != paraver_writer::DISCARDED);
+    for op in &mut nccl_ops {
+        op.stream = run.new_of_old[op.stream as usize];
+    }
     let ranks = ranks::process_ranks(export, &thread_keys, &nvtx_ranks)?;
     Ok(ReportTranslation {
         path: path.to_path_buf(),
@@ -161,6 +168,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         extra_type_categories: Vec::new(),
         ranks,
         p2p,
+        nccl_ops,
         sync_points,
         cpus_seen,
         recorded_tables: export.tables_with_rows()?,

@@ -34,6 +34,7 @@ impl<R> ReportTranslation<R> {
             extra_type_categories: self.extra_type_categories,
             ranks: self.ranks,
             p2p: self.p2p,
+            nccl_ops: self.nccl_ops,
             sync_points: self.sync_points,
             cpus_seen: self.cpus_seen,
             recorded_tables: self.recorded_tables,

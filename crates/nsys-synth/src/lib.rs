@@ -59,6 +59,7 @@ use std::path::Path;
 pub use cpu::{add_cpu_activity, CpuCounts, SynthCpu};
 pub use mpi::{MpiPattern, SynthMpi};
 pub use rows::{add_rows, table_statement, Cell, TableRows};
+pub use sim::{PipelineOp, PipelineSchedule, PipelineWork};
 pub use version::SchemaVersion;
 
 /// What to put in one export file.
@@ -157,6 +158,52 @@ pub struct SynthTraining {
     /// The main thread spends this long (ns) more in each step's data loading: a straggling
     /// rank when set in one rank's spec.
     pub data_load_delay_ns: i64,
+    /// How this process takes part in a parallel job (the default: on its own, as before).
+    pub parallel: SynthParallel,
+}
+
+/// A process's place in a parallel training job, and behaviour injected on request. The default
+/// (world 0) leaves the loop as it was: a communicator per process, nothing injected.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SynthParallel {
+    /// Rank of this process in the job's one NCCL communicator, and the job's size.
+    pub rank: u32,
+    pub world: u32,
+    /// The session's `utcEpochNs` less the job's common clock origin: what is subtracted from a
+    /// time on the job's clock to get this session's time (ranks' sessions start µs apart).
+    pub session_offset_ns: i64,
+    /// Pipeline parallelism instead of data parallelism: stage = rank, `world` stages.
+    pub pipeline: Option<SynthPipeline>,
+    /// One rank arrives late at every all-reduce (data parallelism).
+    pub late_rank: Option<SynthLateRank>,
+    /// Before each step's batch is copied in, the main thread is busy this long in `data_load`
+    /// with nothing queued on the GPU (a host-bound gap).
+    pub host_gap_ns: i64,
+}
+
+/// A GPipe schedule: every micro-batch's forward through the stages, then every micro-batch's
+/// backward back through them; activations and gradients go to the neighbouring stage with
+/// `ncclSend`/`ncclRecv` (kernel `ncclDevKernel_SendRecv`), both kernels of a transfer ending
+/// together once both sides are there. Kernel times follow the schedule exactly (no jitter), on
+/// the job's common clock: [`SynthPipeline::schedule`] is the truth the tests compare with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SynthPipeline {
+    pub micro_batches: u32,
+    /// Forward compute per micro-batch and stage (ns); backward takes twice as long.
+    pub forward_ns: i64,
+    /// Bytes of one micro-batch's activations (and of its gradients).
+    pub activation_bytes: i64,
+    /// This stage's compute takes `slow_factor` times as long.
+    pub slow_stage: Option<u32>,
+    pub slow_factor: i64,
+}
+
+/// `rank`'s all-reduce kernels start `late_ns` after the others' (its CPU is busy that long
+/// before each launch); the others' kernels last `late_ns` longer, waiting for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthLateRank {
+    pub rank: u32,
+    pub late_ns: i64,
 }
 
 impl SynthTraining {
@@ -172,6 +219,7 @@ impl SynthTraining {
             steps_per_epoch: 100,
             slower_kernel: None,
             data_load_delay_ns: 0,
+            parallel: SynthParallel::default(),
         }
     }
 

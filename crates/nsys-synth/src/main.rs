@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use nsys_synth::{
     add_cpu_activity, write_export, MpiPattern, SchemaVersion, SynthCounts, SynthCpu,
-    SynthDeviceSide, SynthGraphMode, SynthMpi, SynthProcess, SynthSpec, SynthTraining,
+    SynthDeviceSide, SynthGraphMode, SynthLateRank, SynthMpi, SynthParallel, SynthPipeline,
+    SynthProcess, SynthSpec, SynthTraining,
 };
 
 /// Writes synthetic Nsight Systems SQLite exports (CUDA API calls, kernels, copies, memsets and
@@ -120,6 +121,31 @@ struct Cli {
         requires = "straggler"
     )]
     straggler_delay_us: i64,
+    /// Pipeline parallelism: rank r is stage r of --ranks stages, running a GPipe schedule of
+    /// --micro-batches with ncclSend/ncclRecv of activations and gradients between neighbouring
+    /// stages, on the job's common clock.
+    #[arg(long, requires = "training", conflicts_with_all = ["mpi", "single"])]
+    pipeline: bool,
+    /// Micro-batches per step of --pipeline.
+    #[arg(long, default_value_t = 4, requires = "pipeline", value_parser = clap::value_parser!(u32).range(1..))]
+    micro_batches: u32,
+    /// This stage of --pipeline computes twice as slowly as the others.
+    #[arg(long, requires = "pipeline")]
+    slow_stage: Option<u32>,
+    /// This rank starts every all-reduce --late-ns after the others, which wait for it.
+    #[arg(long, requires = "training", conflicts_with_all = ["pipeline", "single"])]
+    late_rank: Option<u32>,
+    /// How late --late-rank is at each all-reduce (ns).
+    #[arg(long, default_value_t = 2_000_000, requires = "late_rank")]
+    late_ns: i64,
+    /// Each training step's data loading keeps the CPU busy this long with the GPU idle (ns).
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "training",
+        conflicts_with = "pipeline"
+    )]
+    host_gap_ns: i64,
     /// CPU IP samples per CPU thread, with call stacks (one in four) and context switches;
     /// with --rows 0, a CPU-only report.
     #[arg(long, default_value_t = 0)]
@@ -198,6 +224,28 @@ fn parse_slower(text: &str) -> Result<(String, u32), String> {
     Ok((name.to_owned(), pct))
 }
 
+/// The rank's place in the job when the job is parallel on purpose (else the default, which
+/// keeps the loop of earlier versions).
+fn parallel(cli: &Cli, rank: u32) -> SynthParallel {
+    if !cli.pipeline && cli.late_rank.is_none() && cli.host_gap_ns == 0 {
+        return SynthParallel::default();
+    }
+    SynthParallel {
+        rank,
+        world: cli.ranks,
+        session_offset_ns: rank_epoch(rank) - BASE_EPOCH_NS,
+        pipeline: cli.pipeline.then(|| SynthPipeline {
+            slow_stage: cli.slow_stage,
+            ..SynthPipeline::new(cli.micro_batches)
+        }),
+        late_rank: cli.late_rank.map(|rank| SynthLateRank {
+            rank,
+            late_ns: cli.late_ns,
+        }),
+        host_gap_ns: cli.host_gap_ns,
+    }
+}
+
 fn training(cli: &Cli, rank: u32) -> Option<SynthTraining> {
     if !cli.training {
         return None;
@@ -209,6 +257,7 @@ fn training(cli: &Cli, rank: u32) -> Option<SynthTraining> {
         } else {
             0
         },
+        parallel: parallel(cli, rank),
         layers: cli.layers,
         buckets: cli.buckets,
         kernel_names: cli.kernel_names,

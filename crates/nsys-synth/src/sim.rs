@@ -4,6 +4,7 @@
 //! driver call nested inside the runtime call that made it; GPU work starts after the call that
 //! launched it; work on one stream never overlaps; streams run concurrently.
 
+mod pipeline;
 mod training;
 
 use anyhow::Result;
@@ -24,6 +25,7 @@ use crate::strings::StringIds;
 use crate::version::{GraphEventTables, SyncKind};
 use crate::{SynthDeviceSide, SynthGraphMode, SynthProcess};
 
+pub use pipeline::{PipelineOp, PipelineSchedule, PipelineWork};
 pub(crate) use training::{Training, TrainingNames};
 
 /// Idle time on a CPU thread between two API calls (ns).
@@ -503,6 +505,39 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
         duration: i64,
     ) -> Result<()> {
         let window = self.enqueue(thread, lane, duration, false);
+        self.launch_kernel_in(thread, lane, def, names, window)
+    }
+
+    /// Queues a kernel that runs from `gpu_start` to `gpu_end` on `lane` (a schedule's times):
+    /// `thread` launches it when it can; should it come too late, the kernel starts later.
+    fn enqueue_at(
+        &mut self,
+        thread: usize,
+        lane: usize,
+        (gpu_start, gpu_end): (i64, i64),
+    ) -> Window {
+        let api_start = self.next_call_start(thread, Some(lane));
+        let after_launch = api_start + self.between(LAUNCH_LATENCY);
+        let late = (after_launch - gpu_start).max(0);
+        let api_end = api_start + self.between(ASYNC_CALL);
+        self.lanes[lane].free_at = gpu_end + late;
+        Window {
+            api_start,
+            api_end,
+            gpu_start: gpu_start + late,
+            gpu_end: gpu_end + late,
+        }
+    }
+
+    /// Writes the launch call of a kernel queued in `window`, and the kernel.
+    fn launch_kernel_in(
+        &mut self,
+        thread: usize,
+        lane: usize,
+        def: &'static KernelDef,
+        names: KernelNameIds,
+        window: Window,
+    ) -> Result<()> {
         let correlation_id = self.launch_call(
             thread,
             window,

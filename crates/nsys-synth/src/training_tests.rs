@@ -185,3 +185,129 @@ fn invalid_training_specs_are_rejected() {
         assert!(!path.exists(), "{name}");
     }
 }
+
+/// Stage `rank` of a pipeline of `stages`, its session starting `rank` µs after the job's origin.
+fn pipeline_stage(rank: u32, stages: u32, pipeline: &crate::SynthPipeline) -> SynthSpec {
+    let mut spec = training_spec(
+        SchemaVersion::V3_24,
+        SynthTraining {
+            layers: 1,
+            buckets: 1,
+            kernel_names: 6,
+            parallel: crate::SynthParallel {
+                rank,
+                world: stages,
+                session_offset_ns: i64::from(rank) * 1_000,
+                pipeline: Some(pipeline.clone()),
+                ..Default::default()
+            },
+            ..SynthTraining::new(2)
+        },
+    );
+    spec.utc_epoch_ns += i64::from(rank) * 1_000;
+    spec
+}
+
+/// Each stage's compute and SendRecv kernels are at the schedule's times on the job's clock,
+/// each transfer inside an ncclSend/ncclRecv range whose payload names the peer stage; the
+/// API calls do not cross.
+#[test]
+fn pipeline_stages_run_the_schedule_on_the_common_clock() {
+    let pipeline = crate::SynthPipeline {
+        slow_stage: Some(1),
+        ..crate::SynthPipeline::new(3)
+    };
+    let schedule = pipeline.schedule(3);
+    for rank in 0..3 {
+        let spec = pipeline_stage(rank, 3, &pipeline);
+        let (_dir, conn, _) = write(&spec);
+        assert_eq!(crossing_api_calls(&conn), 0);
+        let mut rows = conn
+            .prepare(
+                "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN StringIds s ON s.id = k.shortName
+                 WHERE s.value <> 'multi_tensor_apply_kernel' ORDER BY k.start",
+            )
+            .unwrap();
+        let kernels: Vec<(i64, i64, String)> = rows
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let offset = i64::from(rank) * 1_000;
+        let expected: Vec<(i64, i64, String)> = (0..2)
+            .flat_map(|step| {
+                let origin = schedule.step_start(step) - offset;
+                schedule.of_stage(rank).map(move |op| {
+                    let name = match op.work {
+                        crate::PipelineWork::Forward | crate::PipelineWork::Backward => "Kernel2",
+                        _ => "ncclDevKernel_SendRecv",
+                    };
+                    (origin + op.start, origin + op.end, name.to_owned())
+                })
+            })
+            .collect();
+        assert_eq!(kernels, expected, "stage {rank}");
+        let peers = count(
+            &conn,
+            &format!(
+                "SELECT count(*) FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
+                 WHERE s.value IN ('ncclSend', 'ncclRecv')
+                   AND n.jsonText LIKE '%\"Peer rank\": {}}}'",
+                if rank == 1 { 0 } else { 1 }
+            ),
+        );
+        let transfers_to_that_peer = schedule
+            .of_stage(rank)
+            .filter(|op| op.peer == Some(if rank == 1 { 0 } else { 1 }))
+            .count() as i64;
+        assert_eq!(peers, 2 * transfers_to_that_peer, "stage {rank}");
+    }
+}
+
+/// The late rank's all-reduce kernels start `late_ns` later than in the same loop without it
+/// (its CPU is busy first); the other ranks' last `late_ns` longer.
+#[test]
+fn the_late_rank_is_late_and_the_others_wait() {
+    let nccl = |conn: &Connection| -> Vec<(i64, i64)> {
+        let mut rows = conn
+            .prepare(
+                "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k
+                 JOIN StringIds s ON s.id = k.shortName
+                 WHERE s.value LIKE 'ncclDevKernel_AllReduce%' ORDER BY k.start LIMIT 1",
+            )
+            .unwrap();
+        rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let late_ns = 3_000_000;
+    for (rank, late) in [(0, false), (1, true)] {
+        let with = |late_rank: Option<crate::SynthLateRank>| {
+            let spec = training_spec(
+                SchemaVersion::V3_24,
+                SynthTraining {
+                    parallel: crate::SynthParallel {
+                        rank,
+                        world: 2,
+                        late_rank,
+                        ..Default::default()
+                    },
+                    ..small_training()
+                },
+            );
+            let (_dir, conn, _) = write(&spec);
+            nccl(&conn)[0]
+        };
+        let on_time = with(None);
+        let injected = with(Some(crate::SynthLateRank { rank: 1, late_ns }));
+        if late {
+            assert_eq!(injected.0 - on_time.0, late_ns);
+            assert_eq!(injected.1 - injected.0, on_time.1 - on_time.0);
+        } else {
+            assert_eq!(injected.0, on_time.0);
+            assert_eq!(injected.1 - injected.0, on_time.1 - on_time.0 + late_ns);
+        }
+    }
+}

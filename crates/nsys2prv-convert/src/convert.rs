@@ -14,6 +14,7 @@ use nsys_semantics::messages::{match_messages, MessageStats};
 use nsys_semantics::metric_sets::{
     has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
 };
+use nsys_semantics::nccl_match::{match_nccl, NcclMatchStats};
 use nsys_semantics::options::{ApiCallFilter, TimeLimits};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
@@ -181,6 +182,8 @@ pub fn write_output_set(
     }
     let (messages, message_stats) = match_messages(&reports, &plan);
     report_messages(&message_stats);
+    let (nccl, nccl_stats) = match_nccl(&reports, &plan);
+    report_nccl(&nccl_stats);
     timings.lap("Layout, clocks and messages");
 
     let range = nvtx_range(config, &reports, &plan)?;
@@ -202,6 +205,7 @@ pub fn write_output_set(
         })
         .collect();
     merge_inputs.extend(messages);
+    merge_inputs.extend(nccl);
     checkpoint("layout planned");
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
@@ -633,6 +637,37 @@ fn report_alignment(sync: &SyncReport, reports: &[ReportTranslation], quiet: boo
             "  {}: shifted by {:+.3} us",
             report.path.display(),
             *shift as f64 / 1e3
+        );
+    }
+}
+
+fn report_nccl(stats: &NcclMatchStats) {
+    if stats.transfers + stats.collectives > 0 {
+        tracing::info!(
+            "NCCL: {} point-to-point transfers drawn; {} collective instances matched across ranks, {} kernels waited {:.3} ms in all for a later rank",
+            stats.transfers,
+            stats.collectives,
+            stats.waits,
+            stats.wait_ns as f64 / 1e6
+        );
+    }
+    if stats.unmatched_sends + stats.unmatched_receives > 0 {
+        tracing::warn!(
+            "NCCL: {} sends and {} receives have no partner in the given reports (missing ranks?)",
+            stats.unmatched_sends,
+            stats.unmatched_receives
+        );
+    }
+    if stats.mismatched_collectives > 0 {
+        tracing::warn!(
+            "NCCL: {} collective instances differ between ranks (a rank's collectives out of step?) and were left out of the wait times",
+            stats.mismatched_collectives
+        );
+    }
+    if stats.backwards > 0 {
+        tracing::warn!(
+            "NCCL: {} transfers end before they were sent: node clocks disagree; try --sync",
+            stats.backwards
         );
     }
 }

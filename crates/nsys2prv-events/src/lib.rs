@@ -37,6 +37,10 @@ pub const TAG_HOST_CALLBACK: i64 = 55_004;
 /// Every tag of a CUDA line; any other communication is an MPI message (views of
 /// MPI messages leave these out).
 pub const CUDA_TAGS: [i64; 4] = [TAG_LAUNCH, TAG_MEMORY, TAG_EVENT_WAIT, TAG_HOST_CALLBACK];
+/// An NCCL point-to-point transfer (`ncclSend` to `ncclRecv`) from the sending GPU
+/// stream row to the receiving one. Not an MPI message: the views of MPI messages
+/// written for a trace that has it leave it out too.
+pub const TAG_NCCL_P2P: i64 = 55_005;
 
 // --- GPU metrics -----------------------------------------------------------------
 
@@ -51,6 +55,12 @@ pub const NCCL_MESSAGE_SIZE: u32 = 9501;
 pub const NCCL_COMMUNICATOR: u32 = 9505;
 /// The collective an NCCL kernel runs, on the kernel's begin line.
 pub const NCCL_KERNEL_COLLECTIVE: u32 = 9520;
+/// On an NCCL collective kernel that started before the last rank's kernel of the
+/// same collective instance: the rank it waited for (value: a name, `rank N`), from
+/// its start until that rank's kernel started.
+pub const NCCL_WAITED_FOR_RANK: u32 = 9530;
+/// Over the same stretch: how long it waited (ns).
+pub const NCCL_WAIT_TIME: u32 = 9531;
 
 // --- MPI -------------------------------------------------------------------------
 

@@ -66,7 +66,14 @@ pub fn assemble(
         .map(|(c, task, begin, end)| (c, task, begin + offset, end + offset))
         .collect();
     let iterations = iterations(&candidates, occurrences, &task_names);
+    let late_arrivals = late_arrivals(&scan, iterations.as_ref(), offset, &task_names);
     let mut notes = notes(&scan, &gpus, &iterations);
+    if scan.late_arrivals().waits_left_out > 0 {
+        notes.push(format!(
+            "{} NCCL collective waits were left out of the per-iteration late arrivals (--memory-limit).",
+            scan.late_arrivals().waits_left_out
+        ));
+    }
     if let Some(late) = &from_first_activity {
         notes.push(late_start_note(late));
     }
@@ -94,7 +101,100 @@ pub fn assemble(
         nvtx,
         useful_metrics,
         iterations,
+        late_arrivals,
     }
+}
+
+/// Who made NCCL collectives wait: per late rank, per collective, per iteration.
+fn late_arrivals(
+    scan: &Scan,
+    iterations: Option<&Iterations>,
+    offset: u64,
+    task_names: &[String],
+) -> Option<LateArrivals> {
+    let acc = scan.late_arrivals();
+    if acc.by_rank.is_empty() {
+        return None;
+    }
+    let rank_name = |v: i64| scan.names.value(NCCL_WAITED_FOR_RANK, v, "rank");
+    let mut ranks: Vec<LateRank> = acc
+        .by_rank
+        .iter()
+        .map(|(&v, &(wait_ns, waits))| LateRank {
+            rank: rank_name(v),
+            wait_ns,
+            waits,
+        })
+        .collect();
+    ranks.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.rank.cmp(&b.rank)));
+    let mut per_collective: Vec<LateCollective> = acc
+        .by_collective
+        .iter()
+        .map(|(&(c, v), &(wait_ns, waits))| LateCollective {
+            collective: match c {
+                0 => "(unknown collective)".to_string(),
+                c => scan.names.value(NCCL_COLLECTIVE, c, "collective"),
+            },
+            rank: rank_name(v),
+            wait_ns,
+            waits,
+        })
+        .collect();
+    per_collective.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then_with(|| (&a.collective, &a.rank).cmp(&(&b.collective, &b.rank)))
+    });
+    per_collective.truncate(10);
+    // Each wait in its task's iteration (by begin time), then per iteration number.
+    let mut by_iteration: BTreeMap<usize, BTreeMap<i64, u64>> = BTreeMap::new();
+    if let Some(it) = iterations {
+        for &(time, task, rank, wait) in &acc.waits {
+            let time = time + offset;
+            let Some(name) = task_names.get(task as usize - 1) else {
+                continue;
+            };
+            let Some(t) = it.tasks.iter().find(|t| &t.task == name) else {
+                continue;
+            };
+            let k = t
+                .iterations
+                .partition_point(|o| o.begin_ns <= time)
+                .checked_sub(1);
+            let Some(k) =
+                k.filter(|&k| time < t.iterations[k].begin_ns + t.iterations[k].duration_ns)
+            else {
+                continue;
+            };
+            *by_iteration
+                .entry(k + 1)
+                .or_default()
+                .entry(rank)
+                .or_default() += wait;
+        }
+    }
+    let per_iteration = by_iteration
+        .into_iter()
+        .map(|(iteration, waits)| {
+            let (&rank, &wait_ns) = waits
+                .iter()
+                .max_by_key(|(&v, &w)| (w, std::cmp::Reverse(v)))
+                .expect("an iteration with waits");
+            LateIteration {
+                iteration,
+                rank: rank_name(rank),
+                wait_ns,
+                total_wait_ns: waits.values().sum(),
+            }
+        })
+        .collect();
+    Some(LateArrivals {
+        total_wait_ns: ranks.iter().map(|r| r.wait_ns).sum(),
+        waits: ranks.iter().map(|r| r.waits).sum(),
+        ranks,
+        per_collective,
+        per_iteration,
+    })
 }
 
 fn gpus(scan: &Scan) -> Vec<Gpu> {

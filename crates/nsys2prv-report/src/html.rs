@@ -128,6 +128,7 @@ pub fn page(r: &Report) -> String {
                     (gaps(r))
                     (kernels(r))
                     (nccl(r))
+                    (late_arrivals(r))
                     (named_table("mpi", "MPI calls", "call", &r.mpi))
                     (memory(r))
                     footer {
@@ -500,6 +501,57 @@ fn nccl(r: &Report) -> Markup {
                         td { (count(&format!("{p}/ranks"), c.ranks as u64)) }
                         td { (rate(&format!("{p}/algorithm_gb_per_s"), c.algorithm_gb_per_s)) }
                         td { (rate(&format!("{p}/bus_gb_per_s"), c.bus_gb_per_s)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Who made NCCL collectives wait (only for traces with matched collectives).
+fn late_arrivals(r: &Report) -> Markup {
+    let Some(late) = &r.late_arrivals else {
+        return html! {};
+    };
+    html! {
+        h2 #late_arrivals { "Late arrivals at NCCL collectives" }
+        p { "For every NCCL collective instance matched across ranks (communicator and sequence number), the kernels "
+            "that started before the last rank's waited from their start until it started: "
+            (seconds("/late_arrivals/total_wait_ns", late.total_wait_ns)) " s in "
+            (count("/late_arrivals/waits", late.waits)) " kernels. The ranks that made the others wait:" }
+        table {
+            tr { th.name { "late rank" } th { "wait caused s" } th { "kernels that waited" } }
+            @for (i, l) in late.ranks.iter().enumerate().take(TOP_ROWS) {
+                @let p = format!("/late_arrivals/ranks/{i}");
+                tr {
+                    td.name { (l.rank) }
+                    td { (seconds(&format!("{p}/wait_ns"), l.wait_ns)) }
+                    td { (count(&format!("{p}/waits"), l.waits)) }
+                }
+            }
+        }
+        table {
+            tr { th.name { "collective" } th.name { "late rank" } th { "wait caused s" } th { "kernels that waited" } }
+            @for (i, l) in late.per_collective.iter().enumerate() {
+                @let p = format!("/late_arrivals/per_collective/{i}");
+                tr {
+                    td.name { (l.collective) }
+                    td.name { (l.rank) }
+                    td { (seconds(&format!("{p}/wait_ns"), l.wait_ns)) }
+                    td { (count(&format!("{p}/waits"), l.waits)) }
+                }
+            }
+        }
+        @if !late.per_iteration.is_empty() {
+            table {
+                tr { th { "iteration" } th.name { "rank that made others wait most" } th { "its cost s" } th { "all waits s" } }
+                @for (i, l) in late.per_iteration.iter().enumerate().take(50) {
+                    @let p = format!("/late_arrivals/per_iteration/{i}");
+                    tr {
+                        td { (count(&format!("{p}/iteration"), l.iteration as u64)) }
+                        td.name { (l.rank) }
+                        td { (seconds(&format!("{p}/wait_ns"), l.wait_ns)) }
+                        td { (seconds(&format!("{p}/total_wait_ns"), l.total_wait_ns)) }
                     }
                 }
             }

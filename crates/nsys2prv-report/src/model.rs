@@ -50,6 +50,51 @@ pub struct Report {
     #[serde(skip_serializing)]
     pub useful_metrics: std::collections::BTreeMap<String, UsefulMetric>,
     pub iterations: Option<Iterations>,
+    /// Who made NCCL collectives wait (traces converted with matched collectives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_arrivals: Option<LateArrivals>,
+}
+
+/// Late arrivals at NCCL collectives: for every collective instance matched across
+/// ranks by the conversion, the time the kernels that started before the last
+/// rank's waited for it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LateArrivals {
+    pub total_wait_ns: u64,
+    /// Kernels that waited.
+    pub waits: u64,
+    /// The ranks that made others wait, most wait first.
+    pub ranks: Vec<LateRank>,
+    /// Per collective and late rank, most wait first (at most 10).
+    pub per_collective: Vec<LateCollective>,
+    /// Per iteration (when the trace has iterations): the rank that made others wait
+    /// most in it.
+    pub per_iteration: Vec<LateIteration>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LateRank {
+    pub rank: String,
+    pub wait_ns: u64,
+    pub waits: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LateCollective {
+    pub collective: String,
+    pub rank: String,
+    pub wait_ns: u64,
+    pub waits: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LateIteration {
+    /// 1-based, by order within each task.
+    pub iteration: usize,
+    pub rank: String,
+    /// What that rank cost the others in this iteration, and all waits in it.
+    pub wait_ns: u64,
+    pub total_wait_ns: u64,
 }
 
 /// A GPU metric over the useful time.

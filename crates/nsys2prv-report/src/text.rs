@@ -85,6 +85,7 @@ impl Report {
         self.gap_table(&mut out);
         self.kernel_table(&mut out, top);
         self.nccl_table(&mut out);
+        self.late_arrival_table(&mut out);
         named_table(&mut out, "MPI calls", "call", &self.mpi, top);
         self.memory_table(&mut out);
         self.iteration_table(&mut out);
@@ -345,6 +346,66 @@ impl Report {
                 bandwidth(c.algorithm_gb_per_s),
                 bandwidth(c.bus_gb_per_s)
             );
+        }
+        out.push('\n');
+    }
+
+    /// Who made NCCL collectives wait: per late rank, per collective, per iteration.
+    fn late_arrival_table(&self, out: &mut String) {
+        let Some(late) = &self.late_arrivals else {
+            return;
+        };
+        let _ = writeln!(
+            out,
+            "Late arrivals at NCCL collectives: {} s waited in {} kernels for the last rank of their collective",
+            seconds(late.total_wait_ns),
+            late.waits
+        );
+        let _ = writeln!(
+            out,
+            "{:<40}  {:>14}  {:>9}",
+            "late rank", "wait caused s", "waits"
+        );
+        for l in &late.ranks {
+            let _ = writeln!(
+                out,
+                "{:<40}  {:>14}  {:>9}",
+                clip(&l.rank, 40),
+                seconds(l.wait_ns),
+                l.waits
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:<40}  {:<12}  {:>14}  {:>9}",
+            "collective", "late rank", "wait caused s", "waits"
+        );
+        for l in &late.per_collective {
+            let _ = writeln!(
+                out,
+                "{:<40}  {:<12}  {:>14}  {:>9}",
+                clip(&l.collective, 40),
+                clip(&l.rank, 12),
+                seconds(l.wait_ns),
+                l.waits
+            );
+        }
+        if !late.per_iteration.is_empty() {
+            let _ = writeln!(
+                out,
+                "{:>9}  {:<12}  {:>14}  {:>14}",
+                "iteration", "late rank", "its cost s", "all waits s"
+            );
+            for l in late.per_iteration.iter().take(50) {
+                let _ = writeln!(
+                    out,
+                    "{:>9}  {:<12}  {:>14}  {:>14}",
+                    l.iteration,
+                    clip(&l.rank, 12),
+                    seconds(l.wait_ns),
+                    seconds(l.total_wait_ns)
+                );
+            }
         }
         out.push('\n');
     }

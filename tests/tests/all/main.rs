@@ -11,6 +11,7 @@
 mod bad_input;
 mod bsc_cli;
 mod bsc_views;
+mod bubble;
 mod category_snapshots;
 mod cli;
 mod corpus;

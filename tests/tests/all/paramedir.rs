@@ -227,6 +227,11 @@ fn synthetic_cases(dir: &Path) -> Vec<Case> {
         Case::new("synthetic job 2023.4", old),
         Case::new("synthetic OpenACC", vec![acc]),
         Case::new("synthetic CPU samples and counters", vec![counters]),
+        // NCCL point-to-point lines between the stages.
+        Case::new(
+            "synthetic pipeline",
+            crate::bubble::pipeline_job(dir, 3, 1).0,
+        ),
     ]
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use end_to_end::*;
 use nsys_semantics::catalog::pcf_catalog;
-use nsys_semantics::event_types::CUDA_TAGS;
+use nsys_semantics::event_types::{CUDA_TAGS, TAG_NCCL_P2P};
 
 const THREAD_FUNCTIONS: &[&str] = &[
     "State As Is",
@@ -701,7 +701,7 @@ fn check_cfg(cfg: &Cfg) -> Result<Vec<(u32, String)>, String> {
             return Err(at("tag filter function and tag list disagree"));
         }
         for tag in &w.tags {
-            if !CUDA_TAGS.contains(tag) {
+            if !CUDA_TAGS.contains(tag) && *tag != TAG_NCCL_P2P {
                 return Err(at(&format!("tag {tag} is not one the tool writes")));
             }
         }

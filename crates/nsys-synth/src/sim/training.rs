@@ -7,12 +7,13 @@
 
 use anyhow::Result;
 
+use super::pipeline::{self, PipelineWork};
 use super::ProcessSim;
 use crate::activity::KernelNameIds;
 use crate::catalog::{kernel, KernelDef};
 use crate::nvtx::{NvtxRow, DOMAIN_CREATE, PUSH_POP, START_END};
 use crate::strings::StringIds;
-use crate::SynthTraining;
+use crate::{SynthPipeline, SynthTraining};
 
 /// Kernel families of a transformer training step. NCCL kernels are not in the name pool: their
 /// names are NCCL's own few.
@@ -325,6 +326,11 @@ const CPU_OPS: [&str; 8] = [
 /// The NVTX domain NCCL registers, per process; PyTorch's ranges are in the default domain (0).
 const NCCL_DOMAIN: &str = "NCCL";
 const NCCL_DOMAIN_ID: i64 = 1;
+/// The kernel of NCCL's point-to-point operations.
+const SEND_RECV: &str = "ncclDevKernel_SendRecv";
+/// The job's one communicator (NCCL's `commHash`, the same on every rank) when the process is
+/// part of a parallel job.
+const JOB_COMMUNICATOR: i64 = 0x5eed_c0de_0001;
 /// Gradient bucket size (PyTorch DDP's default 25 MiB); the last bucket of a step is smaller.
 const BUCKET_BYTES: i64 = 25 << 20;
 /// NCCL moves about this many bytes per ns on one node.
@@ -338,6 +344,23 @@ const DEVICE_TO_HOST: usize = 2;
 const NVTX_CALL: (i64, i64) = (150, 700);
 /// A range of a view operator that launches nothing lasts this long (ns).
 const CPU_OP: (i64, i64) = (1_500, 6_000);
+
+/// Time between the starts of two data-parallel steps on the job's clock: 5/4 of a step's
+/// nominal GPU time, plus what is injected, plus 1 ms.
+fn data_parallel_period(spec: &SynthTraining) -> i64 {
+    let kernels = |ops: &[Operator]| -> i64 {
+        ops.iter()
+            .flat_map(|(_, families)| families.iter())
+            .map(|f| f.def().duration)
+            .sum()
+    };
+    let per_layer = kernels(&FORWARD) + kernels(&BACKWARD);
+    let buckets = i64::from(spec.buckets.max(1));
+    let per_bucket = OPTIMIZER.duration + 20_000 + BUCKET_BYTES / NCCL_BYTES_PER_NS;
+    let nominal = i64::from(spec.layers) * per_layer + buckets * per_bucket + 1_000_000;
+    let late = spec.parallel.late_rank.map_or(0, |l| l.late_ns) * buckets;
+    nominal * 5 / 4 + spec.parallel.host_gap_ns + late + 1_000_000
+}
 
 /// StringIds of every name the training loop writes.
 pub(crate) struct TrainingNames {
@@ -360,6 +383,15 @@ pub(crate) struct TrainingNames {
     /// The short names of `pool`.
     pool_short: Vec<Vec<String>>,
     nccl: Vec<KernelNameIds>,
+    /// Interned only for a pipeline, so that other loops' string ids stay as they were.
+    pipeline: Option<PipelineNames>,
+}
+
+/// Names a pipeline stage writes besides the loop's.
+pub(crate) struct PipelineNames {
+    send: i64,
+    recv: i64,
+    send_recv: KernelNameIds,
 }
 
 fn intern_kernel(
@@ -423,6 +455,18 @@ impl TrainingNames {
             nccl: (0..18)
                 .map(|v| intern_kernel(strings, Family::Nccl.names(v)))
                 .collect(),
+            pipeline: training.parallel.pipeline.as_ref().map(|_| PipelineNames {
+                send: strings.intern("ncclSend"),
+                recv: strings.intern("ncclRecv"),
+                send_recv: intern_kernel(
+                    strings,
+                    [
+                        SEND_RECV.to_owned(),
+                        format!("{SEND_RECV}(ncclDevKernelArgsStorage<(unsigned long)4096>)"),
+                        mangle(SEND_RECV, SEND_RECV),
+                    ],
+                ),
+            }),
         }
     }
 }
@@ -488,10 +532,30 @@ impl ProcessSim<'_, '_> {
                 self.close_epoch(training, main, step, epoch_start.take())?;
                 epoch_start = Some(self.nvtx_time(main));
             }
-            self.step(training, lanes)?;
+            match &spec.parallel.pipeline {
+                Some(pipeline) => self.pipeline_step(training, pipeline, lanes, step)?,
+                None => {
+                    self.align_step(spec, step);
+                    self.step(training, lanes)?
+                }
+            }
             self.flush_ranges()?;
         }
         self.close_epoch(training, main, spec.steps, epoch_start)
+    }
+
+    /// In a data-parallel job, every rank starts step `step` at the same time on the job's clock
+    /// (its threads idle until then), as the previous step's collectives keep them in step.
+    fn align_step(&mut self, spec: &SynthTraining, step: u64) {
+        let parallel = &spec.parallel;
+        if parallel.world == 0 {
+            return;
+        }
+        let start = pipeline::FIRST_STEP_NS + step as i64 * data_parallel_period(spec)
+            - parallel.session_offset_ns;
+        for thread in &mut self.threads {
+            thread.now = thread.now.max(start);
+        }
     }
 
     fn define_nccl_domain(&mut self, main: usize) -> Result<()> {
@@ -604,6 +668,8 @@ impl ProcessSim<'_, '_> {
         self.push(main, names.step);
 
         self.push(main, names.data_load);
+        // A host-bound gap: the CPU prepares the batch, the GPU has nothing to do.
+        self.threads[main].now += spec.parallel.host_gap_ns;
         for bytes in [BATCH_BYTES, BATCH_BYTES / 4] {
             self.issue_copy(main, lanes.copy, HOST_TO_DEVICE, bytes)?;
         }
@@ -709,20 +775,106 @@ impl ProcessSim<'_, '_> {
         lane: usize,
         family: Family,
     ) -> Result<()> {
+        let (names, variant) = self.next_pooled_name(training, family);
+        let def = family.def();
+        let mut duration = self.rng.jitter(def.duration);
+        if let Some((short, percent)) = &training.spec.slower_kernel {
+            if training.names.pool_short[family.pool_index()][variant] == *short {
+                duration += duration * i64::from(*percent) / 100;
+            }
+        }
+        self.issue_kernel(thread, lane, def, names, duration)
+    }
+
+    /// One step of a pipeline stage: its part of the GPipe schedule on the compute stream at the
+    /// schedule's times (the job's clock), the CPU launching ahead, then its optimizer.
+    fn pipeline_step(
+        &mut self,
+        training: Training<'_>,
+        pipeline: &SynthPipeline,
+        lanes: Lanes,
+        step: u64,
+    ) -> Result<()> {
+        let (names, parallel) = (training.names, &training.spec.parallel);
+        let p2p = names
+            .pipeline
+            .as_ref()
+            .expect("a pipeline's names are interned");
+        let schedule = pipeline.schedule(parallel.world);
+        let origin = schedule.step_start(step) - parallel.session_offset_ns;
+        let (main, lane) = (0, lanes.compute);
+        self.threads[main].now = self.threads[main].now.max(origin - 1_000_000);
+        self.push(main, names.step);
+        let mut in_backward: Option<bool> = None;
+        for op in schedule.of_stage(parallel.rank) {
+            let peer = op.peer.unwrap_or(0);
+            let backward = match op.work {
+                PipelineWork::Forward => false,
+                PipelineWork::Backward => true,
+                PipelineWork::Send => peer < op.stage,
+                PipelineWork::Recv => peer > op.stage,
+            };
+            if in_backward != Some(backward) {
+                if in_backward.is_some() {
+                    self.pop();
+                }
+                self.push(
+                    main,
+                    if backward {
+                        names.backward
+                    } else {
+                        names.forward
+                    },
+                );
+                in_backward = Some(backward);
+            }
+            let times = (origin + op.start, origin + op.end);
+            match op.work {
+                PipelineWork::Forward | PipelineWork::Backward => {
+                    let (kernel, _) = self.next_pooled_name(training, Gemm);
+                    let window = self.enqueue_at(main, lane, times);
+                    self.launch_kernel_in(main, lane, Gemm.def(), kernel, window)?;
+                }
+                PipelineWork::Send | PipelineWork::Recv => {
+                    let json = format!(
+                        r#"{{"NCCL communicator ID": {JOB_COMMUNICATOR}, "Message size [bytes]": {}, "Peer rank": {peer}}}"#,
+                        pipeline.activation_bytes
+                    );
+                    let text_id = if op.work == PipelineWork::Send {
+                        p2p.send
+                    } else {
+                        p2p.recv
+                    };
+                    self.push_in(main, text_id, NCCL_DOMAIN_ID, Some(json));
+                    let window = self.enqueue_at(main, lane, times);
+                    self.launch_kernel_in(main, lane, Family::Nccl.def(), p2p.send_recv, window)?;
+                    self.pop();
+                }
+            }
+        }
+        if in_backward.is_some() {
+            self.pop();
+        }
+        self.push(main, names.optimizer);
+        self.pooled_kernel(training, main, lane, Optimizer)?;
+        self.pop();
+        self.pop();
+        Ok(())
+    }
+
+    /// The next name of `family` from the pool, with its index in the pool.
+    fn next_pooled_name(
+        &mut self,
+        training: Training<'_>,
+        family: Family,
+    ) -> (KernelNameIds, usize) {
         let index = family.pool_index();
         let pool = &training.names.pool[index];
         let launched = &mut self.training_state.launched[index];
         let variant = *launched as usize % pool.len();
         let names = pool[variant];
         *launched = launched.wrapping_add(1);
-        let def = family.def();
-        let mut duration = self.rng.jitter(def.duration);
-        if let Some((short, percent)) = &training.spec.slower_kernel {
-            if training.names.pool_short[index][variant] == *short {
-                duration += duration * i64::from(*percent) / 100;
-            }
-        }
-        self.issue_kernel(thread, lane, def, names, duration)
+        (names, variant)
     }
 
     /// One bucket's all-reduce: an NCCL-domain range with its payload around the kernel launch.
@@ -732,7 +884,19 @@ impl ProcessSim<'_, '_> {
         } else {
             BUCKET_BYTES
         };
-        let communicator = 0x7f3a_0000_0000 + i64::from(self.process.pid);
+        let parallel = &training.spec.parallel;
+        let communicator = if parallel.world > 0 {
+            JOB_COMMUNICATOR
+        } else {
+            0x7f3a_0000_0000 + i64::from(self.process.pid)
+        };
+        // The late rank is busy before it joins; the others' kernels wait for it.
+        let (late, waited) = match parallel.late_rank {
+            Some(l) if l.rank == parallel.rank => (l.late_ns, 0),
+            Some(l) => (0, l.late_ns),
+            None => (0, 0),
+        };
+        self.threads[thread].now += late;
         let json = format!(
             r#"{{"NCCL communicator ID": {communicator}, "Message size [bytes]": {bytes}, "Reduction operation": "Sum"}}"#
         );
@@ -746,7 +910,7 @@ impl ProcessSim<'_, '_> {
         // Real jobs use one or two NCCL kernels per collective.
         let names = training.names.nccl[state.all_reduces as usize % 3];
         state.all_reduces += 1;
-        let duration = 20_000 + bytes / NCCL_BYTES_PER_NS;
+        let duration = 20_000 + bytes / NCCL_BYTES_PER_NS + waited;
         self.issue_kernel(thread, lane, Family::Nccl.def(), names, duration)?;
         self.pop();
         Ok(())

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use nsys_semantics::handoff::TAG_NCCL_P2P;
 use nsys_semantics::view::{TEMPLATE_LABEL, TEMPLATE_NAME, TEMPLATE_TYPE};
 
 /// Thread functions that read communications rather than events or states
@@ -112,6 +113,42 @@ pub fn has_data(cfg: &str, types: &BTreeSet<u32>, tags: &BTreeSet<i64>) -> bool 
 /// does not find, so a CUDA view that also lists NCCL kernels would ask on every
 /// trace without NCCL. A window none of whose types occur keeps its list: that
 /// view has nothing to show on this trace, and Paraver says so.
+/// `cfg` with NCCL's point-to-point tag added to every list of tags a window
+/// leaves out (`{tag_msg, !=}`: the views of MPI messages, which list the CUDA
+/// tags), for a trace that has NCCL lines; `None` when nothing changes. Traces
+/// without them keep the bundled text, byte for byte.
+pub fn leave_out_nccl_lines(cfg: &str, trace_tags: &BTreeSet<i64>) -> Option<String> {
+    if !trace_tags.contains(&TAG_NCCL_P2P) {
+        return None;
+    }
+    let mut out = String::with_capacity(cfg.len() + 8);
+    let mut excludes = false;
+    let mut changed = false;
+    for line in cfg.lines() {
+        if line.starts_with("window_name ") {
+            excludes = false;
+        } else if line.starts_with("window_selected_functions ") {
+            excludes = line.contains("{tag_msg, !=}");
+        } else if let Some(list) = line.strip_prefix("window_filter_module tag_msg ") {
+            let mut tags: Vec<i64> = numbers(list);
+            if excludes && !tags.contains(&TAG_NCCL_P2P) {
+                tags.push(TAG_NCCL_P2P);
+                let listed: Vec<String> = tags.iter().map(i64::to_string).collect();
+                out.push_str(&format!(
+                    "window_filter_module tag_msg {} {}\n",
+                    tags.len(),
+                    listed.join(" ")
+                ));
+                changed = true;
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    changed.then_some(out)
+}
+
 pub fn fit_filters(cfg: &str, trace_types: &BTreeSet<u32>) -> Option<String> {
     let mut out = String::with_capacity(cfg.len());
     let mut changed = false;

@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use nsys_semantics::view::file_stem;
 use nsys_semantics::{Category, DeclaredView, Registry, View};
 
-pub use cfg::{fit_filters, has_data};
+pub use cfg::{fit_filters, has_data, leave_out_nccl_lines};
 pub use fit::TraceShape;
 
 /// What a trace holds, as far as its views go.
@@ -132,7 +132,8 @@ fn plan(registry: &Registry, contents: &TraceContents) -> Vec<Planned> {
             planned.extend(instances(&declared, contents, &needs, has_categories));
             continue;
         }
-        let text = declared.view.text;
+        let tagged = leave_out_nccl_lines(declared.view.text, contents.comm_tags);
+        let text = tagged.as_deref().unwrap_or(declared.view.text);
         let fitted = fit_filters(text, &types);
         planned.push(Planned {
             path: declared.view.path.to_string(),

@@ -10,6 +10,7 @@ mod bins;
 mod gpu_time;
 mod iterations;
 mod kernels;
+mod late_arrivals;
 mod memory;
 mod mpi;
 mod names;
@@ -34,6 +35,7 @@ use gpu_time::GpuTime;
 pub use gpu_time::GpuTimes;
 use iterations::Iterations;
 use kernels::Kernels;
+use late_arrivals::LateArrivals;
 use memory::Memory;
 use mpi::Mpi;
 use nccl::Nccl;
@@ -157,6 +159,13 @@ pub(crate) enum Event<'a> {
     RangeEnd { thread: usize, range: &'a OpenCall },
     /// A CPU thread launched work (a kernel, a memory operation) on `gpu`.
     Launch { thread: usize, gpu: usize },
+    /// The NCCL collective kernel begun at `at.time` on stream row `thread` waited
+    /// `wait_ns` for rank `rank` (a value of `NCCL_WAITED_FOR_RANK`).
+    CollectiveWait {
+        thread: usize,
+        rank: i64,
+        wait_ns: u64,
+    },
 }
 
 /// One figure of the report, accumulated as the walker goes.
@@ -189,6 +198,7 @@ pub struct Scan {
     mpi: Mpi,
     iterations: Iterations,
     nvtx: NvtxRanges,
+    late_arrivals: LateArrivals,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -351,6 +361,7 @@ impl Scan {
             mpi: Mpi::default(),
             iterations,
             nvtx: NvtxRanges::default(),
+            late_arrivals: LateArrivals::new(options.memory_limit),
             bins,
             options: options.clone(),
             trace,
@@ -388,6 +399,7 @@ impl Scan {
                 self.nvtx.on_event(trace, at, event)?;
                 self.iterations.on_event(trace, at, event)
             }
+            Event::CollectiveWait { .. } => self.late_arrivals.on_event(trace, at, event),
         }
     }
 
@@ -522,6 +534,19 @@ impl Scan {
                 self.tell(at, Event::GpuBegin { gpu, op: &op })?;
             } else {
                 self.end_op(index, gpu, ty, at)?;
+            }
+        }
+        if let (Some(rank), Some(wait)) = (on_line(NCCL_WAITED_FOR_RANK), on_line(NCCL_WAIT_TIME)) {
+            if rank != 0 && wait > 0 {
+                let wait_ns = wait as u64;
+                self.tell(
+                    at,
+                    Event::CollectiveWait {
+                        thread: index,
+                        rank,
+                        wait_ns,
+                    },
+                )?;
             }
         }
         self.tell(at, Event::GpuLineDone { gpu })
@@ -691,6 +716,12 @@ impl Scan {
 
     /// Per NCCL collective (or kernel name without one): its name, statistics, GPUs
     /// that ran it, and bytes per communicator with that communicator's GPU count.
+    /// The waits at NCCL collectives: per late rank, per (collective, late rank),
+    /// one by one (and how many were left out of those), with the names of the values.
+    pub(crate) fn late_arrivals(&self) -> &LateArrivals {
+        &self.late_arrivals
+    }
+
     pub fn nccl_stats(&self) -> Vec<NcclStats> {
         self.nccl.stats(&self.names)
     }
