@@ -10,11 +10,12 @@ use nsys_semantics::catalog::{catalog_for_reports, TypeOwners};
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
-use nsys_semantics::messages::{match_messages, MessageStats};
+use nsys_semantics::messages::{match_messages_of, MessageStats};
 use nsys_semantics::metric_sets::{
     has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
 };
 use nsys_semantics::options::{ApiCallFilter, TimeLimits};
+use nsys_semantics::ranks::{choose_processes, ProcessChoice};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
     plan_layout_named, translate_report, KernelNames, MetricTypes, Options, Registry,
@@ -66,6 +67,8 @@ pub enum Outcome {
     Empty(String),
     /// The report (or its export) cannot be read: the error, one line.
     Failed(anyhow::Error),
+    /// `--ranks` leaves out every process of the report: its ranks, where known.
+    NotSelected(Vec<u32>),
 }
 
 pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool> {
@@ -179,7 +182,8 @@ pub fn write_output_set(
             sync.mode.describe(),
         );
     }
-    let (messages, message_stats) = match_messages(&reports, &plan);
+    let (messages, message_stats) =
+        match_messages_of(&reports, &plan, config.selection.ranks.as_ref());
     report_messages(&message_stats);
     timings.lap("Layout, clocks and messages");
 
@@ -268,8 +272,16 @@ pub fn write_output_set(
 
     if !config.quiet {
         let kept = if cut.is_some() { " in the cut" } else { "" };
+        // With --ranks, the messages whose other end was left out.
+        let left_out = match &config.selection.ranks {
+            Some(ranks) => format!(
+                "; --ranks {ranks}: {} to or from ranks left out, not drawn",
+                count(message_stats.with_ranks_left_out as usize, "MPI message")
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s",
+            "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s{left_out}",
             paths.prv.display(),
             count(report_count, "report"),
             count(plan.layout.nodes.len(), "node"),
@@ -278,7 +290,7 @@ pub fn write_output_set(
             summary.lines,
             summary.lines + 1,
             summary.end_time as f64 / 1e9,
-            timings.started().elapsed().as_secs_f64()
+            timings.started().elapsed().as_secs_f64(),
         );
     }
     report_skipped(paths, skipped);
@@ -458,10 +470,35 @@ fn dry_run_text(found: &[Found], options: &Options) -> Result<String> {
             Found::NeedsExport(_) => None,
         })
         .collect();
-    let surveys: Vec<Survey> = ready
+    let surveyed: Vec<(Survey, Option<Vec<u32>>)> = ready
         .par_iter()
-        .map(|i| survey_report(&i.export, &i.name, options, several))
+        .map(|i| {
+            let survey = survey_report(&i.export, &i.name, options, several)?;
+            let left_out = match &options.ranks {
+                Some(selection) => {
+                    let export = nsys_reader::Export::open(&i.export)?;
+                    match choose_processes(&export, &i.name, selection, several)? {
+                        ProcessChoice::None(ranks) => Some(ranks),
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            Ok::<_, nsys_reader::ReadError>((survey, left_out))
+        })
         .collect::<Result<_, _>>()?;
+    let mut left_out_ranks: Vec<u32> = Vec::new();
+    let mut left_out = 0;
+    let mut surveys: Vec<Survey> = Vec::with_capacity(surveyed.len());
+    for (survey, ranks) in surveyed {
+        match ranks {
+            Some(ranks) => {
+                left_out += 1;
+                left_out_ranks.extend(ranks);
+            }
+            None => surveys.push(survey),
+        }
+    }
     let mut text = format!(
         "{:<40} {:<16} {:>5} {:>14}  rows per category\n",
         "report", "host", "rank", "rows"
@@ -512,6 +549,15 @@ fn dry_run_text(found: &[Found], options: &Options) -> Result<String> {
             human_size(bytes),
             convert_time(bytes),
             count(threads, "thread")
+        );
+    }
+    if let Some(selection) = &options.ranks {
+        left_out_ranks.sort_unstable();
+        left_out_ranks.dedup();
+        text += &format!(
+            "--ranks {selection}: {} left out ({}); a report whose rank only its translation finds (NVTX thread names) is listed above and decided then\n",
+            count(left_out, "report"),
+            describe_rank_list(&left_out_ranks)
         );
     }
     let mut filters = Vec::new();
@@ -695,6 +741,8 @@ pub fn options(config: &Config, reports: usize) -> Result<Options> {
             KernelNameChoice::Short => KernelNames::Short,
             KernelNameChoice::Demangled => KernelNames::Demangled,
         },
+        ranks: s.ranks.clone(),
+        several_reports: reports > 1,
     })
 }
 
@@ -810,6 +858,7 @@ pub fn translate_one(input: &Input, options: &Options) -> Outcome {
     match translate_report(&input.export, &input.name, options) {
         Ok(report) => Outcome::Translated(Box::new(report)),
         Err(TranslateError::Empty(_)) => Outcome::Empty(why_empty(input, options)),
+        Err(TranslateError::NotSelected(_, ranks)) => Outcome::NotSelected(ranks),
         Err(e) => Outcome::Failed(blame_the_right_place(e)),
     }
 }
@@ -825,9 +874,11 @@ pub fn gather(
     let mut reports = Vec::with_capacity(outcomes.len());
     let mut empty = Vec::new();
     let mut skipped = Vec::new();
+    let mut not_selected: Vec<Vec<u32>> = Vec::new();
     for (name, outcome) in outcomes {
         match outcome {
             Outcome::Translated(report) => reports.push(*report),
+            Outcome::NotSelected(ranks) => not_selected.push(ranks),
             Outcome::Empty(why) => empty.push((name, why)),
             Outcome::Failed(e) if skip_bad => skipped.push(Skipped {
                 report: name.display().to_string(),
@@ -835,6 +886,20 @@ pub fn gather(
             }),
             Outcome::Failed(e) => return Err(e),
         }
+    }
+    if let Some(selection) = &options.ranks {
+        let left_out = not_selected.len();
+        if reports.is_empty() && left_out > 0 {
+            let mut seen: Vec<u32> = not_selected.iter().flatten().copied().collect();
+            seen.sort_unstable();
+            seen.dedup();
+            bail!(
+                "--ranks {selection}: no report has a process of those ranks (the {} reports left out have {})",
+                left_out,
+                describe_rank_list(&seen)
+            );
+        }
+        tracing::info!("--ranks {selection}: {left_out} reports left out");
     }
     if reports.is_empty() {
         match (empty.as_slice(), skipped.as_slice()) {
@@ -869,6 +934,30 @@ pub fn gather(
         log_counts(Path::new("all reports"), &total_counts(&reports));
     }
     Ok((reports, skipped))
+}
+
+/// Ranks as a short list: `ranks 0-3, 7` (runs of consecutive ranks joined),
+/// `no known rank` when empty.
+pub(crate) fn describe_rank_list(ranks: &[u32]) -> String {
+    if ranks.is_empty() {
+        return "no known rank".into();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j > i {
+            true => format!("{}-{}", ranks[i], ranks[j]),
+            false => ranks[i].to_string(),
+        });
+        i = j + 1;
+    }
+    let shown = parts.len().min(8);
+    let more = if parts.len() > shown { ", …" } else { "" };
+    format!("ranks {}{more}", parts[..shown].join(", "))
 }
 
 /// Why a report gave no records, from what it holds (see

@@ -30,6 +30,7 @@ mod openmp_openacc;
 mod osrt_sched;
 mod paramedir;
 mod pmf;
+mod ranks;
 mod report;
 mod report_page;
 mod samples;

@@ -206,6 +206,8 @@ fn translate_into_part(
     let prepared = inputs::prepare(found, &settings, true)?;
     timings.lap("Inputs and exports");
     let mut options = convert::options(config, prepared.len())?;
+    // A report's file name gives its rank when the job has several reports.
+    options.several_reports = plan.inputs.len() > 1;
     // Decided from this shard's reports: the merge refuses shards that decided
     // apart (one type, two labels).
     let export_paths: Vec<&Path> = prepared
