@@ -30,6 +30,7 @@ use paraver_writer::{
 use rayon::prelude::*;
 
 use crate::config::{ClockSync, Config, KernelNameChoice, MetricTypesChoice};
+use crate::error::UsageError;
 use crate::inputs::{self, Found, Input};
 use crate::messages::{count, human_size, warn_grouped};
 use crate::output_set::{file_name, marker_text, OutputSet};
@@ -87,6 +88,8 @@ pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
     // Before any report is exported or read: a file the run would refuse to
     // replace is found at once.
     crate::output_set::check_targets(&paths, &config.views_dir(&paths))?;
+    // Counted from the names: before any report is exported or read.
+    check_report_count(config, inputs::report_files(&config.inputs.reports)?.len())?;
     let prepared = inputs::expand(&config.inputs.reports, &settings, config.inputs.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
@@ -170,7 +173,7 @@ pub fn write_output_set(
         false => RowNames::Ours,
     };
     let mut plan = plan_layout_named(&reports, &paths.stem(), row_names);
-    warn_about_limits(&plan.layout);
+    check_paraver_limits(&plan.layout)?;
     let sync = align_clocks(&mut plan, &reports, sync_mode(config.sync));
     report_alignment(&sync, &reports, config.quiet);
     if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
@@ -549,6 +552,12 @@ fn dry_run_text(found: &[Found], options: &Options) -> Result<String> {
             human_size(bytes),
             convert_time(bytes),
             count(threads, "thread")
+        );
+    }
+    if surveys.len() > PARAVER_OBJECT_LIMIT {
+        text += &format!(
+            "{}: the conversion will refuse it\n",
+            too_many_tasks(surveys.len(), "needs at least")
         );
     }
     if let Some(selection) = &options.ranks {
@@ -1051,14 +1060,45 @@ fn log_counts(what: &Path, counts: &std::collections::BTreeMap<String, u64>) {
     tracing::debug!("{}: {}", what.display(), list.join(" "));
 }
 
-fn warn_about_limits(layout: &paraver_writer::TraceLayout) {
-    let threads = layout.thread_count();
-    if threads > PARAVER_OBJECT_LIMIT || layout.tasks.len() > PARAVER_OBJECT_LIMIT {
-        tracing::warn!(
-            "the trace has {} tasks and {threads} threads: default Paraver builds handle at most {PARAVER_OBJECT_LIMIT}; use a Paraver built with --enable-extended-objects",
-            layout.tasks.len()
-        );
+/// Paraver (4.11, default build: 16-bit object ids) cannot load a trace of more
+/// than 65,535 tasks or with more than 65,535 threads in one task (`Cannot
+/// load`): such a trace is refused before it is written, with the remedy.
+fn check_paraver_limits(layout: &paraver_writer::TraceLayout) -> Result<(), UsageError> {
+    let tasks = layout.tasks.len();
+    if tasks > PARAVER_OBJECT_LIMIT {
+        return Err(too_many_tasks(tasks, "would have"));
     }
+    if let Some(task) = layout
+        .tasks
+        .iter()
+        .max_by_key(|t| t.threads.len())
+        .filter(|t| t.threads.len() > PARAVER_OBJECT_LIMIT)
+    {
+        return Err(UsageError(format!(
+            "the trace would have {} threads in task '{}': Paraver loads at most {PARAVER_OBJECT_LIMIT} threads in a task; leave out the categories that make most of them with --exclude or -t (osrt, sched, sampling: a row per OS thread; cuda streams: a row per stream)",
+            task.threads.len(),
+            task.name
+        )));
+    }
+    Ok(())
+}
+
+/// The error for `tasks` tasks: the trace "would have" them, or "needs at least".
+fn too_many_tasks(tasks: usize, how: &str) -> UsageError {
+    let stride = tasks.div_ceil(PARAVER_OBJECT_LIMIT);
+    UsageError(format!(
+        "the trace {how} {tasks} tasks (one per process of a report): Paraver loads at most {PARAVER_OBJECT_LIMIT}; convert some ranks only, e.g. --ranks ::{stride} (one rank in {stride}) or --ranks 0-{}",
+        PARAVER_OBJECT_LIMIT - 1
+    ))
+}
+
+/// Before any report is read: more reports than Paraver loads tasks (each
+/// report is a task at least) is refused unless `--ranks` chooses some.
+pub fn check_report_count(config: &Config, reports: usize) -> Result<(), UsageError> {
+    if config.selection.ranks.is_none() && reports > PARAVER_OBJECT_LIMIT {
+        return Err(too_many_tasks(reports, "needs at least"));
+    }
+    Ok(())
 }
 
 /// `.nsys-rep` inputs are exported into `NAME.cache/` beside the output.

@@ -29,6 +29,7 @@ mod nvtx_nccl;
 mod openmp_openacc;
 mod osrt_sched;
 mod paramedir;
+mod paraver_limits;
 mod pmf;
 mod ranks;
 mod report;

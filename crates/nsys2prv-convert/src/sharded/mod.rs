@@ -95,6 +95,7 @@ fn settle_plan(config: &Config, shards: u32) -> Result<(PartsDir, Plan)> {
     crate::output_set::check_targets(&paths, &config.views_dir(&paths))?;
     let names = inputs::report_files(&config.inputs.reports)?;
     let names = distinct(names);
+    convert::check_report_count(config, names.len())?;
     parts.create()?;
     let plan_path = parts.plan_path();
     let plan = if plan_path.exists() {
