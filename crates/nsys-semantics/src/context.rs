@@ -6,7 +6,7 @@ use nsys_reader::cuda::GpuPlace;
 use nsys_reader::ids::{pid_of, tid_of};
 use nsys_reader::{Export, ReadError, TableScan};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::handoff::{GpuLinks, Handoff, NcclKernelOp, P2pEndpoint, SyncPoints};
 use crate::options::Options;
@@ -128,6 +128,8 @@ pub(crate) struct ReportContext<'a> {
     pub cpus_seen: u32,
     /// Rows left out by `--time-limit-start`/`--time-limit-end`.
     pub outside_limits: u64,
+    /// With `--ranks`, the processes translated (`None`: every one).
+    pub kept_processes: Option<FxHashSet<u32>>,
 }
 
 impl<'a> ReportContext<'a> {
@@ -159,6 +161,7 @@ impl<'a> ReportContext<'a> {
             handoff: Handoff::default(),
             cpus_seen: 0,
             outside_limits: 0,
+            kept_processes: None,
         }
     }
 
@@ -198,12 +201,17 @@ impl<'a> ReportContext<'a> {
     }
 
     /// The run's thread for `key` ([`paraver_writer::DISCARDED`] for a thread
-    /// of Nsight Systems itself, unless kept).
+    /// of Nsight Systems itself, unless kept, and for a process `--ranks`
+    /// leaves out).
     pub fn thread(&mut self, key: ThreadKey) -> LocalThread {
         if let Some(&t) = self.threads.get(&key) {
             return t;
         }
-        if key.is_cpu() && !self.options.keep_nsys_threads && self.is_nsys_thread(key) {
+        let left_out = self
+            .kept_processes
+            .as_ref()
+            .is_some_and(|kept| !kept.contains(&key.pid));
+        if left_out || key.is_cpu() && !self.options.keep_nsys_threads && self.is_nsys_thread(key) {
             self.threads.insert(key, paraver_writer::DISCARDED);
             return paraver_writer::DISCARDED;
         }

@@ -76,9 +76,24 @@ pub enum TranslateError {
     Read(#[from] nsys_reader::ReadError),
     #[error("{0}: the report has no events to translate (no traced process has activity in the selected categories)")]
     Empty(std::path::PathBuf),
+    /// `--ranks` leaves out every process of the report (its ranks, where known).
+    #[error("{}: {}", .0.display(), describe_ranks(.1))]
+    NotSelected(std::path::PathBuf, Vec<u32>),
     #[error("{}: {source}", path.display())]
     Write {
         path: std::path::PathBuf,
         source: paraver_writer::WriteError,
     },
+}
+
+/// Why `--ranks` left a report out.
+fn describe_ranks(ranks: &[u32]) -> String {
+    match ranks {
+        [] => "no process of a known rank: left out by --ranks".to_string(),
+        [one] => format!("rank {one}: left out by --ranks"),
+        _ => {
+            let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+            format!("ranks {}: left out by --ranks", list.join(", "))
+        }
+    }
 }

@@ -8,6 +8,7 @@ use paraver_writer::{Comm, GlobalThread, MergeInput, RunBuilder};
 
 use crate::handoff::{CommKey, P2pEndpoint};
 use crate::layout::TracePlan;
+use crate::ranks::RankSelection;
 use crate::report::ReportTranslation;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,6 +18,8 @@ pub struct MessageStats {
     pub unmatched_receives: u64,
     /// Endpoints of processes whose rank is unknown.
     pub without_rank: u64,
+    /// Messages to or from ranks `--ranks` leaves out (not drawn).
+    pub with_ranks_left_out: u64,
     /// Messages received before they were sent: clocks of two nodes disagree.
     pub backwards: u64,
     /// Largest such disagreement (ns).
@@ -41,6 +44,16 @@ pub fn match_messages(
     reports: &[ReportTranslation],
     plan: &TracePlan,
 ) -> (Option<MergeInput>, MessageStats) {
+    match_messages_of(reports, plan, None)
+}
+
+/// [`match_messages`] of the ranks `selection` keeps (`--ranks`): a message
+/// whose other end is a rank left out is counted, not paired.
+pub fn match_messages_of(
+    reports: &[ReportTranslation],
+    plan: &TracePlan,
+    selection: Option<&RankSelection>,
+) -> (Option<MergeInput>, MessageStats) {
     let mut stats = MessageStats::default();
     let base = plan.offsets.iter().copied().min().unwrap_or(0);
     let mut sends: BTreeMap<Key, VecDeque<Placed>> = BTreeMap::new();
@@ -52,6 +65,12 @@ pub fn match_messages(
                 stats.without_rank += 1;
                 continue;
             };
+            let peer_left_out = selection
+                .is_some_and(|s| u32::try_from(e.peer).is_ok_and(|peer| !s.contains(peer)));
+            if peer_left_out {
+                stats.with_ranks_left_out += 1;
+                continue;
+            }
             let placed = Placed {
                 endpoint: e,
                 thread: plan.threads[r][e.thread as usize],
@@ -247,7 +266,7 @@ mod tests {
             2.1 -> 1.1: send 0/0, receive 400/450, 16 bytes, tag 5
             1.1 -> 2.1: send 100/100, receive 100/500, 64 bytes, tag 7
             1.1 -> 2.1: send 200/200, receive 600/700, 128 bytes, tag 7
-            MessageStats { matched: 3, unmatched_sends: 2, unmatched_receives: 0, without_rank: 0, backwards: 0, worst_backwards_ns: 0 }
+            MessageStats { matched: 3, unmatched_sends: 2, unmatched_receives: 0, without_rank: 0, with_ranks_left_out: 0, backwards: 0, worst_backwards_ns: 0 }
         "#]].assert_eq(&describe(&reports));
     }
 }

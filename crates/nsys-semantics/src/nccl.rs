@@ -250,7 +250,8 @@ fn json_integer(value: &Json) -> Option<i64> {
     match value {
         Json::Number(n) => n
             .as_i64()
-            .or_else(|| n.as_u64().map(|u| u as i64))
+            // Paraver reads values as signed 64-bit: above 2^63-1 is clamped, not wrapped.
+            .or_else(|| n.as_u64().map(|u| i64::try_from(u).unwrap_or(i64::MAX)))
             .or_else(|| n.as_f64().map(|f| f.round() as i64)),
         Json::String(s) => {
             let s = s.trim();

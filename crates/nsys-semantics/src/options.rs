@@ -77,6 +77,12 @@ pub struct Options {
     pub gpu_metric_types: MetricTypes,
     /// How NIC counters are numbered in this conversion.
     pub nic_metric_types: MetricTypes,
+    /// `--ranks`: only the processes of these MPI ranks are translated (see
+    /// [`crate::ranks::choose_processes`]).
+    pub ranks: Option<nsys2prv_events::RankSelection>,
+    /// The conversion has several reports (so a report's file name may give its
+    /// rank: see [`crate::ranks`]).
+    pub several_reports: bool,
 }
 
 /// Rows kept by BSC nsys2prv's `--time-limit-start`/`--time-limit-end`: those

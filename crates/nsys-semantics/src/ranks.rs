@@ -8,8 +8,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
+pub use nsys2prv_events::RankSelection;
 use nsys_reader::{Export, Metadata, ReadError};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::context::ThreadKey;
 
@@ -47,6 +48,66 @@ pub(crate) fn single_process(threads: &[ThreadKey]) -> Option<u32> {
         [pid] => Some(pid),
         _ => None,
     }
+}
+
+/// With `--ranks`, which processes of a report to translate, decided before
+/// reading its events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessChoice {
+    /// Every process (the report's rank is in the list, or known only once
+    /// translated: see [`kept_ranks`]).
+    All,
+    /// The processes `MPI_RANKS` gives a rank in the list.
+    Some(FxHashSet<u32>),
+    /// None: the report's ranks, none of them in the list.
+    None(Vec<u32>),
+}
+
+/// Decides from the cheap sources of a rank: `MPI_RANKS` (a small table), then
+/// the rank variable of the environment or, with several reports, the file
+/// name. A report whose rank comes from NVTX thread names only is translated
+/// whole and decided by [`kept_ranks`] afterwards.
+pub fn choose_processes(
+    export: &Export,
+    name: &Path,
+    selection: &RankSelection,
+    several_reports: bool,
+) -> Result<ProcessChoice, ReadError> {
+    let by_process = export.mpi_ranks()?;
+    if !by_process.is_empty() {
+        let kept: FxHashSet<u32> = by_process
+            .iter()
+            .filter(|(_, rank)| selection.contains(**rank))
+            .map(|(pid, _)| *pid)
+            .collect();
+        if kept.is_empty() {
+            let ranks: BTreeSet<u32> = by_process.values().copied().collect();
+            return Ok(ProcessChoice::None(ranks.into_iter().collect()));
+        }
+        return Ok(ProcessChoice::Some(kept));
+    }
+    let rank = rank_in_environment(export.meta())
+        .or_else(|| several_reports.then(|| rank_in_file_name(name)).flatten());
+    Ok(match rank {
+        Some(rank) if !selection.contains(rank) => ProcessChoice::None(vec![rank]),
+        _ => ProcessChoice::All,
+    })
+}
+
+/// After translating with `--ranks`: the ranks of the translated processes
+/// (`ranks`, pid → rank), whether any is in the list, and the ranks outside it
+/// that stay (processes a report names only by NVTX thread names).
+pub fn kept_ranks(
+    ranks: &HashMap<u32, u32>,
+    pids: &BTreeSet<u32>,
+    selection: &RankSelection,
+) -> (bool, Vec<u32>) {
+    let of_pids = || pids.iter().filter_map(|pid| ranks.get(pid).copied());
+    let any = of_pids().any(|r| selection.contains(r));
+    let mut outside: Vec<u32> = of_pids().filter(|r| !selection.contains(*r)).collect();
+    outside.sort_unstable();
+    outside.dedup();
+    (any, outside)
 }
 
 /// `MPI Rank 3` → 3.

@@ -164,6 +164,8 @@ impl Registry {
             nvtx: Default::default(),
             gpu_metric_types: crate::options::MetricTypes::Bsc,
             nic_metric_types: crate::options::MetricTypes::Bsc,
+            ranks: None,
+            several_reports: false,
         }
     }
 

@@ -76,6 +76,15 @@ pub fn translate_with(
     let mut export = Export::open(path)?;
     export.set_decode_ahead(options.decode_ahead);
     let mut ctx = ReportContext::new(&export, options);
+    if let Some(selection) = &options.ranks {
+        match ranks::choose_processes(&export, name, selection, options.several_reports)? {
+            ranks::ProcessChoice::All => {}
+            ranks::ProcessChoice::Some(kept) => ctx.kept_processes = Some(kept),
+            ranks::ProcessChoice::None(ranks) => {
+                return Err(TranslateError::NotSelected(name.to_path_buf(), ranks))
+            }
+        }
+    }
     let mut extra_type_categories = Vec::new();
     for (category, pass) in registry.passes(options) {
         let known = ctx.extra_types.len();
@@ -85,6 +94,9 @@ pub fn translate_with(
         extra_type_categories.extend(made.iter().map(|t| (t.ty, category)));
     }
     let mut report = finish(ctx, name)?;
+    if let Some(selection) = &options.ranks {
+        select_ranks(&mut report, selection, options.several_reports)?;
+    }
     report.extra_type_categories = extra_type_categories;
     Ok(report)
 }
@@ -173,6 +185,41 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         cpus_seen,
         recorded_tables: export.tables_with_rows()?,
     })
+}
+
+/// `--ranks` on a translated report: a report of one process without a rank
+/// takes the one its file name gives (with several reports: the rank the
+/// layout would give it, kept whichever reports are left); a report with no
+/// process of a rank in the list is left out; processes of other ranks that
+/// only NVTX thread names told apart stay, with a warning.
+fn select_ranks(
+    report: &mut ReportTranslation,
+    selection: &nsys2prv_events::RankSelection,
+    several_reports: bool,
+) -> Result<(), TranslateError> {
+    if several_reports {
+        if let Some(pid) = ranks::single_process(&report.threads) {
+            if !report.ranks.contains_key(&pid) {
+                if let Some(rank) = ranks::rank_in_file_name(&report.path) {
+                    report.ranks.insert(pid, rank);
+                }
+            }
+        }
+    }
+    let pids: std::collections::BTreeSet<u32> = report.threads.iter().map(|t| t.pid).collect();
+    let (any, outside) = ranks::kept_ranks(&report.ranks, &pids, selection);
+    if !any {
+        return Err(TranslateError::NotSelected(report.path.clone(), outside));
+    }
+    if !outside.is_empty() {
+        let list: Vec<String> = outside.iter().map(u32::to_string).collect();
+        report.warnings.push(format!(
+            "{}: processes of ranks {} are kept although --ranks leaves them out (their ranks are known only once the report is translated)",
+            report.path.display(),
+            list.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// OS thread names, overridden by the names the application set through NVTX.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use nsys_semantics::cuts::NvtxRangeSpec;
 use nsys_semantics::nvtx_config::NvtxConfig;
+use nsys_semantics::ranks::RankSelection;
 use nsys_semantics::Category;
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +72,9 @@ pub struct Selection {
     /// The NVTX configuration in force (BSC 0.6's `--config` content, else its
     /// defaults): the content, not the file, so every shard uses the same.
     pub nvtx: NvtxConfig,
+    /// `--ranks`: the MPI ranks whose processes are translated (`None`: all).
+    #[serde(default, with = "rank_list")]
+    pub ranks: Option<RankSelection>,
 }
 
 /// The part of the trace kept (at most one of them).
@@ -250,6 +254,7 @@ impl Default for Selection {
             cuda_calls_include: Vec::new(),
             cuda_calls_exclude: Vec::new(),
             nvtx: NvtxConfig::default(),
+            ranks: None,
         }
     }
 }
@@ -398,6 +403,9 @@ impl Config {
         if let Some(range) = &self.cuts.nvtx_range {
             options.push(format!("--nvtx-range={range}"));
         }
+        if let Some(ranks) = &s.ranks {
+            options.push(format!("--ranks={ranks}"));
+        }
         if s.sampling_depth != nsys_semantics::options::DEFAULT_SAMPLING_DEPTH {
             options.push(format!("--sampling-depth={}", s.sampling_depth));
         }
@@ -465,6 +473,28 @@ pub(crate) fn utf8(path: &Path) -> Result<String, NotUtf8> {
     path.to_str()
         .map(str::to_string)
         .ok_or_else(|| NotUtf8(path.to_path_buf()))
+}
+
+/// `--ranks`'s list as text in the plan (its fixed form).
+mod rank_list {
+    use nsys_semantics::ranks::RankSelection;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        ranks: &Option<RankSelection>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match ranks {
+            Some(ranks) => s.serialize_some(&ranks.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RankSelection>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| text.parse().map_err(serde::de::Error::custom))
+            .transpose()
+    }
 }
 
 /// `NAME#N` as text in the plan.

@@ -10,12 +10,13 @@ use nsys_semantics::catalog::{catalog_for_reports, TypeOwners};
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
 use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
 use nsys_semantics::layout::total_counts;
-use nsys_semantics::messages::{match_messages, MessageStats};
+use nsys_semantics::messages::{match_messages_of, MessageStats};
 use nsys_semantics::metric_sets::{
     has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
 };
 use nsys_semantics::nccl_match::{match_nccl, NcclMatchStats};
 use nsys_semantics::options::{ApiCallFilter, TimeLimits};
+use nsys_semantics::ranks::{choose_processes, ProcessChoice};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
     plan_layout_named, translate_report, KernelNames, MetricTypes, Options, Registry,
@@ -30,6 +31,7 @@ use paraver_writer::{
 use rayon::prelude::*;
 
 use crate::config::{ClockSync, Config, KernelNameChoice, MetricTypesChoice};
+use crate::error::UsageError;
 use crate::inputs::{self, Found, Input};
 use crate::messages::{count, human_size, warn_grouped};
 use crate::output_set::{file_name, marker_text, OutputSet};
@@ -67,6 +69,8 @@ pub enum Outcome {
     Empty(String),
     /// The report (or its export) cannot be read: the error, one line.
     Failed(anyhow::Error),
+    /// `--ranks` leaves out every process of the report: its ranks, where known.
+    NotSelected(Vec<u32>),
 }
 
 pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool> {
@@ -85,6 +89,8 @@ pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
     // Before any report is exported or read: a file the run would refuse to
     // replace is found at once.
     crate::output_set::check_targets(&paths, &config.views_dir(&paths))?;
+    // Counted from the names: before any report is exported or read.
+    check_report_count(config, inputs::report_files(&config.inputs.reports)?.len())?;
     let prepared = inputs::expand(&config.inputs.reports, &settings, config.inputs.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
@@ -168,7 +174,7 @@ pub fn write_output_set(
         false => RowNames::Ours,
     };
     let mut plan = plan_layout_named(&reports, &paths.stem(), row_names);
-    warn_about_limits(&plan.layout);
+    check_paraver_limits(&plan.layout)?;
     let sync = align_clocks(&mut plan, &reports, sync_mode(config.sync));
     report_alignment(&sync, &reports, config.quiet);
     if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
@@ -180,7 +186,8 @@ pub fn write_output_set(
             sync.mode.describe(),
         );
     }
-    let (messages, message_stats) = match_messages(&reports, &plan);
+    let (messages, message_stats) =
+        match_messages_of(&reports, &plan, config.selection.ranks.as_ref());
     report_messages(&message_stats);
     let (nccl, nccl_stats) = match_nccl(&reports, &plan);
     report_nccl(&nccl_stats);
@@ -272,8 +279,16 @@ pub fn write_output_set(
 
     if !config.quiet {
         let kept = if cut.is_some() { " in the cut" } else { "" };
+        // With --ranks, the messages whose other end was left out.
+        let left_out = match &config.selection.ranks {
+            Some(ranks) => format!(
+                "; --ranks {ranks}: {} to or from ranks left out, not drawn",
+                count(message_stats.with_ranks_left_out as usize, "MPI message")
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s",
+            "wrote {}: {}, {}, {}, {}, {} records{kept} ({} lines with the header), {:.3} s of trace, in {:.2} s{left_out}",
             paths.prv.display(),
             count(report_count, "report"),
             count(plan.layout.nodes.len(), "node"),
@@ -282,7 +297,7 @@ pub fn write_output_set(
             summary.lines,
             summary.lines + 1,
             summary.end_time as f64 / 1e9,
-            timings.started().elapsed().as_secs_f64()
+            timings.started().elapsed().as_secs_f64(),
         );
     }
     report_skipped(paths, skipped);
@@ -462,10 +477,35 @@ fn dry_run_text(found: &[Found], options: &Options) -> Result<String> {
             Found::NeedsExport(_) => None,
         })
         .collect();
-    let surveys: Vec<Survey> = ready
+    let surveyed: Vec<(Survey, Option<Vec<u32>>)> = ready
         .par_iter()
-        .map(|i| survey_report(&i.export, &i.name, options, several))
+        .map(|i| {
+            let survey = survey_report(&i.export, &i.name, options, several)?;
+            let left_out = match &options.ranks {
+                Some(selection) => {
+                    let export = nsys_reader::Export::open(&i.export)?;
+                    match choose_processes(&export, &i.name, selection, several)? {
+                        ProcessChoice::None(ranks) => Some(ranks),
+                        _ => None,
+                    }
+                }
+                None => None,
+            };
+            Ok::<_, nsys_reader::ReadError>((survey, left_out))
+        })
         .collect::<Result<_, _>>()?;
+    let mut left_out_ranks: Vec<u32> = Vec::new();
+    let mut left_out = 0;
+    let mut surveys: Vec<Survey> = Vec::with_capacity(surveyed.len());
+    for (survey, ranks) in surveyed {
+        match ranks {
+            Some(ranks) => {
+                left_out += 1;
+                left_out_ranks.extend(ranks);
+            }
+            None => surveys.push(survey),
+        }
+    }
     let mut text = format!(
         "{:<40} {:<16} {:>5} {:>14}  rows per category\n",
         "report", "host", "rank", "rows"
@@ -516,6 +556,21 @@ fn dry_run_text(found: &[Found], options: &Options) -> Result<String> {
             human_size(bytes),
             convert_time(bytes),
             count(threads, "thread")
+        );
+    }
+    if surveys.len() > PARAVER_OBJECT_LIMIT {
+        text += &format!(
+            "{}: the conversion will refuse it\n",
+            too_many_tasks(surveys.len(), "needs at least")
+        );
+    }
+    if let Some(selection) = &options.ranks {
+        left_out_ranks.sort_unstable();
+        left_out_ranks.dedup();
+        text += &format!(
+            "--ranks {selection}: {} left out ({}); a report whose rank only its translation finds (NVTX thread names) is listed above and decided then\n",
+            count(left_out, "report"),
+            describe_rank_list(&left_out_ranks)
         );
     }
     let mut filters = Vec::new();
@@ -730,6 +785,8 @@ pub fn options(config: &Config, reports: usize) -> Result<Options> {
             KernelNameChoice::Short => KernelNames::Short,
             KernelNameChoice::Demangled => KernelNames::Demangled,
         },
+        ranks: s.ranks.clone(),
+        several_reports: reports > 1,
     })
 }
 
@@ -845,6 +902,7 @@ pub fn translate_one(input: &Input, options: &Options) -> Outcome {
     match translate_report(&input.export, &input.name, options) {
         Ok(report) => Outcome::Translated(Box::new(report)),
         Err(TranslateError::Empty(_)) => Outcome::Empty(why_empty(input, options)),
+        Err(TranslateError::NotSelected(_, ranks)) => Outcome::NotSelected(ranks),
         Err(e) => Outcome::Failed(blame_the_right_place(e)),
     }
 }
@@ -860,9 +918,11 @@ pub fn gather(
     let mut reports = Vec::with_capacity(outcomes.len());
     let mut empty = Vec::new();
     let mut skipped = Vec::new();
+    let mut not_selected: Vec<Vec<u32>> = Vec::new();
     for (name, outcome) in outcomes {
         match outcome {
             Outcome::Translated(report) => reports.push(*report),
+            Outcome::NotSelected(ranks) => not_selected.push(ranks),
             Outcome::Empty(why) => empty.push((name, why)),
             Outcome::Failed(e) if skip_bad => skipped.push(Skipped {
                 report: name.display().to_string(),
@@ -870,6 +930,20 @@ pub fn gather(
             }),
             Outcome::Failed(e) => return Err(e),
         }
+    }
+    if let Some(selection) = &options.ranks {
+        let left_out = not_selected.len();
+        if reports.is_empty() && left_out > 0 {
+            let mut seen: Vec<u32> = not_selected.iter().flatten().copied().collect();
+            seen.sort_unstable();
+            seen.dedup();
+            bail!(
+                "--ranks {selection}: no report has a process of those ranks (the {} reports left out have {})",
+                left_out,
+                describe_rank_list(&seen)
+            );
+        }
+        tracing::info!("--ranks {selection}: {left_out} reports left out");
     }
     if reports.is_empty() {
         match (empty.as_slice(), skipped.as_slice()) {
@@ -904,6 +978,30 @@ pub fn gather(
         log_counts(Path::new("all reports"), &total_counts(&reports));
     }
     Ok((reports, skipped))
+}
+
+/// Ranks as a short list: `ranks 0-3, 7` (runs of consecutive ranks joined),
+/// `no known rank` when empty.
+pub(crate) fn describe_rank_list(ranks: &[u32]) -> String {
+    if ranks.is_empty() {
+        return "no known rank".into();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j > i {
+            true => format!("{}-{}", ranks[i], ranks[j]),
+            false => ranks[i].to_string(),
+        });
+        i = j + 1;
+    }
+    let shown = parts.len().min(8);
+    let more = if parts.len() > shown { ", …" } else { "" };
+    format!("ranks {}{more}", parts[..shown].join(", "))
 }
 
 /// Why a report gave no records, from what it holds (see
@@ -997,14 +1095,45 @@ fn log_counts(what: &Path, counts: &std::collections::BTreeMap<String, u64>) {
     tracing::debug!("{}: {}", what.display(), list.join(" "));
 }
 
-fn warn_about_limits(layout: &paraver_writer::TraceLayout) {
-    let threads = layout.thread_count();
-    if threads > PARAVER_OBJECT_LIMIT || layout.tasks.len() > PARAVER_OBJECT_LIMIT {
-        tracing::warn!(
-            "the trace has {} tasks and {threads} threads: default Paraver builds handle at most {PARAVER_OBJECT_LIMIT}; use a Paraver built with --enable-extended-objects",
-            layout.tasks.len()
-        );
+/// Paraver (4.11, default build: 16-bit object ids) cannot load a trace of more
+/// than 65,535 tasks or with more than 65,535 threads in one task (`Cannot
+/// load`): such a trace is refused before it is written, with the remedy.
+fn check_paraver_limits(layout: &paraver_writer::TraceLayout) -> Result<(), UsageError> {
+    let tasks = layout.tasks.len();
+    if tasks > PARAVER_OBJECT_LIMIT {
+        return Err(too_many_tasks(tasks, "would have"));
     }
+    if let Some(task) = layout
+        .tasks
+        .iter()
+        .max_by_key(|t| t.threads.len())
+        .filter(|t| t.threads.len() > PARAVER_OBJECT_LIMIT)
+    {
+        return Err(UsageError(format!(
+            "the trace would have {} threads in task '{}': Paraver loads at most {PARAVER_OBJECT_LIMIT} threads in a task; leave out the categories that make most of them with --exclude or -t (osrt, sched, sampling: a row per OS thread; cuda streams: a row per stream)",
+            task.threads.len(),
+            task.name
+        )));
+    }
+    Ok(())
+}
+
+/// The error for `tasks` tasks: the trace "would have" them, or "needs at least".
+fn too_many_tasks(tasks: usize, how: &str) -> UsageError {
+    let stride = tasks.div_ceil(PARAVER_OBJECT_LIMIT);
+    UsageError(format!(
+        "the trace {how} {tasks} tasks (one per process of a report): Paraver loads at most {PARAVER_OBJECT_LIMIT}; convert some ranks only, e.g. --ranks ::{stride} (one rank in {stride}) or --ranks 0-{}",
+        PARAVER_OBJECT_LIMIT - 1
+    ))
+}
+
+/// Before any report is read: more reports than Paraver loads tasks (each
+/// report is a task at least) is refused unless `--ranks` chooses some.
+pub fn check_report_count(config: &Config, reports: usize) -> Result<(), UsageError> {
+    if config.selection.ranks.is_none() && reports > PARAVER_OBJECT_LIMIT {
+        return Err(too_many_tasks(reports, "needs at least"));
+    }
+    Ok(())
 }
 
 /// `.nsys-rep` inputs are exported into `NAME.cache/` beside the output.

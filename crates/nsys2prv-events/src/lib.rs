@@ -157,6 +157,129 @@ impl std::fmt::Display for NvtxRangeSpec {
     }
 }
 
+/// `--ranks LIST`: the MPI ranks a conversion keeps. `LIST` is items separated by
+/// commas, each one of
+///
+/// * `N`: rank N;
+/// * `A-B`: ranks A to B, both included (`A <= B`);
+/// * `START:END[:STEP]`: as a Python slice of the ranks, `START`, `START+STEP`,
+///   … below `END` (excluded); `START` is 0 and `STEP` 1 when left out, no
+///   `END` means no limit (`::64`: 0, 64, 128, …; `8:`: 8 and up).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankSelection {
+    items: Vec<RankItem>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RankItem {
+    /// `A-B` (or `N`: `N-N`), both included.
+    Span { first: u32, last: u32 },
+    /// `START:END:STEP`, `END` excluded.
+    Slice {
+        start: u32,
+        end: Option<u32>,
+        step: u32,
+    },
+}
+
+impl RankSelection {
+    pub fn contains(&self, rank: u32) -> bool {
+        self.items.iter().any(|item| match *item {
+            RankItem::Span { first, last } => (first..=last).contains(&rank),
+            RankItem::Slice { start, end, step } => {
+                rank >= start && end.is_none_or(|e| rank < e) && (rank - start).is_multiple_of(step)
+            }
+        })
+    }
+}
+
+impl std::str::FromStr for RankSelection {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let number = |item: &str, n: &str| -> Result<u32, String> {
+            n.trim().parse::<u32>().map_err(|_| {
+                format!(
+                    "'{item}': '{}' is not a rank (a number from 0 to {})",
+                    n.trim(),
+                    u32::MAX
+                )
+            })
+        };
+        let mut items = Vec::new();
+        for item in text.split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(format!(
+                    "'{text}': an empty item (give ranks as N, A-B or START:END:STEP, separated by commas)"
+                ));
+            }
+            let parsed = if item.contains(':') {
+                let parts: Vec<&str> = item.split(':').collect();
+                if parts.len() > 3 {
+                    return Err(format!("'{item}': a slice is START:END or START:END:STEP"));
+                }
+                let optional = |n: &str| -> Result<Option<u32>, String> {
+                    match n.trim() {
+                        "" => Ok(None),
+                        n => number(item, n).map(Some),
+                    }
+                };
+                let start = optional(parts[0])?.unwrap_or(0);
+                let end = optional(parts[1])?;
+                let step = match parts.get(2) {
+                    Some(s) => optional(s)?.unwrap_or(1),
+                    None => 1,
+                };
+                if step == 0 {
+                    return Err(format!("'{item}': the step must be 1 or more"));
+                }
+                if end.is_some_and(|e| e <= start) {
+                    return Err(format!(
+                        "'{item}': no rank lies from {start} to before {}",
+                        end.unwrap_or_default()
+                    ));
+                }
+                RankItem::Slice { start, end, step }
+            } else if let Some((first, last)) = item.split_once('-') {
+                let (first, last) = (number(item, first)?, number(item, last)?);
+                if first > last {
+                    return Err(format!("'{item}': the first rank is above the last"));
+                }
+                RankItem::Span { first, last }
+            } else {
+                let n = number(item, item)?;
+                RankItem::Span { first: n, last: n }
+            };
+            items.push(parsed);
+        }
+        Ok(RankSelection { items })
+    }
+}
+
+impl std::fmt::Display for RankSelection {
+    /// The list in one fixed form (what the trace's metadata and plans record).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match *item {
+                RankItem::Span { first, last } if first == last => write!(f, "{first}")?,
+                RankItem::Span { first, last } => write!(f, "{first}-{last}")?,
+                RankItem::Slice { start, end, step } => {
+                    let end = end.map_or(String::new(), |e| e.to_string());
+                    match step {
+                        1 => write!(f, "{start}:{end}")?,
+                        _ => write!(f, "{start}:{end}:{step}")?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +323,32 @@ mod tests {
         assert_eq!((spec.name.as_str(), spec.occurrence), ("a#b", None));
         assert!("x#0".parse::<NvtxRangeSpec>().is_err());
         assert!("#2".parse::<NvtxRangeSpec>().is_err());
+    }
+
+    #[test]
+    fn rank_lists_take_numbers_spans_and_slices() {
+        let list: RankSelection = "0-3, 64,128:130,::1000".parse().unwrap();
+        let kept: Vec<u32> = (0..3000).filter(|&r| list.contains(r)).collect();
+        assert_eq!(kept, [0, 1, 2, 3, 64, 128, 129, 1000, 2000]);
+        assert_eq!(list.to_string(), "0-3,64,128:130,0::1000");
+        let again: RankSelection = list.to_string().parse().unwrap();
+        assert_eq!(again, list);
+        let every: RankSelection = "1::2".parse().unwrap();
+        assert!(every.contains(1) && every.contains(4_000_001) && !every.contains(2));
+        assert!("8:".parse::<RankSelection>().unwrap().contains(u32::MAX));
+        for bad in [
+            "",
+            "1,,2",
+            "3-1",
+            "a",
+            "-1",
+            "1-",
+            "5:5",
+            "::0",
+            "1:2:3:4",
+            "4294967296",
+        ] {
+            assert!(bad.parse::<RankSelection>().is_err(), "{bad}");
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use nsys_semantics::cuts::NvtxRangeSpec;
+use nsys_semantics::ranks::RankSelection;
 use nsys_semantics::Category;
 
 use nsys2prv_convert::bsc_config::BscConfig;
@@ -159,6 +160,13 @@ pub struct Args {
     /// at the end and in NAME.skipped.txt, and the exit status is 3
     #[arg(long)]
     pub skip_bad: bool,
+
+    /// Convert only the reports (and processes) of these MPI ranks, keeping their
+    /// rank numbers: N, A-B (both included) or START:END:STEP (END excluded,
+    /// either end may be left out: ::64 is every 64th rank from 0), separated by
+    /// commas (0-15,64,128); messages to ranks left out are counted, not drawn
+    #[arg(long, value_name = "LIST", value_parser = parse_ranks)]
+    pub ranks: Option<RankSelection>,
 
     /// Sharded conversion (see SHARDED CONVERSION): translate shard I of N into
     /// NAME.parts/ (I/N, planning first if no plan is there), or, with `slurm`,
@@ -478,6 +486,11 @@ pub struct DiffArgs {
 }
 
 /// A duration in ns, with its unit (`1ms`, `500us`, `2s`).
+/// `--ranks LIST` (the grammar: [`RankSelection`]).
+pub fn parse_ranks(text: &str) -> Result<RankSelection, String> {
+    text.parse()
+}
+
 pub fn parse_duration(text: &str) -> Result<u64, String> {
     parse_time(text).map(|ns| ns as u64)
 }
@@ -890,6 +903,7 @@ impl Args {
                 cuda_calls_include: self.filter_cuda_calls_include_name.clone(),
                 cuda_calls_exclude: self.filter_cuda_calls_exclude_name.clone(),
                 nvtx: bsc.nvtx,
+                ranks: self.ranks.clone(),
             },
             cuts: Cuts {
                 time_window: self.time_window.map(|w| config::TimeWindow {
@@ -970,6 +984,8 @@ mod tests {
             "views dir",
             "--time-window",
             "1.5ms:",
+            "--ranks",
+            "0-3,::64",
             "--keep-nsys-threads",
             "--all-views",
             "--sampling-depth",
@@ -1017,6 +1033,7 @@ mod tests {
                 "--sync=barrier",
                 "--cfgs-dir=views dir",
                 "--time-window=1500000ns:",
+                "--ranks=0-3,0::64",
                 "--sampling-depth=2",
                 "--report=rep",
                 "--label=a label",

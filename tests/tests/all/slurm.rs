@@ -453,3 +453,30 @@ fn every_slurm_script_of_the_documents_runs_as_written() {
     }
     eprintln!("ran as written: {}", ran.join(", "));
 }
+
+/// `--ranks` under srun: the plan stores the list, every task translates only its
+/// ranks' reports, and the trace is the single run's.
+#[test]
+fn srun_with_a_rank_list_writes_what_one_process_writes() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let inputs = synthetic_mpi_job(&job, 16, 1_795_261_090_000_000_000);
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let single = tmp.path().join("single");
+    std::fs::create_dir(&single).unwrap();
+    let ranks = ["--ranks", "::4,13"];
+    assert_ok(&convert(&refs, &single.join("t.prv"), &ranks), "single");
+    let out = tmp.path().join("srun");
+    std::fs::create_dir(&out).unwrap();
+    let mut args = vec![binary_path().to_str().unwrap(), "-q", "--shard", "slurm"];
+    args.extend(ranks);
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let trace = out.join("t.prv");
+    args.push(trace.to_str().unwrap());
+    assert_ok(&srun(3, &args), "srun -n 3 --shard slurm --ranks");
+    assert_same_files(&single, &out);
+}

@@ -95,6 +95,7 @@ fn settle_plan(config: &Config, shards: u32) -> Result<(PartsDir, Plan)> {
     crate::output_set::check_targets(&paths, &config.views_dir(&paths))?;
     let names = inputs::report_files(&config.inputs.reports)?;
     let names = distinct(names);
+    convert::check_report_count(config, names.len())?;
     parts.create()?;
     let plan_path = parts.plan_path();
     let plan = if plan_path.exists() {
@@ -206,6 +207,8 @@ fn translate_into_part(
     let prepared = inputs::prepare(found, &settings, true)?;
     timings.lap("Inputs and exports");
     let mut options = convert::options(config, prepared.len())?;
+    // A report's file name gives its rank when the job has several reports.
+    options.several_reports = plan.inputs.len() > 1;
     // Decided from this shard's reports: the merge refuses shards that decided
     // apart (one type, two labels).
     let export_paths: Vec<&Path> = prepared

@@ -49,6 +49,10 @@ enum SavedOutcome {
     Empty {
         why: String,
     },
+    /// Left out by `--ranks` (the report's ranks, where known).
+    NotSelected {
+        ranks: Vec<u32>,
+    },
     /// Left out by `--skip-bad`.
     Failed {
         reason: String,
@@ -250,6 +254,7 @@ impl PartsDir {
                         )))
                     }
                     SavedOutcome::Empty { why } => Outcome::Empty(why),
+                    SavedOutcome::NotSelected { ranks } => Outcome::NotSelected(ranks),
                     SavedOutcome::Failed { reason } => Outcome::Failed(anyhow!(reason)),
                 };
                 slots[entry.input as usize] = Some(outcome);
@@ -357,6 +362,7 @@ fn write_part_file(
                 }
             }
             Outcome::Empty(why) => SavedOutcome::Empty { why },
+            Outcome::NotSelected(ranks) => SavedOutcome::NotSelected { ranks },
             Outcome::Failed(e) => SavedOutcome::Failed {
                 reason: crate::error::one_line(&e),
             },
