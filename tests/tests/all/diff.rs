@@ -104,7 +104,8 @@ struct Runs {
 fn runs() -> &'static Runs {
     static RUNS: OnceLock<Runs> = OnceLock::new();
     RUNS.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("nsys2prv-diff-{}", std::process::id()));
+        // Under the target directory (as the other areas keep theirs), made again each run.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("diff");
         let _ = std::fs::remove_dir_all(&dir);
         let base_exports = training_run(&dir, "base", 4, 12, Change::default());
         let new_exports = training_run(

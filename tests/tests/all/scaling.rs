@@ -26,7 +26,8 @@ const RANKS: [u32; 3] = [2, 4, 8];
 fn series() -> &'static Series {
     static SERIES: OnceLock<Series> = OnceLock::new();
     SERIES.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("nsys2prv-scaling-{}", std::process::id()));
+        // Under the target directory (as the other areas keep theirs), made again each run.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaling");
         let _ = std::fs::remove_dir_all(&dir);
         let mut exports = Vec::new();
         let mut traces = Vec::new();
