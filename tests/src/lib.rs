@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests (`tests/tests/all/`, one module per area): the binary under
 //! test, the corpus, conversions and trace checks.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -95,6 +96,10 @@ pub const FIXED_EPOCH: &str = "1740819600";
 fn build_binary() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
+        // Set for this process's in-process conversions (main.rs), but a build script
+        // (libsqlite3-sys's, through cc) reruns when it changes: the nested build sees
+        // the environment a plain `cargo build` sees.
+        .env_remove("SOURCE_DATE_EPOCH")
         .current_dir(workspace_root())
         .args(["build", "--message-format=json-render-diagnostics"])
         .args(["-p", "nsys2prv-rs", "--bin", "nsys2prv-rs"])
@@ -155,27 +160,78 @@ pub fn fake_nsys_home(dir: &Path, source: &Path, too_old: bool) -> PathBuf {
     home
 }
 
-/// Runs the converter quietly on `inputs` into `output`.
+/// Converts `inputs` into `output` quietly (`-q`, then `extra`), in this process:
+/// the command line goes through the binary's own code (`nsys2prv_rs`: clap's
+/// arguments, their problems, the `Config`, the conversion with `--report` after it,
+/// the exit status and error line), without a process. What the binary would print
+/// on stderr is the error line; stdout, the dry run's table. Warnings the library
+/// prints go to this process's stderr (`-q` silences most): a test that reads
+/// them, or needs signals, the environment, a terminal or the process itself, runs
+/// [`convert_spawned`] or [`binary`].
 pub fn convert(inputs: &[&Path], output: &Path, extra: &[&str]) -> Output {
-    convert_command(inputs, output, extra)
-        .output()
-        .expect("run nsys2prv-rs")
+    run_in_process(&conversion_line(inputs, output, extra))
 }
 
-/// [`convert`] run from the directory `cwd`: inputs given relative to it stay relative
-/// in what the tool writes (the `.pmf` names the reports as given), so that the output
-/// is the same in any checkout.
+/// [`convert`] as if run from the directory `cwd`: relative inputs and output are
+/// taken from `cwd` (this process's directory is not changed: tests run on many
+/// threads; paths in `extra` are passed as they are). `cwd` is taken as a process sees its working
+/// directory: canonical (no `..`), so that absolute paths the tool writes (the
+/// `.pmf`'s reports) are those the binary run from `cwd` writes.
 pub fn convert_in(cwd: &Path, inputs: &[&Path], output: &Path, extra: &[&str]) -> Output {
-    convert_command(inputs, output, extra)
-        .current_dir(cwd)
-        .output()
-        .expect("run nsys2prv-rs")
+    let cwd = cwd.canonicalize().expect("the working directory");
+    let inputs: Vec<PathBuf> = inputs.iter().map(|p| cwd.join(p)).collect();
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    convert(&inputs, &cwd.join(output), extra)
 }
 
-fn convert_command(inputs: &[&Path], output: &Path, extra: &[&str]) -> Command {
-    let mut cmd = binary();
-    cmd.arg("-q").args(extra).args(inputs).arg(output);
-    cmd
+/// [`convert`] by the binary, in a process of its own.
+pub fn convert_spawned(inputs: &[&Path], output: &Path, extra: &[&str]) -> Output {
+    let line = conversion_line(inputs, output, extra);
+    binary().args(&line[1..]).output().expect("run nsys2prv-rs")
+}
+
+/// `nsys2prv-rs -q EXTRA... INPUTS... OUTPUT`.
+fn conversion_line(inputs: &[&Path], output: &Path, extra: &[&str]) -> Vec<OsString> {
+    let mut line: Vec<OsString> = vec!["nsys2prv-rs".into(), "-q".into()];
+    line.extend(extra.iter().map(OsString::from));
+    line.extend(inputs.iter().map(|p| p.as_os_str().to_owned()));
+    line.push(output.as_os_str().to_owned());
+    line
+}
+
+/// A conversion's command line (`argv[0]` first, no subcommand) run in this process
+/// as the binary runs it, its result as the process's would be: exit status, stdout
+/// (the dry run's table), stderr (the error line, or clap's message).
+pub fn run_in_process(argv: &[OsString]) -> Output {
+    use std::os::unix::process::ExitStatusExt;
+    let done = |code: u8, stdout: Vec<u8>, stderr: String| Output {
+        // A wait status: the exit code in the second byte.
+        status: std::process::ExitStatus::from_raw(i32::from(code) << 8),
+        stdout,
+        stderr: stderr.into_bytes(),
+    };
+    let args = match nsys2prv_rs::parse_args(argv.to_vec()) {
+        Ok(args) => args,
+        Err(e) => {
+            let code = u8::try_from(e.exit_code()).unwrap_or(2);
+            return done(code, Vec::new(), e.render().to_string());
+        }
+    };
+    assert!(
+        args.command.is_none(),
+        "run_in_process runs conversions; spawn binary() for a subcommand"
+    );
+    let config = match nsys2prv_rs::conversion_config(&args) {
+        Ok(config) => config,
+        Err(message) => return done(2, Vec::new(), format!("error: {message}\n")),
+    };
+    let result = nsys2prv_rs::convert(&config, &nsys2prv_convert::Silent);
+    let (code, line) = nsys2prv_rs::outcome(&result);
+    let stdout = match &result {
+        Ok(finished) => finished.dry_run.clone().unwrap_or_default().into_bytes(),
+        Err(_) => Vec::new(),
+    };
+    done(code, stdout, line.map(|l| l + "\n").unwrap_or_default())
 }
 
 /// Validates a produced trace with the project's validator and with BSC's

@@ -212,12 +212,13 @@ fn filtered_scans_keep_the_rows_sqlite_keeps() {
 }
 
 /// The corpus directory (`NSYS2PRV_CORPUS`, else `../shared/corpus` beside
-/// the checkout), when present.
+/// the checkout), when present: a directory with the corpus's `MANIFEST.tsv`
+/// (an empty or wrong directory is no corpus, and fails under CI).
 fn corpus() -> Option<PathBuf> {
     let dir = std::env::var_os("NSYS2PRV_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"));
-    dir.is_dir().then_some(dir)
+    dir.join("MANIFEST.tsv").is_file().then_some(dir)
 }
 
 fn sqlite_files(dir: &Path, out: &mut Vec<PathBuf>) {

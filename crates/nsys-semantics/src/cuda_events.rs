@@ -328,3 +328,66 @@ fn record_counts(ctx: &mut ReportContext, tally: &Tally) {
         ctx.count("CUDA event waits without a thread", tally.threadless_waits);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// Records are points on their stream, at the device's time or else at the
+    /// end of their `cudaEventRecord` call (one with neither is left out with a
+    /// warning); a host wait is a point on the thread of its call, a stream wait
+    /// on the waiting stream, both at the end of the wait. Each wait gets an arrow
+    /// from its record: the one with its sync id when it has one (event 2: record
+    /// 14, not the later 15), else the latest record of the event issued before
+    /// it (event 1: record 11 for both waits, not 10 before it nor 17 after).
+    #[test]
+    fn waits_are_paired_with_their_records() {
+        let tid = GLOBAL_PID | 24_602;
+        let na = 4_294_967_295_i64;
+        check(
+            &[CUDA_EVENTS],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'cudaEventRecord_v3020'),
+                     (90002, 'cudaEventSynchronize_v3020'), (90003, 'cudaStreamWaitEvent_v3020');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+                     (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+                 VALUES (100, 150, 0, {tid}, 10, 90001, 0), (200, 250, 0, {tid}, 11, 90001, 0),
+                        (500, 700, 0, {tid}, 12, 90002, 0), (800, 820, 0, {tid}, 13, 90003, 0),
+                        (850, 860, 0, {tid}, 14, 90001, 0), (870, 880, 0, {tid}, 15, 90001, 0),
+                        (1000, 1100, 0, {tid}, 16, 90002, 0), (1200, 1210, 0, {tid}, 17, 90001, 0);
+                 INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT
+                     (timestamp, deviceId, contextId, streamId, correlationId, globalPid, eventId,
+                      eventSyncId)
+                 VALUES (0, 0, 1, 7, 10, {GLOBAL_PID}, 1, NULL),
+                        (400, 0, 1, 7, 11, {GLOBAL_PID}, 1, NULL),
+                        (900, 0, 1, 7, 14, {GLOBAL_PID}, 2, 77),
+                        (950, 0, 1, 7, 15, {GLOBAL_PID}, 2, 78),
+                        (1300, 0, 1, 7, 17, {GLOBAL_PID}, 1, NULL),
+                        (0, 0, 1, 7, 99, {GLOBAL_PID}, 3, NULL);
+                 INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+                      syncType, eventId, eventSyncId)
+                 VALUES (510, 690, 0, 1, {na}, 12, {GLOBAL_PID}, 1, 1, NULL),
+                        (805, 815, 0, 1, 8, 13, {GLOBAL_PID}, 2, 1, NULL),
+                        (1010, 1090, 0, 1, {na}, 16, {GLOBAL_PID}, 1, 2, 77);"
+            ),
+            expect![[r#"
+                150 24601:gpu0/s7 9301=1 9302=1
+                400 24601:gpu0/s7 comm to 24601.24602 at 510 (physical send 400, receive 690) size 0 tag 55003
+                400 24601:gpu0/s7 comm to 24601:gpu0/s8 at 805 (physical send 400, receive 815) size 0 tag 55003
+                400 24601:gpu0/s7 9301=1 9302=1
+                690 24601.24602 9301=2 9302=1
+                815 24601:gpu0/s8 9301=3 9302=1
+                900 24601:gpu0/s7 comm to 24601.24602 at 1010 (physical send 900, receive 1090) size 0 tag 55003
+                900 24601:gpu0/s7 9301=1 9302=2 9303=77
+                950 24601:gpu0/s7 9301=1 9302=2 9303=78
+                1090 24601.24602 9301=2 9302=2 9303=77
+                1300 24601:gpu0/s7 9301=1 9302=1
+                warning: FIXTURE: 1 CUDA event records left out: no device time and no cudaEventRecord call with their correlation id
+            "#]],
+        );
+    }
+}

@@ -238,3 +238,73 @@ fn emit_construction(ctx: &mut ReportContext, e: &GraphEvent, name: u32) {
     );
     ctx.run.interval(thread, e.start, e.end, &pairs);
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::cuda_api::API;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// Graph mode: each launch is an interval on its stream named `Graph Exec N`
+    /// with its graph, exec and correlation ids, the stream Running meanwhile,
+    /// and its `cudaGraphLaunch` call has a launch arrow to it. Node mode: a copy
+    /// run as a graph node carries its node id. Construction: an interval on the
+    /// CPU thread named by the event class (the export's label, else Nsight's),
+    /// with the ids it names, from both tables of construction events.
+    #[test]
+    fn launches_nodes_and_construction() {
+        let tid = GLOBAL_PID | 24_602;
+        check(
+            &[API, MEMORY, GRAPHS],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'cudaGraphLaunch_v10000'), (90002, 'graph');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+                     (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+                 VALUES (100, 150, 0, {tid}, 21, 90001, 0);
+                 INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+                      graphId, graphExecId)
+                 VALUES (200, 900, 0, 1, 7, 21, {GLOBAL_PID}, 3, 12);
+                 INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+                      bytes, copyKind, srcKind, dstKind, graphNodeId)
+                 VALUES (300, 400, 0, 1, 7, 21, {GLOBAL_PID}, 4096, 1, 0, 3, 55);
+                 INSERT INTO CUDA_GRAPH_EVENTS
+                     (start, end, eventClass, globalTid, nameId, graphId, originalGraphId,
+                      graphExecId)
+                 VALUES (10, 20, 95, {tid}, 90002, 3, NULL, NULL),
+                        (30, 40, 96, {tid}, 90002, 4, 3, NULL),
+                        (50, 60, 94, {tid}, 90002, 3, NULL, 12);
+                 INSERT INTO CUDA_GRAPH_NODE_EVENTS
+                     (start, end, eventClass, globalTid, nameId, graphNodeId, originalGraphNodeId)
+                 VALUES (25, 28, 77, {tid}, 90002, 55, NULL);"
+            ),
+            expect![[r#"
+                10 24601.24602 63000103="CUDA graph creation" 63000106=3
+                20 24601.24602 end 63000103="CUDA graph creation" 63000106=3
+                25 24601.24602 63000103="CUDA graph node creation" 63000108=55
+                28 24601.24602 end 63000103="CUDA graph node creation" 63000108=55
+                30 24601.24602 63000103="CUDA graph clone" 63000106=4 63000105=3
+                40 24601.24602 end 63000103="CUDA graph clone" 63000106=4 63000105=3
+                50 24601.24602 63000103="CUDA graph exec creation" 63000106=3 63000107=12
+                60 24601.24602 end 63000103="CUDA graph exec creation" 63000106=3 63000107=12
+                100 24601.24602 comm to 24601:gpu0/s7 at 200 (physical send 100, receive 200) size 0 tag 55001
+                100 24601.24602 comm to 24601:gpu0/s7 at 300 (physical send 100, receive 300) size 4096 tag 55002
+                100 24601.24602 63000000="cudaGraphLaunch_v10000" 9200=21
+                100 24601.24602 state 32 until 150
+                150 24601.24602 end 63000000="cudaGraphLaunch_v10000" 9200=21
+                200 24601:gpu0/s7 63000008="Graph Exec 12" 63000100=3 63000101=12 9200=21
+                200 24601:gpu0/s7 state 1 until 300
+                300 24601:gpu0/s7 63000001="CUDA memcpy Host-to-Device" 63000002=4096 9200=21
+                300 24601:gpu0/s7 63000102=55
+                300 24601:gpu0/s7 state 17 until 400
+                400 24601:gpu0/s7 end 63000001="CUDA memcpy Host-to-Device" 63000002=4096 9200=21
+                400 24601:gpu0/s7 end 63000102=55
+                400 24601:gpu0/s7 state 1 until 900
+                900 24601:gpu0/s7 end 63000008="Graph Exec 12" 63000100=3 63000101=12 9200=21
+            "#]],
+        );
+    }
+}

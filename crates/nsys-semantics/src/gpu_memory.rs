@@ -314,3 +314,58 @@ fn page_faults(ctx: &mut ReportContext, map: &DeviceMap) -> Result<(), ReadError
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// On the process's GPU metrics row, in time order whatever the table's order:
+    /// each allocation and free with its size and the running total allocated
+    /// (a free of more than is allocated stops the total at 0); the pools' sizes
+    /// added up, from pool events (a destroyed pool leaves the sum) and from the
+    /// pool a `cudaMallocAsync` allocation names; GPU page faults with their
+    /// number and access type; a CPU page fault on the process's main thread.
+    #[test]
+    fn running_totals_pools_and_page_faults() {
+        check(
+            &[GPU_MEMORY],
+            &format!(
+                "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS
+                     (start, globalPid, deviceId, contextId, address, pc, bytes, memKind,
+                      memoryOperationType, localMemoryPoolAddress, localMemoryPoolSize)
+                 VALUES (400, {GLOBAL_PID}, 0, 1, 4096, 0, 1000, 1, 1, NULL, NULL),
+                        (300, {GLOBAL_PID}, 0, 1, 4096, 0, 1000, 1, 0, NULL, NULL),
+                        (100, {GLOBAL_PID}, 0, 1, 8192, 0, 500, 1, 0, NULL, NULL),
+                        (200, {GLOBAL_PID}, 0, 1, 65536, 0, 256, 1, 0, 65536, 8192),
+                        (500, {GLOBAL_PID}, 0, 1, 8192, 0, 2000, 1, 1, NULL, NULL);
+                 INSERT INTO CUDA_GPU_MEMORY_POOL_EVENTS
+                     (start, globalPid, deviceId, address, operationType, poolType,
+                      localMemoryPoolSize)
+                 VALUES (150, {GLOBAL_PID}, 0, 32768, 1, 1, 4096),
+                        (600, {GLOBAL_PID}, 0, 32768, 2, 1, 4096);
+                 INSERT INTO CUDA_UM_GPU_PAGE_FAULT_EVENTS
+                     (start, end, globalPid, deviceId, address, numberOfPageFaults,
+                      faultAccessType)
+                 VALUES (700, 750, {GLOBAL_PID}, 0, 4096, 3, 2);
+                 INSERT INTO CUDA_UM_CPU_PAGE_FAULT_EVENTS
+                     (start, globalPid, address, CpuInstruction, module)
+                 VALUES (800, {GLOBAL_PID}, 4096, 0, 0);"
+            ),
+            expect![[r#"
+                100 24601:Metrics { device: 0 } 66500003=500 66500001=500
+                150 24601:Metrics { device: 0 } 66500004=4096 66500005=1
+                200 24601:Metrics { device: 0 } 66500003=756 66500001=256
+                200 24601:Metrics { device: 0 } 66500004=12288
+                300 24601:Metrics { device: 0 } 66500003=1756 66500001=1000
+                400 24601:Metrics { device: 0 } 66500003=756 66500002=1000
+                500 24601:Metrics { device: 0 } 66500003=0 66500002=2000
+                600 24601:Metrics { device: 0 } 66500004=8192 66500005=2
+                700 24601:Metrics { device: 0 } 66500006=3 66500007=2
+                800 24601.24601 66500008=1
+            "#]],
+        );
+    }
+}

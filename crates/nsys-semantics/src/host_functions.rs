@@ -183,3 +183,63 @@ fn cpu_side(ctx: &mut ReportContext, sides: &GpuSides) -> Result<(), ReadError> 
     ctx.note_skipped(HOST_CALLBACK, scan.skipped);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// The GPU side is an interval on its stream, named by whether it is a graph
+    /// node (with the graph and node ids) or a `cudaLaunchHostFunc`, the stream in
+    /// Synchronization meanwhile; the callback an interval on its CPU thread named
+    /// by the function. Each callback gets an arrow from the latest GPU side of its
+    /// correlation id that began at or before it (correlation 7: the node starting
+    /// at 300 for the callback at 350, the one at 500 for the callback at 520);
+    /// one with no GPU side (correlation 9) gets none.
+    #[test]
+    fn callbacks_are_linked_to_the_gpu_side_that_ran_them() {
+        let tid = GLOBAL_PID | 24_602;
+        check(
+            &[HOST_FUNCTIONS],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'my_callback'), (90002, 'node_callback');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_HOST_NODE_AND_HOST_LAUNCH
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+                      graphNodeId, graphId)
+                 VALUES (100, 200, 0, 1, 7, 5, {GLOBAL_PID}, NULL, NULL),
+                        (300, 400, 0, 1, 7, 7, {GLOBAL_PID}, 41, 4),
+                        (500, 600, 0, 1, 7, 7, {GLOBAL_PID}, 42, 4);
+                 INSERT INTO CUDA_HOST_CALLBACK
+                     (start, end, eventClass, globalTid, correlationId, nameId)
+                 VALUES (120, 180, 0, {tid}, 5, 90001), (350, 380, 0, {tid}, 7, 90002),
+                        (520, 580, 0, {tid}, 7, 90002), (700, 710, 0, {tid}, 9, 90001);"
+            ),
+            expect![[r#"
+                100 24601:gpu0/s7 comm to 24601.24602 at 120 (physical send 100, receive 120) size 0 tag 55004
+                100 24601:gpu0/s7 63000110="Host function launch" 9200=5
+                100 24601:gpu0/s7 state 5 until 200
+                120 24601.24602 63000111="my_callback" 9200=5
+                180 24601.24602 end 63000111="my_callback" 9200=5
+                200 24601:gpu0/s7 end 63000110="Host function launch" 9200=5
+                200 24601:gpu0/s7 state 0 until 300
+                300 24601:gpu0/s7 comm to 24601.24602 at 350 (physical send 300, receive 350) size 0 tag 55004
+                300 24601:gpu0/s7 63000110="Graph host node" 9200=7 63000100=4 63000102=41
+                300 24601:gpu0/s7 state 5 until 400
+                350 24601.24602 63000111="node_callback" 9200=7
+                380 24601.24602 end 63000111="node_callback" 9200=7
+                400 24601:gpu0/s7 end 63000110="Graph host node" 9200=7 63000100=4 63000102=41
+                400 24601:gpu0/s7 state 0 until 500
+                500 24601:gpu0/s7 comm to 24601.24602 at 520 (physical send 500, receive 520) size 0 tag 55004
+                500 24601:gpu0/s7 63000110="Graph host node" 9200=7 63000100=4 63000102=42
+                500 24601:gpu0/s7 state 5 until 600
+                520 24601.24602 63000111="node_callback" 9200=7
+                580 24601.24602 end 63000111="node_callback" 9200=7
+                600 24601:gpu0/s7 end 63000110="Graph host node" 9200=7 63000100=4 63000102=42
+                700 24601.24602 63000111="my_callback" 9200=9
+                710 24601.24602 end 63000111="my_callback" 9200=9
+            "#]],
+        );
+    }
+}

@@ -364,3 +364,105 @@ pub(crate) fn note_sync_point(ctx: &mut ReportContext, name: &str, end: i64) {
         points.last_barrier_end = Some(points.last_barrier_end.map_or(end, |t| t.max(end)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use expect_test::expect;
+
+    use super::*;
+    use crate::testing::{records, translate, GLOBAL_PID};
+
+    /// Calls are intervals of Extrae's types and states on their thread, with a
+    /// collective's sizes and root; a wait row repeated for one call is written
+    /// once. The point-to-point endpoints left for the pairing across reports: the
+    /// peer is the world rank of the remote rank in its communicator (rank 1 of
+    /// members 3,5 is 5), a receive arrives at the end of its call or, when
+    /// non-blocking, of the wait on its request; calls that neither send nor
+    /// receive leave none. MPI_Init's end and the barriers' ends are the sync
+    /// points of `--sync`.
+    #[test]
+    fn calls_endpoints_and_sync_points() {
+        let tid = GLOBAL_PID | 24_602;
+        let translation = translate(
+            &[MPI],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'MPI_Init'), (90002, 'MPI_Send'),
+                     (90003, 'MPI_Irecv'), (90004, 'MPI_Wait'), (90005, 'MPI_Allreduce'),
+                     (90006, 'MPI_Bcast'), (90007, 'MPI_Barrier'), (90008, 'MPI_Sendrecv');
+                 INSERT INTO MPI_COMMUNICATORS (rank, timestamp, commHandle, size, members, commUid)
+                 VALUES (0, 0, 7, 2, '3,5', NULL);
+                 INSERT INTO MPI_OTHER_EVENTS (start, end, globalTid, textId)
+                 VALUES (0, 50, {tid}, 90001);
+                 INSERT INTO MPI_P2P_EVENTS
+                     (start, end, globalTid, textId, commHandle, commUid, tag, remoteRank, size,
+                      requestHandle)
+                 VALUES (100, 120, {tid}, 90002, 7, NULL, 9, 1, 64, NULL),
+                        (200, 210, {tid}, 90003, 7, NULL, 9, 0, 32, 42),
+                        (220, 230, {tid}, 90008, NULL, NULL, 9, 1, 16, NULL);
+                 INSERT INTO MPI_START_WAIT_EVENTS (start, end, globalTid, textId, requestHandle)
+                 VALUES (300, 400, {tid}, 90004, 42), (300, 400, {tid}, 90004, 42);
+                 INSERT INTO MPI_COLLECTIVES_EVENTS
+                     (start, end, globalTid, textId, commHandle, commUid, rootRank, size,
+                      recvSize, requestHandle)
+                 VALUES (450, 480, {tid}, 90005, NULL, NULL, NULL, 128, 128, NULL),
+                        (485, 490, {tid}, 90006, NULL, NULL, 0, 8, NULL, NULL),
+                        (500, 520, {tid}, 90007, NULL, NULL, NULL, NULL, NULL, NULL);"
+            ),
+        );
+        let mut text = records(&translation);
+        for e in &translation.p2p {
+            writeln!(
+                text,
+                "{} thread {} peer {} tag {} {:?} size {} at {} arrives {}",
+                if e.is_send { "send" } else { "receive" },
+                e.thread,
+                e.peer,
+                e.tag,
+                e.comm,
+                e.size,
+                e.logical,
+                e.physical
+            )
+            .unwrap();
+        }
+        writeln!(text, "{:?}", translation.sync_points).unwrap();
+        expect![[r#"
+            0 24601.24602 50000003="MPI_Init"
+            0 24601.24602 state 15 until 50
+            50 24601.24602 end 50000003="MPI_Init"
+            50 24601.24602 state 1 until 100
+            100 24601.24602 50000001="MPI_Send"
+            100 24601.24602 state 4 until 120
+            120 24601.24602 end 50000001="MPI_Send"
+            120 24601.24602 state 1 until 200
+            200 24601.24602 50000001="MPI_Irecv"
+            200 24601.24602 state 11 until 210
+            210 24601.24602 end 50000001="MPI_Irecv"
+            210 24601.24602 state 1 until 220
+            220 24601.24602 50000001="MPI_Sendrecv"
+            220 24601.24602 state 16 until 230
+            230 24601.24602 end 50000001="MPI_Sendrecv"
+            230 24601.24602 state 1 until 300
+            300 24601.24602 50000001="MPI_Wait"
+            300 24601.24602 state 8 until 400
+            400 24601.24602 end 50000001="MPI_Wait"
+            400 24601.24602 state 1 until 450
+            450 24601.24602 50000002="MPI_Allreduce" 50100001=128 50100002=128
+            450 24601.24602 state 13 until 480
+            480 24601.24602 end 50000002="MPI_Allreduce" 50100001=128 50100002=128
+            480 24601.24602 state 1 until 485
+            485 24601.24602 50000002="MPI_Bcast" 50100001=8 50100003=0
+            485 24601.24602 state 13 until 490
+            490 24601.24602 end 50000002="MPI_Bcast" 50100001=8 50100003=0
+            490 24601.24602 state 1 until 500
+            500 24601.24602 50000002="MPI_Barrier"
+            500 24601.24602 state 5 until 520
+            520 24601.24602 end 50000002="MPI_Barrier"
+            send thread 0 peer 5 tag 9 Members([3, 5]) size 64 at 100 arrives 100
+            receive thread 0 peer 3 tag 9 Members([3, 5]) size 32 at 200 arrives 400
+            SyncPoints { mpi_init_end: Some(50), first_barrier_end: Some(520), last_barrier_end: Some(520), first_nccl_end: None }
+        "#]].assert_eq(&text);
+    }
+}

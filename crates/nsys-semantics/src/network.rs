@@ -506,3 +506,72 @@ fn congestion_events(ctx: &mut ReportContext, switches: &mut Switches) -> Result
     ctx.note_skipped(IB_CONGESTION, scan.skipped);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use expect_test::expect;
+
+    use super::*;
+    use crate::cuda_api::API;
+    use crate::testing::{records, translate, GLOBAL_PID};
+
+    /// NIC samples go on the row of their NIC's `nicId` (through NIC_ID_MAP)
+    /// under the report's process: port 1 in BSC's numbering (9500 + index),
+    /// another port on a type of its own keyed by name; a negative value is 0.
+    /// Switch samples and congestion events go on the row of their switch: its
+    /// index in NET_IB_DEVICE_INFO, switches it does not list after; a congestion
+    /// event carries its packet's fields, negative ones left out. The types
+    /// declared on the way follow the records.
+    #[test]
+    fn nic_and_switch_rows_and_types() {
+        let tid = GLOBAL_PID | 24_602;
+        let translation = translate(
+            &[API, NETWORK],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'cudaFree_v2020');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+                     (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+                 VALUES (50, 60, 0, {tid}, 1, 90001, 0);
+                 INSERT INTO TARGET_INFO_NETWORK_METRICS
+                     (metricsListId, metricsIdx, name, description, unit)
+                 VALUES (0, 3, 'Bytes sent', 'sent', 'bytes'),
+                        (1, 0, 'Port xmit wait', 'wait', 'ticks');
+                 INSERT INTO NIC_ID_MAP (nicId, globalId) VALUES (2, 1000);
+                 INSERT INTO NET_NIC_METRIC
+                     (start, end, globalId, portId, metricsListId, metricsIdx, value)
+                 VALUES (100, 200, 1000, 1, 0, 3, 10), (100, 200, 1000, 2, 0, 3, 20),
+                        (300, 400, 1000, 1, 0, 3, -5);
+                 INSERT INTO NET_IB_DEVICE_INFO (networkId, guid, name, des, lid)
+                 VALUES (1, 77, 'switch-a', 'a switch', 4);
+                 INSERT INTO NET_IB_SWITCH_METRIC
+                     (start, end, globalId, portId, metricsListId, metricsIdx, value)
+                 VALUES (110, 210, 88, 5, 1, 0, 7), (120, 220, 77, 5, 1, 0, 8);
+                 INSERT INTO NET_IB_SWITCH_CONGESTION_EVENT
+                     (start, globalId, congestionType, packetSLID, packetDLID, packetSL,
+                      packetOpCode, packetSourceQP, packetDestinationQP, switchIngressPort,
+                      switchEgressPort)
+                 VALUES (500, 77, NULL, 11, 12, 0, -1, NULL, 14, 3, 4);"
+            ),
+        );
+        let mut text = records(&translation);
+        for t in &translation.extra_types {
+            writeln!(text, "type {} {}", t.ty, t.label).unwrap();
+        }
+        expect![[r#"
+            50 24601.24602 63000000="cudaFree" 9200=1
+            50 24601.24602 state 31 until 60
+            60 24601.24602 end 63000000="cudaFree" 9200=1
+            100 24601:Nic { nic: 2 } 9503=10
+            100 24601:Nic { nic: 2 } 66700678=20
+            110 24601:IbSwitch { switch: 1 } 66710127=7
+            120 24601:IbSwitch { switch: 0 } 66710127=8
+            300 24601:Nic { nic: 2 } 9503=0
+            500 24601:IbSwitch { switch: 0 } 66701001="Congestion of unknown type" 66701002=11 66701003=12 66701004=0 66701007=14 66701008=3 66701009=4
+            type 9503 Bytes sent [bytes]
+            type 66700678 NIC Bytes sent (port 2) [bytes]
+            type 66710127 IB switch Port xmit wait (port 5) [ticks]
+        "#]].assert_eq(&text);
+    }
+}

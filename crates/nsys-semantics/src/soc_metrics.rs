@@ -174,3 +174,45 @@ pub(crate) fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
     ctx.note_skipped(SOC_METRICS, scan.skipped);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use crate::cuda_api::API;
+    use crate::gpu_metrics::GPU_METRICS_CATEGORY;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// Samples of one time and SoC are one record on the SoC's row (`typeId & 0xFF`)
+    /// under the report's process; each metric name has its hashed type in
+    /// 66800001..=66800997; percentages are ×100, a negative clock is read as
+    /// unsigned 32 bits, another negative value is 0; a metric without a name in
+    /// TARGET_INFO_SOC_METRICS is named by its id, with a warning.
+    #[test]
+    fn samples_become_scaled_counters_on_the_socs_row() {
+        let tid = GLOBAL_PID | 24_602;
+        check(
+            &[API, GPU_METRICS_CATEGORY],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'cudaFree_v2020');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+                     (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+                 VALUES (50, 60, 0, {tid}, 1, 90001, 0);
+                 INSERT INTO TARGET_INFO_SOC_METRICS (typeId, sourceId, typeName, metricId, metricName)
+                 VALUES (1, 0, 'SoC', 1, 'DRAM Read Bandwidth [%]'),
+                        (1, 0, 'SoC', 2, 'CPU Clock Frequency [MHz]');
+                 INSERT INTO SOC_METRICS (rawTimestamp, timestamp, typeId, metricId, value)
+                 VALUES (1, 100, 1, 1, 42), (1, 100, 1, 2, -1294967296), (1, 100, 1, 3, 5),
+                        (2, 200, 1, 1, -3);"
+            ),
+            expect![[r#"
+                50 24601.24602 63000000="cudaFree" 9200=1
+                50 24601.24602 state 31 until 60
+                60 24601.24602 end 63000000="cudaFree" 9200=1
+                100 24601:SocMetrics { soc: 1 } 66800406=4200 66800841=3000000000 66800694=5
+                200 24601:SocMetrics { soc: 1 } 66800406=0
+                warning: FIXTURE: 1 SoC metrics have no name in TARGET_INFO_SOC_METRICS; they are named by their metric id
+            "#]],
+        );
+    }
+}

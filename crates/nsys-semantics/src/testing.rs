@@ -8,7 +8,9 @@
 //! real columns, process 24601 with threads 24601 and 24602, device 0) with the
 //! rows of every table emptied but those that describe the session (strings,
 //! processes, threads, target info, metadata, enums): a test's SQL inserts only
-//! what it is about.
+//! what it is about. A table the small report does not have (those of other
+//! nsys versions: host functions, SoC metrics, ...) is created, as the version's
+//! schema or NVIDIA's reference has it, when the SQL inserts into it.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -62,9 +64,32 @@ pub fn fixture(sql: &str) -> Fixture {
     for table in tables.iter().filter(|t| !describes_the_session(t)) {
         db.execute(&format!("DELETE FROM {table}"), []).unwrap();
     }
+    for table in inserted_tables(sql) {
+        if !tables.contains(&table) {
+            let create = nsys_synth::table_statement(nsys_synth::SchemaVersion::V3_24, &table)
+                .unwrap_or_else(|| panic!("fixture SQL: no table {table} in any schema"));
+            db.execute_batch(create).unwrap();
+        }
+    }
     db.execute_batch(sql)
         .unwrap_or_else(|e| panic!("fixture SQL: {e}\n{sql}"));
     Fixture { _dir: dir, path }
+}
+
+/// The tables `sql` inserts into (`INSERT INTO NAME`).
+fn inserted_tables(sql: &str) -> Vec<String> {
+    let mut tables: Vec<String> = sql
+        .split("INSERT INTO")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(|name| {
+            name.trim_matches(|c: char| c == '"' || c == '(')
+                .to_string()
+        })
+        .collect();
+    tables.sort();
+    tables.dedup();
+    tables
 }
 
 /// Translates `sql`'s export with `categories` and compares its records, as

@@ -36,12 +36,12 @@ use std::path::{Path, PathBuf};
 
 pub use config::{Config, Mode};
 pub use convert::{Finished, EXIT_SKIPPED};
-pub use error::{one_line, UsageError};
+pub use error::{one_line, Error, UsageError};
 pub use progress::{Progress, Silent};
 
 /// Runs the conversion `config` asks for (its [`Mode`]) on a pool of
 /// `config.resources.jobs` worker threads.
-pub fn run(config: &Config, progress: &dyn Progress) -> anyhow::Result<Finished> {
+pub fn run(config: &Config, progress: &dyn Progress) -> Result<Finished, Error> {
     // A task of a Slurm step gets the CPUs Slurm gave it.
     let jobs = config.resources.jobs.or_else(|| {
         let cpus = std::env::var("SLURM_CPUS_PER_TASK").ok()?;
@@ -51,13 +51,14 @@ pub fn run(config: &Config, progress: &dyn Progress) -> anyhow::Result<Finished>
         }
     });
     let pool = convert::worker_pool(jobs)?;
-    pool.install(|| match config.mode {
+    let finished = pool.install(|| match config.mode {
         Mode::Convert => convert::convert(config, progress),
         Mode::DryRun => convert::dry_run(config),
         Mode::PlanShards(shards) => sharded::plan_only(config, shards),
         Mode::Shard { index, count } => sharded::run_shard(config, index, count, progress),
         Mode::SlurmStep => sharded::run_slurm_task(config, progress),
-    })
+    })?;
+    Ok(finished)
 }
 
 /// What a merge of a sharded conversion may change of its plan's `Config`: the
@@ -76,12 +77,13 @@ pub fn merge(
     trace: &Path,
     settings: &MergeSettings,
     progress: &dyn Progress,
-) -> anyhow::Result<Finished> {
-    sharded::merge_command(trace, settings, progress)
+) -> Result<Finished, Error> {
+    Ok(sharded::merge_command(trace, settings, progress)?)
 }
 
 /// `NAME.cfgs/` or the configured views directory of `config`'s trace.
-pub fn views_dir(config: &Config) -> anyhow::Result<PathBuf> {
-    let paths = paraver_writer::OutputPaths::for_trace(&config.output.trace)?;
+pub fn views_dir(config: &Config) -> Result<PathBuf, Error> {
+    let paths = paraver_writer::OutputPaths::for_trace(&config.output.trace)
+        .map_err(|e| Error::from(anyhow::Error::from(e)))?;
     Ok(config.views_dir(&paths))
 }

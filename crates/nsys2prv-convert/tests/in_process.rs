@@ -49,6 +49,9 @@ fn binary() -> &'static Path {
         };
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let out = Command::new(cargo)
+            // Set for this process's conversions, but libsqlite3-sys's build script
+            // reruns when it changes: build as a plain `cargo build` does.
+            .env_remove("SOURCE_DATE_EPOCH")
             .current_dir(workspace())
             .args(["build", "--message-format=json-render-diagnostics"])
             .args([

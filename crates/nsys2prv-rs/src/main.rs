@@ -5,13 +5,9 @@
 //! bars, signals, exit statuses and errors as one line. The report subcommand
 //! (and `--report` after a conversion) runs `report`.
 
-mod cli;
 mod interrupt;
 mod progress;
-mod report;
-mod stdout;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 // The static musl build's own memcpy and memmove (see crates/musl-memcpy): naming the crate links
@@ -19,8 +15,8 @@ use std::process::ExitCode;
 #[cfg(all(target_arch = "x86_64", target_env = "musl", not(debug_assertions)))]
 use musl_memcpy as _;
 
-use clap::Parser;
-use nsys2prv_convert::{one_line, Config, Finished};
+use nsys2prv_convert::Finished;
+use nsys2prv_rs::{cli, report, stdout};
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
@@ -45,30 +41,26 @@ fn main() -> ExitCode {
     tune_allocator();
     // Every option of BSC nsys2prv (0.5.8, 0.6.0rc1) has its equivalent: clap
     // parses them all.
-    let args = match cli::Args::try_parse_from(cli::global_flags_after_subcommand(
-        std::env::args_os().collect(),
-    )) {
+    let args = match nsys2prv_rs::parse_args(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(e) => e.exit(),
     };
     // Every problem of the command line at once, not one per run.
-    let mut problems: Vec<String> = Vec::new();
-    match &args.command {
-        None => problems.extend(args.problems()),
-        Some(cli::Command::Merge(m)) if m.timing => {
-            problems.extend(nsys2prv_convert::timing::problem_with_csv());
+    if let Some(cli::Command::Merge(m)) = &args.command {
+        let problem = m
+            .timing
+            .then(nsys2prv_convert::timing::problem_with_csv)
+            .flatten();
+        if let Some(problem) = problem {
+            eprintln!("error: {}", cli::problems_message(&[problem]));
+            return ExitCode::from(2);
         }
-        Some(_) => {}
-    }
-    if !problems.is_empty() {
-        eprintln!("error: {}", cli::problems_message(&problems));
-        return ExitCode::from(2);
     }
     let config = match args.command {
-        None => match args.to_config() {
+        None => match nsys2prv_rs::conversion_config(&args) {
             Ok(config) => Some(config),
-            Err(e) => {
-                eprintln!("error: {e}");
+            Err(message) => {
+                eprintln!("error: {message}");
                 return ExitCode::from(2);
             }
         },
@@ -82,7 +74,13 @@ fn main() -> ExitCode {
         return match result {
             Ok(false) => ExitCode::SUCCESS,
             Ok(true) => ExitCode::from(nsys2prv_report::diff::SLOWER_EXIT as u8),
-            Err(e) => failure(&e),
+            Err(e) => {
+                let (status, line) = nsys2prv_rs::outcome(&Err(e));
+                if let Some(line) = line {
+                    eprintln!("{line}");
+                }
+                ExitCode::from(status)
+            }
         };
     }
     let bars = progress::Bars { quiet: args.quiet };
@@ -90,7 +88,7 @@ fn main() -> ExitCode {
     let result = match (&args.command, &config) {
         (Some(cli::Command::Report(report_args)), _) => done(report::run_command(report_args)),
         (Some(cli::Command::Diff(_)), _) => unreachable!("diff returned above"),
-        (Some(cli::Command::Merge(m)), _) => merge(m, args.quiet, &bars),
+        (Some(cli::Command::Merge(m)), _) => nsys2prv_rs::merge(m, args.quiet, &bars),
         (Some(cli::Command::Completions { shell }), _) => done(cli::print_completions(*shell)),
         (Some(cli::Command::Man), _) => done(cli::print_man_page()),
         (None, Some(config)) => convert(config, &bars),
@@ -98,67 +96,18 @@ fn main() -> ExitCode {
     };
     // A signal the handler thread has not acted on yet still decides the status.
     interrupt::exit_if_interrupted();
-    match result {
-        Ok(finished) if finished.skipped > 0 => ExitCode::from(nsys2prv_convert::EXIT_SKIPPED),
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => failure(&e),
+    let (status, line) = nsys2prv_rs::outcome(&result);
+    if let Some(line) = line {
+        eprintln!("{line}");
     }
+    ExitCode::from(status)
 }
 
-/// The status of a failed command, after its one line on stderr.
-fn failure(e: &anyhow::Error) -> ExitCode {
-    if stdout::closed(e) {
-        return ExitCode::from(stdout::EXIT_CLOSED);
-    }
-    eprintln!("error: {}", one_line(e));
-    ExitCode::from(if cli::is_usage_error(e) { 2 } else { 1 })
-}
-
-/// A conversion (or a dry run, a plan, a shard), then the report of the trace
-/// it installed when `--report` asks for it.
-fn convert(config: &Config, bars: &progress::Bars) -> anyhow::Result<Finished> {
-    if let Some(dir) = config.output.report.as_ref().and_then(|r| r.dir()) {
-        if config.mode == nsys2prv_convert::Mode::Convert {
-            report::check_out_dir(dir)?;
-        }
-    }
-    let finished = nsys2prv_convert::run(config, bars)?;
+/// A conversion, and the dry run's table on stdout.
+fn convert(config: &nsys2prv_convert::Config, bars: &progress::Bars) -> anyhow::Result<Finished> {
+    let finished = nsys2prv_rs::convert(config, bars)?;
     if let Some(table) = &finished.dry_run {
         stdout::write(table.as_bytes())?;
     }
-    report_after(config, &finished)?;
     Ok(finished)
-}
-
-/// `nsys2prv-rs merge OUTPUT`.
-fn merge(m: &cli::MergeArgs, quiet: bool, bars: &progress::Bars) -> anyhow::Result<Finished> {
-    let trace = cli::trace_name(&m.output, false)?;
-    let settings = m.settings(quiet);
-    // The report the plan's conversion asked for (read now: the merge removes
-    // the parts directory with the plan).
-    let parts = nsys2prv_convert::sharded::parts::PartsDir::of(&trace);
-    let planned = nsys2prv_convert::sharded::plan::Plan::read(&parts.plan_path())
-        .ok()
-        .map(|plan| plan.config_for_merge(&settings));
-    let finished = nsys2prv_convert::merge(&trace, &settings, bars)?;
-    if let Some(config) = planned {
-        report_after(&config, &finished)?;
-    }
-    Ok(finished)
-}
-
-/// `--report[=DIR]`: the report of the trace just installed.
-fn report_after(config: &Config, finished: &Finished) -> anyhow::Result<()> {
-    let (Some(trace), Some(dir)) = (&finished.trace, &config.output.report) else {
-        return Ok(());
-    };
-    report::run(
-        trace,
-        &report::ReportOptions {
-            print: !config.quiet,
-            out_dir: dir.dir().map(Path::to_path_buf),
-            memory_limit: config.resources.memory_limit,
-            ..report::ReportOptions::default()
-        },
-    )
 }

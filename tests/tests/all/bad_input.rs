@@ -4,6 +4,9 @@
 //! non-UTF-8 text, negative times, unclosed ranges, a CPU-only report, the same
 //! input twice) translate into a valid trace. A property test mutates real and
 //! synthetic exports and checks that the tool either translates or fails cleanly.
+//!
+//! Every run here is the binary's (`convert_spawned`): what is checked is what the
+//! process prints and how it exits.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -297,7 +300,7 @@ fn record_times(prv: &Path) -> Vec<u64> {
 fn missing_file() {
     let case = Case::new();
     let input = case.input("no_such_report.sqlite");
-    let out = convert(&[&input], &case.prv(), &[]);
+    let out = convert_spawned(&[&input], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&input], &["no such file"], &case.out_dir());
 }
 
@@ -306,7 +309,7 @@ fn missing_file_among_good_ones() {
     let case = Case::new();
     let good = case.synth("good.sqlite");
     let missing = case.input("missing.sqlite");
-    let out = convert(&[&good, &missing], &case.prv(), &[]);
+    let out = convert_spawned(&[&good, &missing], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&missing], &["no such file"], &case.out_dir());
 }
 
@@ -316,7 +319,7 @@ fn directory_without_reports() {
     let dir = case.input("empty_dir");
     fs::create_dir(&dir).unwrap();
     fs::write(dir.join("notes.txt"), "not a report").unwrap();
-    let out = convert(&[&dir], &case.prv(), &[]);
+    let out = convert_spawned(&[&dir], &case.prv(), &[]);
     assert_fails_cleanly(
         &out,
         &[&dir],
@@ -332,18 +335,18 @@ fn not_sqlite() {
         "notes.sqlite",
         b"these are my notes, not a profile\n".repeat(10).as_slice(),
     );
-    let out = convert(&[&text], &case.prv(), &[]);
+    let out = convert_spawned(&[&text], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&text], &["not an SQLite file"], &case.out_dir());
     // A short file.
     let short = case.write("short.sqlite", b"SQLite");
-    let out = convert(&[&short], &case.prv(), &[]);
+    let out = convert_spawned(&[&short], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&short], &["not an SQLite file"], &case.out_dir());
     // A git-lfs pointer checked out instead of the export.
     let lfs = case.write(
         "lfs.sqlite",
         b"version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 1\n",
     );
-    let out = convert(&[&lfs], &case.prv(), &[]);
+    let out = convert_spawned(&[&lfs], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&lfs], &["git lfs pull"], &case.out_dir());
 }
 
@@ -355,18 +358,18 @@ fn zeroed_sqlite() {
     let mut bytes = fs::read(&header).unwrap();
     bytes[..4096].fill(0);
     fs::write(&header, &bytes).unwrap();
-    let out = convert(&[&header], &case.prv(), &[]);
+    let out = convert_spawned(&[&header], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&header], &["zeroed", "export"], &case.out_dir());
     // The whole file zeroed (preallocated, never written).
     let whole = case.write("zeroed.sqlite", &vec![0u8; bytes.len()]);
-    let out = convert(&[&whole], &case.prv(), &[]);
+    let out = convert_spawned(&[&whole], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&whole], &["zeroed"], &case.out_dir());
     // Header intact, every page after the first zeroed.
     let body = case.synth("zeroed_body.sqlite");
     let mut bytes = fs::read(&body).unwrap();
     bytes[4096..].fill(0);
     fs::write(&body, &bytes).unwrap();
-    let out = convert(&[&body], &case.prv(), &[]);
+    let out = convert_spawned(&[&body], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&body], &["damaged", "export"], &case.out_dir());
 }
 
@@ -387,13 +390,13 @@ fn truncated_sqlite() {
             .unwrap()
             .set_len(keep)
             .unwrap();
-        let out = convert(&[&path], &case.prv(), &[]);
+        let out = convert_spawned(&[&path], &case.prv(), &[]);
         assert_fails_cleanly(&out, &[&path], &[word], &case.out_dir());
     }
     // A truncated file among good ones fails the whole run.
     let good = case.synth("good.sqlite");
     let bad = case.input("half.sqlite");
-    let out = convert(&[&good, &bad], &case.prv(), &[]);
+    let out = convert_spawned(&[&good, &bad], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&bad], &["truncated"], &case.out_dir());
 }
 
@@ -406,7 +409,7 @@ fn sqlite_that_is_not_an_export() {
         "CREATE TABLE test (id INTEGER PRIMARY KEY, value TEXT);
          INSERT INTO test (value) VALUES ('a'), ('b');",
     );
-    let out = convert(&[&path], &case.prv(), &[]);
+    let out = convert_spawned(&[&path], &case.prv(), &[]);
     assert_fails_cleanly(
         &out,
         &[&path],
@@ -416,7 +419,7 @@ fn sqlite_that_is_not_an_export() {
     // An empty database.
     let empty = case.input("empty_db.sqlite");
     sql(&empty, "CREATE TABLE t (x); DROP TABLE t;");
-    let out = convert(&[&empty], &case.prv(), &[]);
+    let out = convert_spawned(&[&empty], &case.prv(), &[]);
     assert_fails_cleanly(
         &out,
         &[&empty],
@@ -432,7 +435,7 @@ fn sqlite_that_is_not_an_export() {
         }
     }
     drop(conn);
-    let out = convert(&[&partial], &case.prv(), &[]);
+    let out = convert_spawned(&[&partial], &case.prv(), &[]);
     assert_fails_cleanly(
         &out,
         &[&partial],
@@ -459,7 +462,7 @@ fn empty_report() {
         .map(|t| format!("DELETE FROM {t};"))
         .collect::<String>(),
     );
-    let out = convert(&[&path], &case.prv(), &[]);
+    let out = convert_spawned(&[&path], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[&path], &["nothing was recorded"], &case.out_dir());
     // Two empty reports: the line names neither, but says how many.
     let other = case.copy(&path, "empty2.sqlite");
@@ -467,7 +470,7 @@ fn empty_report() {
         &other,
         "UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + 1",
     );
-    let out = convert(&[&path, &other], &case.prv(), &[]);
+    let out = convert_spawned(&[&path, &other], &case.prv(), &[]);
     assert_fails_cleanly(&out, &[], &["none of the 2 reports"], &case.out_dir());
 }
 
@@ -479,7 +482,7 @@ fn unwritable_output_directory() {
     // The output's parent is a regular file.
     let file = case.out_dir().join("file");
     fs::write(&file, "").unwrap();
-    let out = convert(&[&input], &file.join("t.prv"), &[]);
+    let out = convert_spawned(&[&input], &file.join("t.prv"), &[]);
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -490,12 +493,12 @@ fn unwritable_output_directory() {
     fs::remove_file(&file).unwrap();
     // The output's directory does not exist.
     let missing = case.out_dir().join("missing");
-    let out = convert(&[&input], &missing.join("t.prv"), &[]);
+    let out = convert_spawned(&[&input], &missing.join("t.prv"), &[]);
     assert_fails_cleanly(&out, &[&missing], &[], &case.out_dir());
     // A directory where nothing can be created.
     let proc_dir = Path::new("/proc/self");
     if proc_dir.is_dir() {
-        let out = convert(&[&input], &proc_dir.join("t.prv"), &[]);
+        let out = convert_spawned(&[&input], &proc_dir.join("t.prv"), &[]);
         let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -522,7 +525,7 @@ fn unwritable_output_directory() {
     } else {
         None
     };
-    let out = convert(&[&input], &ro.join("t.prv"), &[]);
+    let out = convert_spawned(&[&input], &ro.join("t.prv"), &[]);
     assert_fails_cleanly(&out, &[&ro], &[], &ro);
     drop(mount);
     set_mode(&ro, 0o755);
@@ -579,13 +582,13 @@ fn disk_full() {
         return;
     };
     for name in ["t.prv", "t.prv.gz"] {
-        let out = convert(&[&input], &full.join(name), &[]);
+        let out = convert_spawned(&[&input], &full.join(name), &[]);
         assert_fails_cleanly(&out, &[&full.join(name)], &["No space left"], &full);
     }
     drop(mount);
     // 64 KB: spilling to the full disk (the spill directory is the output's).
     let _mount = Mount::tmpfs(&full, "size=64k").unwrap();
-    let out = convert(&[&input], &full.join("t.prv"), &["--memory-limit", "64K"]);
+    let out = convert_spawned(&[&input], &full.join("t.prv"), &["--memory-limit", "64K"]);
     // The temporary directory is named, and how to choose another: the input
     // is not to blame.
     let line = assert_fails_cleanly(&out, &[&full], &["No space left", "--tmp-dir"], &full);
@@ -608,7 +611,7 @@ fn disk_full_message() {
         return;
     };
     for extra in [&[][..], &["--memory-limit", "64K"][..]] {
-        let out = convert(&[&input], &full.join("t.prv"), extra);
+        let out = convert_spawned(&[&input], &full.join("t.prv"), extra);
         let line = assert_fails_cleanly(&out, &[&full], &["No space left"], &full);
         assert_eq!(line.matches("No space left").count(), 1, "{line}");
     }
@@ -631,7 +634,7 @@ fn disk_full_while_writing_views() {
         );
         return;
     };
-    let out = convert(&[&input], &full.join("t.prv"), &[]);
+    let out = convert_spawned(&[&input], &full.join("t.prv"), &[]);
     assert_fails_cleanly(&out, &[&full], &["No space left"], &full);
 }
 
@@ -698,7 +701,7 @@ fn future_schema_translates_with_a_warning() {
 fn cpu_only_report_translates() {
     let case = Case::new();
     let path = case.nvtx_sample("cpu_only.sqlite");
-    let out = convert(&[&path], &case.prv(), &[]);
+    let out = convert_spawned(&[&path], &case.prv(), &[]);
     let stats = assert_translates(&out, &case.prv());
     assert_eq!(begins(&stats, 63_000_000), 0, "no CUDA calls");
     assert_eq!(
@@ -718,7 +721,7 @@ fn cpu_only_report_translates() {
         ),
     );
     let prv = case.out_dir().join("stripped.prv");
-    let out = convert(&[&stripped], &prv, &[]);
+    let out = convert_spawned(&[&stripped], &prv, &[]);
     let stats = assert_translates(&out, &prv);
     assert_eq!(begins(&stats, 63_000_006), 0);
     assert_eq!(
@@ -738,7 +741,7 @@ fn duplicated_inputs_are_used_once() {
         dir.join("t.prv")
     };
     let once = out_prv("once");
-    assert_translates(&convert(&[&path], &once, &[]), &once);
+    assert_translates(&convert_spawned(&[&path], &once, &[]), &once);
     let body = |prv: &Path| {
         let text = fs::read_to_string(prv).unwrap();
         text.split_once('\n').unwrap().1.to_string()
@@ -780,7 +783,7 @@ fn same_pid_on_two_hosts() {
     }
     let pid = SynthSpec::small(SchemaVersion::V3_24).processes[0].pid;
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    let out = convert(&refs, &case.prv(), &[]);
+    let out = convert_spawned(&refs, &case.prv(), &[]);
     let stats = assert_translates(&out, &case.prv());
     assert_eq!(stats.nodes, 2);
     assert_eq!(stats.tasks, 2, "one task per (host, pid)");
@@ -795,7 +798,7 @@ fn unclosed_nvtx_ranges() {
     let case = Case::new();
     let closed = case.nvtx_sample("closed.sqlite");
     let closed_prv = case.out_dir().join("closed.prv");
-    let reference = assert_translates(&convert(&[&closed], &closed_prv, &[]), &closed_prv);
+    let reference = assert_translates(&convert_spawned(&[&closed], &closed_prv, &[]), &closed_prv);
     let path = case.nvtx_sample("unclosed.sqlite");
     let conn = Connection::open(&path).unwrap();
     loosen(&conn, "NVTX_EVENTS");
@@ -843,7 +846,7 @@ fn negative_timestamps() {
         ),
         0
     );
-    let out = convert(&[&path], &case.prv(), &[]);
+    let out = convert_spawned(&[&path], &case.prv(), &[]);
     let stats = assert_translates(&out, &case.prv());
     let counts = &bases().synth_counts;
     assert_eq!(begins(&stats, 63_000_000), counts.runtime_rows);
@@ -863,7 +866,7 @@ fn negative_timestamps() {
     );
     let later = case.copy(&bases().synth_old, "later.sqlite");
     let prv = case.out_dir().join("mixed.prv");
-    let out = convert(&[&mixed, &later], &prv, &[]);
+    let out = convert_spawned(&[&mixed, &later], &prv, &[]);
     assert_translates(&out, &prv);
     assert_eq!(
         record_times(&prv).into_iter().min(),
@@ -915,7 +918,7 @@ fn absurd_timestamps() {
     .unwrap();
     drop(conn);
     let prv = case.out_dir().join("nvtx.prv");
-    let out = convert(&[&nvtx], &prv, &[]);
+    let out = convert_spawned(&[&nvtx], &prv, &[]);
     assert_translates(&out, &prv);
 }
 
@@ -1065,7 +1068,7 @@ fn nulls_in_metadata() {
             .unwrap();
     }
     drop(conn);
-    let out = convert(&[&path], &case.prv(), &[]);
+    let out = convert_spawned(&[&path], &case.prv(), &[]);
     let stats = assert_translates(&out, &case.prv());
     assert_eq!(
         begins(&stats, 63_000_000),
@@ -1124,7 +1127,7 @@ fn non_utf8_strings() {
              UPDATE PROCESSES SET name = CAST(X'2E2FC0C1617070' AS TEXT);"
         ),
     );
-    let out = convert(&[&path], &case.prv(), &[]);
+    let out = convert_spawned(&[&path], &case.prv(), &[]);
     let stats = assert_translates(&out, &case.prv());
     assert_eq!(
         begins(&stats, 63_000_006) + begins(&stats, 63_000_007),
@@ -1140,7 +1143,7 @@ fn non_utf8_strings() {
          UPDATE StringIds SET value = CAST(X'E282' AS TEXT) || value || CAST(X'EDA080' AS TEXT);",
     );
     let prv = case.out_dir().join("nvtx.prv");
-    let out = convert(&[&nvtx], &prv, &[]);
+    let out = convert_spawned(&[&nvtx], &prv, &[]);
     assert_translates(&out, &prv);
     // A file name that is not UTF-8.
     use std::os::unix::ffi::OsStrExt;
@@ -1151,11 +1154,11 @@ fn non_utf8_strings() {
         .join(std::ffi::OsStr::from_bytes(b"r\xe9port_\xff.sqlite"));
     fs::copy(&bases().synth, &odd).unwrap();
     let prv = case.out_dir().join("odd_name.prv");
-    let out = convert(&[&odd], &prv, &[]);
+    let out = convert_spawned(&[&odd], &prv, &[]);
     assert_translates(&out, &prv);
     // ... and one that fails: the line still names it (lossily).
     fs::write(&odd, "garbage that is not SQLite").unwrap();
-    let out = convert(&[&odd], &case.out_dir().join("odd_fail.prv"), &[]);
+    let out = convert_spawned(&[&odd], &case.out_dir().join("odd_fail.prv"), &[]);
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("port_"), "{stderr}");
@@ -1172,7 +1175,7 @@ fn non_utf8_nvtx_domain_name() {
         &nvtx,
         "UPDATE NVTX_EVENTS SET text = CAST(X'446F6DFF61696E' AS TEXT) WHERE eventType = 75;",
     );
-    let out = convert(&[&nvtx], &case.prv(), &[]);
+    let out = convert_spawned(&[&nvtx], &case.prv(), &[]);
     assert_translates(&out, &case.prv());
 }
 
@@ -1191,7 +1194,7 @@ fn empty_names() {
     )
     .unwrap();
     drop(conn);
-    let out = convert(&[&nvtx], &case.prv(), &[]);
+    let out = convert_spawned(&[&nvtx], &case.prv(), &[]);
     assert_translates(&out, &case.prv());
     let cuda = case.synth("cuda.sqlite");
     sql(
@@ -1199,7 +1202,7 @@ fn empty_names() {
         &format!("UPDATE StringIds SET value = '' WHERE id IN (SELECT nameId FROM {RUNTIME});"),
     );
     let prv = case.out_dir().join("cuda.prv");
-    let out = convert(&[&cuda], &prv, &[]);
+    let out = convert_spawned(&[&cuda], &prv, &[]);
     assert_translates(&out, &prv);
 }
 

@@ -72,6 +72,49 @@ fn sharded_output_equals_a_single_run_for_any_shard_count() {
     }
 }
 
+/// `-q` given before the subcommand (`nsys2prv-rs -q merge OUTPUT`) is the merge's
+/// `-q`: the merge writes the same set as a single run and prints nothing.
+#[test]
+fn quiet_before_merge_merges_and_prints_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let samples = workspace_root().join("samples/mpi_3ranks");
+    let inputs: Vec<PathBuf> = (0..3)
+        .map(|r| samples.join(format!("rank{r}.sqlite")))
+        .collect();
+    let expected = single(&inputs, tmp.path(), "single", "t.prv", &[]);
+    let out = tmp.path().join("sharded");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    let merged = binary()
+        .arg("-q")
+        .arg("merge")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_ok(&merged, "-q merge");
+    assert!(
+        merged.stdout.is_empty() && merged.stderr.is_empty(),
+        "-q merge printed:\n{}{}",
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    assert!(
+        !out.join("t.parts").exists(),
+        "parts removed after the merge"
+    );
+    assert_same_files(&expected, &out);
+    // Without -q the same merge says what it wrote (so the check above can fail).
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    let loud = binary().arg("merge").arg(&trace).output().unwrap();
+    assert_ok(&loud, "merge");
+    assert!(!loud.stderr.is_empty(), "merge without -q printed nothing");
+}
+
 #[test]
 fn any_assignment_of_reports_to_shards_gives_the_same_trace() {
     let tmp = tempfile::tempdir().unwrap();
@@ -210,7 +253,8 @@ fn skip_bad_converts_the_rest_lists_the_bad_and_exits_3_sharded_or_not() {
 
     let expected = tmp.path().join("single");
     fs::create_dir(&expected).unwrap();
-    let run = convert(&refs, &expected.join("t.prv"), &["--skip-bad"]);
+    // By the binary: what it prints about the skipped report is checked.
+    let run = convert_spawned(&refs, &expected.join("t.prv"), &["--skip-bad"]);
     assert_eq!(
         run.status.code(),
         Some(3),
