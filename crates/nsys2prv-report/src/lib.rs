@@ -23,6 +23,8 @@
 
 mod assemble;
 pub mod files;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_checks;
 pub mod html;
 mod model;
 mod scan;
