@@ -469,12 +469,15 @@ fn decode_header(
     // nearly always all of them do: one pass over those bytes, sizes by table.
     let types = &payload[at..header];
     let head = &types[..types.len().min(wanted)];
+    // Whether every serial type of the header was read (SQLite's rule below).
+    let whole_header;
     if head.iter().all(|&b| b < 0x80 && b != 10 && b != 11) {
         fields.extend(head.iter().map(|&b| {
             let field = (u64::from(b), offset);
             offset += usize::from(ONE_BYTE_SIZES[usize::from(b)]);
             field
         }));
+        whole_header = head.len() == types.len();
     } else {
         while at < header && fields.len() < wanted {
             let (ty, n) = varint(payload, at)?;
@@ -482,10 +485,16 @@ fn decode_header(
             fields.push((ty, offset));
             offset = offset.saturating_add(field_size(ty)?);
         }
+        if at > header {
+            return damaged("a record's serial type runs past its header");
+        }
+        whole_header = at == header;
     }
     // Offsets only grow: the last field's end within the record is enough.
-    if offset > payload.len() {
-        return damaged("a record's field lies past its end");
+    // When the whole header was read, its fields end where the record does
+    // (SQLite reports anything else as damage).
+    if offset > payload.len() || (whole_header && wanted > 0 && offset != payload.len()) {
+        return damaged("a record's fields do not end where it does");
     }
     Ok(())
 }
