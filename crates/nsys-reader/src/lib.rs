@@ -15,6 +15,8 @@ pub mod cuda_events;
 pub mod enums;
 mod error;
 mod export;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_checks;
 pub mod gpu_metrics;
 pub mod graphs;
 pub mod host_functions;

@@ -29,9 +29,14 @@ use crate::query::{DirectScan, Field, Keep};
 /// so that a small table costs a page.
 const READ_AHEAD_PAGES: u32 = 16;
 
-/// Levels a table's B-tree may have: far more than any file holds (a level
-/// multiplies the pages by tens at least); more means the pages loop.
-const MAX_DEPTH: usize = 40;
+/// Pages from a table's root to a leaf at most: SQLite's limit
+/// (`BTCURSOR_MAX_DEPTH`), far more than any file holds (a level multiplies the
+/// pages by tens at least); more means the pages loop, and SQLite reports it.
+const MAX_DEPTH: usize = 20;
+
+/// The longest record header SQLite reads (32768 columns of 3-byte serial
+/// types); a longer one is damage to it.
+const MAX_RECORD_HEADER: usize = 98_307;
 
 /// A database file whose tables can be scanned here.
 pub(crate) struct PageFile {
@@ -76,7 +81,15 @@ impl PageFile {
             && head[21..24] == [64, 32, 32]
             && u32::from_be_bytes([head[56], head[57], head[58], head[59]]) == 1;
         let size = file.metadata().ok()?.len();
-        let pages = u32::try_from(size / page_size as u64).ok()?;
+        // As SQLite counts them: a partial last page is a page (its missing
+        // bytes read as zeros), and the header's count, when valid (written
+        // with the change counter), when it says fewer.
+        let mut pages = u32::try_from(size.div_ceil(page_size as u64)).ok()?;
+        let be32 =
+            |at: usize| u32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+        if be32(28) > 0 && be32(24) == be32(92) {
+            pages = pages.min(be32(28));
+        }
         standard.then_some(PageFile {
             file,
             page_size,
@@ -105,12 +118,26 @@ impl PageFile {
         loop {
             if let Some(number) = next.take() {
                 visited += 1;
-                if visited > self.pages || stack.len() > MAX_DEPTH {
+                if visited > self.pages || stack.len() >= MAX_DEPTH {
                     let what = format!("the B-tree of root page {} loops", scan.root);
                     return Err(failed(ScanError::Damaged(what)));
                 }
                 let page = reader.page(number).map_err(failed)?;
                 let head = header_offset(number);
+                // SQLite's checks of every page it enters: no more cells than
+                // fit, and none but the root without cells.
+                let is_root = stack.is_empty();
+                if let Some(&kind @ (0x05 | 0x0d)) = page.get(head) {
+                    let cells = be16(page, head + 3).map_err(|e| failed(in_page(e, number)))?;
+                    if cells > (self.page_size - 8) / 6 {
+                        let what = format!("page {number} has {cells} cells, more than fit");
+                        return Err(failed(ScanError::Damaged(what)));
+                    }
+                    if cells == 0 && (!is_root || (kind == 0x05 && number != 1)) {
+                        let what = format!("page {number} of the table's B-tree has no cells");
+                        return Err(failed(ScanError::Damaged(what)));
+                    }
+                }
                 match page.get(head) {
                     Some(0x05) => stack.push(Interior::new(number, page).map_err(failed)?),
                     Some(0x0d) => {
@@ -161,6 +188,25 @@ impl PageFile {
                 }
             }
         }
+    }
+
+    /// Fills `buf` from `offset`; bytes past the end of the file (a partial
+    /// last page) read as zeros, as SQLite reads them.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self
+                .file
+                .read_at(&mut buf[filled..], offset + filled as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf[filled..].fill(0);
+        Ok(())
     }
 
     fn check_page(&self, page: u32) -> Result<(), ScanError> {
@@ -241,8 +287,7 @@ impl<'f> PageReader<'f> {
             self.window.resize(count as usize * self.file.page_size, 0);
             let offset = u64::from(page - 1) * self.file.page_size as u64;
             self.file
-                .file
-                .read_exact_at(&mut self.window, offset)
+                .read_at(&mut self.window, offset)
                 .map_err(ScanError::Io)?;
             self.first = page;
             self.count = count;
@@ -286,6 +331,23 @@ fn varint(bytes: &[u8], at: usize) -> Result<(u64, usize), ScanError> {
         value = (value << 7) | u64::from(b & 0x7f);
         if b & 0x80 == 0 {
             return Ok((value, i + 1));
+        }
+    }
+    unreachable!("the loop returns by its ninth byte")
+}
+
+/// A cell's payload size as SQLite reads it: a variable-length integer of
+/// seven bits a byte (nine at most, the ninth too), cut to 32 bits.
+#[inline]
+fn payload_size(bytes: &[u8], at: usize) -> Result<(usize, usize), ScanError> {
+    let mut value: u64 = 0;
+    for i in 0..9 {
+        let Some(&b) = bytes.get(at + i) else {
+            return damaged("a number runs past the end of its cell");
+        };
+        value = (value << 7) | u64::from(b & 0x7f);
+        if b & 0x80 == 0 || i == 8 {
+            return Ok(((value & 0xffff_ffff) as usize, i + 1));
         }
     }
     unreachable!("the loop returns by its ninth byte")
@@ -351,11 +413,16 @@ fn cell_payload<'p>(
     overflow: &'p mut Overflow,
 ) -> Result<(i64, &'p [u8]), ScanError> {
     let at = be16(page, head + 8 + 2 * cell)?;
-    let (size, n) = varint(page, at)?;
+    let (size, n) = payload_size(page, at)?;
     let (rowid, m) = varint(page, at + n)?;
     let start = at + n + m;
-    let size = usize::try_from(size).unwrap_or(usize::MAX);
     let local = local_size(file, size);
+    // The part on the page lies within its usable bytes (SQLite's check).
+    if start + local > file.usable {
+        return damaged(format!(
+            "a cell's {local} bytes at offset {start} lie past the page's end"
+        ));
+    }
     let on_page = slice(page, start, local)?;
     if local == size {
         return Ok((rowid as i64, on_page));
@@ -390,7 +457,7 @@ fn decode_header(
     fields.clear();
     let (header, mut at) = varint(payload, 0)?;
     let header = usize::try_from(header).unwrap_or(usize::MAX);
-    if header > payload.len() || header < at {
+    if header > payload.len() || header < at || header > MAX_RECORD_HEADER {
         let what = format!(
             "a record's header of {header} bytes does not fit its {} bytes",
             payload.len()
@@ -402,12 +469,15 @@ fn decode_header(
     // nearly always all of them do: one pass over those bytes, sizes by table.
     let types = &payload[at..header];
     let head = &types[..types.len().min(wanted)];
+    // Whether every serial type of the header was read (SQLite's rule below).
+    let whole_header;
     if head.iter().all(|&b| b < 0x80 && b != 10 && b != 11) {
         fields.extend(head.iter().map(|&b| {
             let field = (u64::from(b), offset);
             offset += usize::from(ONE_BYTE_SIZES[usize::from(b)]);
             field
         }));
+        whole_header = head.len() == types.len();
     } else {
         while at < header && fields.len() < wanted {
             let (ty, n) = varint(payload, at)?;
@@ -415,16 +485,22 @@ fn decode_header(
             fields.push((ty, offset));
             offset = offset.saturating_add(field_size(ty)?);
         }
+        if at > header {
+            return damaged("a record's serial type runs past its header");
+        }
+        whole_header = at == header;
     }
     // Offsets only grow: the last field's end within the record is enough.
-    if offset > payload.len() {
-        return damaged("a record's field lies past its end");
+    // When the whole header was read, its fields end where the record does
+    // (SQLite reports anything else as damage).
+    if offset > payload.len() || (whole_header && wanted > 0 && offset != payload.len()) {
+        return damaged("a record's fields do not end where it does");
     }
     Ok(())
 }
 
-/// Bytes a field of each one-byte serial type takes (10 and 11, reserved, are
-/// refused before).
+/// Bytes a field of each one-byte serial type takes (10 and 11, reserved, take
+/// the slow path).
 const ONE_BYTE_SIZES: [u8; 128] = {
     let mut sizes = [0u8; 128];
     let fixed = [0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0];
@@ -513,8 +589,7 @@ fn read_overflow(
             return damaged("an overflow chain loops");
         }
         let offset = u64::from(page - 1) * file.page_size as u64;
-        file.file
-            .read_exact_at(&mut overflow.page, offset)
+        file.read_at(&mut overflow.page, offset)
             .map_err(ScanError::Io)?;
         let take = (size - overflow.bytes.len()).min(file.usable - 4);
         overflow
@@ -530,8 +605,8 @@ fn read_overflow(
 fn field_size(ty: u64) -> Result<usize, ScanError> {
     const SIZES: [u8; 12] = [0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0];
     match ty {
-        10 | 11 => damaged(format!("a field of reserved type {ty}")),
-        0..=9 => Ok(usize::from(SIZES[ty as usize])),
+        // Reserved types, which SQLite reads as NULL of no bytes.
+        0..=11 => Ok(usize::from(SIZES[ty as usize])),
         n => Ok(usize::try_from((n - 12) / 2).unwrap_or(usize::MAX)),
     }
 }
@@ -571,6 +646,8 @@ fn field_value(payload: &[u8], ty: u64, at: usize) -> ValueRef<'_> {
         }
         8 => ValueRef::Integer(0),
         9 => ValueRef::Integer(1),
+        // Reserved, NULL to SQLite.
+        10 | 11 => ValueRef::Null,
         n if n % 2 == 0 => ValueRef::Blob(bytes(((n - 12) / 2) as usize)),
         n => ValueRef::Text(bytes(((n - 13) / 2) as usize)),
     }

@@ -227,7 +227,7 @@ impl Export {
 /// the rows read. A plain scan of a table reads its rows from `pages` when it
 /// can (the same rows, see [`crate::pages`]), other queries go to SQLite.
 /// Errors name the table and the row.
-fn for_each_row(
+pub(crate) fn for_each_row(
     path: &Path,
     conn: &Connection,
     pages: Option<&PageFile>,

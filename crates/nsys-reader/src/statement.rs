@@ -148,8 +148,8 @@ impl RowView<'_> {
         text_of(self.value(i))
     }
 
-    /// Column `i` as it is read (for comparisons in tests).
-    #[cfg(test)]
+    /// Column `i` as it is read (for comparisons in tests and fuzz checks).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn value_ref(&self, i: usize) -> ValueRef<'_> {
         self.value(i)
     }

@@ -22,6 +22,8 @@ pub mod bsc_config;
 pub mod config;
 pub mod convert;
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_checks;
 pub mod inputs;
 pub mod messages;
 pub mod nsys_export;

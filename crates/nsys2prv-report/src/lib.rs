@@ -25,6 +25,8 @@ mod assemble;
 pub mod diff;
 pub mod diff_html;
 pub mod files;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_checks;
 pub mod html;
 mod model;
 pub mod runs;

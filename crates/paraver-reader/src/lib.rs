@@ -9,6 +9,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_checks;
 pub mod pcf;
 pub mod prv;
 pub mod records;

@@ -432,6 +432,69 @@ fn read_blob<T: serde::de::DeserializeOwned>(
     postcard::from_bytes(&bytes).map_err(|e| damaged(e.to_string()))
 }
 
+/// `bytes` (a part file, or anything) with every checksum it holds made right
+/// where the places it names can be read: the trailer's of the index, each
+/// translated report's, and each saved run's of its records. The fuzz target
+/// `parts` runs the decoders on both the input and this, so that they are
+/// reached past the checksums (a part of another version has right ones).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn with_checksums_made_right(bytes: &[u8]) -> Vec<u8> {
+    let range = |offset: u64, len: u64| {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        bytes.get(start..end)
+    };
+    let trailer_at = bytes.len().wrapping_sub(TRAILER as usize);
+    let Some(trailer) = bytes
+        .get(trailer_at..)
+        .filter(|t| t.len() == TRAILER as usize)
+    else {
+        return bytes.to_vec();
+    };
+    let offset = u64::from_le_bytes(trailer[0..8].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(trailer[8..16].try_into().expect("8 bytes"));
+    let Some(index_bytes) = range(offset, len) else {
+        return bytes.to_vec();
+    };
+    let Ok(mut index) = postcard::from_bytes::<Index>(index_bytes) else {
+        let mut out = bytes.to_vec();
+        let crc = crc32fast::hash(index_bytes).to_le_bytes();
+        out[trailer_at + 16..trailer_at + 20].copy_from_slice(&crc);
+        return out;
+    };
+    // What precedes the index, the reports' descriptions made right appended,
+    // then the index and a trailer.
+    let mut out = bytes[..offset as usize].to_vec();
+    for entry in &mut index.entries {
+        let SavedOutcome::Translated { offset, len, crc } = &mut entry.outcome else {
+            continue;
+        };
+        let Some(blob) = range(*offset, *len) else {
+            continue;
+        };
+        let Ok(mut saved) = postcard::from_bytes::<SavedReport>(blob) else {
+            *crc = crc32fast::hash(blob);
+            continue;
+        };
+        if let Some(section) = range(saved.run.offset, saved.run.bytes) {
+            saved.run.checksum = crc32fast::hash(section);
+        }
+        let blob = postcard::to_stdvec(&saved).expect("a saved report serialises");
+        *offset = out.len() as u64;
+        *len = blob.len() as u64;
+        *crc = crc32fast::hash(&blob);
+        out.extend_from_slice(&blob);
+    }
+    let index = postcard::to_stdvec(&index).expect("an index serialises");
+    let index_offset = out.len() as u64;
+    out.extend_from_slice(&index);
+    out.extend_from_slice(&index_offset.to_le_bytes());
+    out.extend_from_slice(&(index.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&index).to_le_bytes());
+    out.extend_from_slice(TRAILER_MAGIC);
+    out
+}
+
 /// The part of `shard` must be of this plan and hold exactly the shard's reports.
 fn check_index(index: &Index, plan: &Plan, plan_id: &str, shard: u32) -> Result<()> {
     if index.plan != plan_id {
