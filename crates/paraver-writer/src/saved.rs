@@ -82,6 +82,7 @@ pub fn restore_run(saved: SavedRun, file: Arc<File>, origin: &Path) -> Run {
         saved.records,
         saved.checksum,
         origin.to_path_buf(),
+        saved.new_of_old.len() as u32,
     );
     let chunks = if saved.records > 0 {
         vec![section]

@@ -81,6 +81,10 @@ pub struct SpilledChunk {
     index: Vec<IndexEntry>,
     /// The time of the last record (`i64::MAX` when not known).
     last_time: i64,
+    /// Records name threads (and receivers) below this: checked as a section of a
+    /// part file is read (another program's file may hold anything its checksum
+    /// covers); `u32::MAX` for the writer's own spill files.
+    threads: u32,
 }
 
 /// Records between two entries of a spilled chunk's time index: 16 bytes per 64
@@ -108,6 +112,8 @@ pub(crate) struct ChunkSpan {
 impl SpilledChunk {
     /// `bytes` bytes at `offset` of `file` holding `records` records, whose CRC-32
     /// is `checksum`; `origin` names the file in errors.
+    /// Its records name threads below `threads` (the run's): a record naming
+    /// another is an error when read.
     pub fn section(
         file: Arc<File>,
         offset: u64,
@@ -115,6 +121,7 @@ impl SpilledChunk {
         records: u64,
         checksum: u32,
         origin: PathBuf,
+        threads: u32,
     ) -> Self {
         SpilledChunk {
             file,
@@ -125,6 +132,7 @@ impl SpilledChunk {
             origin: Some(origin),
             index: Vec::new(),
             last_time: i64::MAX,
+            threads,
         }
     }
 
@@ -239,6 +247,7 @@ pub(crate) fn write_chunk(
         origin: None,
         index,
         last_time,
+        threads: u32::MAX,
     })
 }
 
@@ -465,6 +474,8 @@ pub(crate) enum DecodedBody {
 pub(crate) struct ChunkReader {
     input: SectionReader,
     left: u64,
+    /// The chunk's [`SpilledChunk::threads`].
+    threads: u32,
     pub time: i64,
     pub thread: LocalThread,
     pub body: DecodedBody,
@@ -478,6 +489,7 @@ impl ChunkReader {
         Ok(Self::reading(
             SectionReader::new(chunk, buffer),
             chunk.records,
+            chunk.threads,
         ))
     }
 
@@ -498,6 +510,7 @@ impl ChunkReader {
         Self::reading(
             SectionReader::of_bytes(chunk, span.start, span.end, buffer),
             span.records,
+            chunk.threads,
         )
     }
 
@@ -506,10 +519,11 @@ impl ChunkReader {
         self.input.buf
     }
 
-    fn reading(input: SectionReader, records: u64) -> Self {
+    fn reading(input: SectionReader, records: u64, threads: u32) -> Self {
         ChunkReader {
             input,
             left: records,
+            threads,
             time: 0,
             thread: 0,
             body: DecodedBody::Events { closing: false },
@@ -534,6 +548,9 @@ impl ChunkReader {
         let tag = self.u8()?;
         self.time = self.i64()?;
         self.thread = self.u32()?;
+        if self.thread >= self.threads {
+            return Err(self.beyond_run("thread", self.thread));
+        }
         self.body = match tag {
             TAG_STATE => DecodedBody::State {
                 end: self.i64()?,
@@ -564,6 +581,9 @@ impl ChunkReader {
                 self.comm.size = self.i64()?;
                 self.comm.tag = self.i64()?;
                 self.comm.receiver = self.u32()?;
+                if self.comm.receiver >= self.threads {
+                    return Err(self.beyond_run("receiving thread", self.comm.receiver));
+                }
                 DecodedBody::Comm
             }
             _ => {
@@ -574,6 +594,18 @@ impl ChunkReader {
             }
         };
         Ok(true)
+    }
+
+    /// A record naming a thread the run does not have (a part file another program
+    /// wrote or damaged under a right checksum).
+    fn beyond_run(&self, what: &str, thread: u32) -> io::Error {
+        self.input.damaged(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "a record names {what} {thread} of a run of {} threads",
+                self.threads
+            ),
+        ))
     }
 
     pub fn rank(&self) -> u8 {

@@ -133,6 +133,28 @@ impl Plan {
                 path.parent().unwrap_or(Path::new(".")).display()
             );
         }
+        // A plan another program damaged (its shards and inputs disagree) is refused
+        // here, not where the merge would index parts by it.
+        if plan.shards == 0 {
+            bail!(
+                "{}: a plan of 0 shards: not a plan of nsys2prv-rs",
+                path.display()
+            );
+        }
+        if let Some((i, input)) = plan
+            .inputs
+            .iter()
+            .enumerate()
+            .find(|(_, input)| input.shard >= plan.shards)
+        {
+            bail!(
+                "{}: input {i} ({}) is given shard {} of a plan of {} shards: not a plan of nsys2prv-rs",
+                path.display(),
+                input.name,
+                input.shard,
+                plan.shards
+            );
+        }
         Ok(plan)
     }
 
