@@ -5,19 +5,12 @@
 
 use std::path::Path;
 
-use paraver_reader::fuzz_checks::split;
+use paraver_reader::fuzz_checks::{assert_one_line, split};
 
 use crate::bsc_config;
 use crate::convert::Outcome;
 use crate::sharded::parts::{with_checksums_made_right, PartsDir};
 use crate::sharded::plan::Plan;
-
-fn assert_one_line(what: &str, message: &str) {
-    assert!(
-        !message.trim_end().contains('\n') && !message.trim().is_empty(),
-        "{what}: an error of more or less than one line: {message:?}"
-    );
-}
 
 /// BSC's `--config` TOML at `path` (`data` written there): read, its NVTX
 /// settings checked against the registry as the command line does; every
@@ -107,22 +100,7 @@ pub fn check_parts(dir: &Path, data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
-
-    /// The inputs kept from fuzzing `target` (`fuzz/corpus/TARGET/`, minimised)
-    /// and the crashes it found (`fuzz/regressions/TARGET/`).
-    fn inputs(target: &str) -> Vec<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-        let mut inputs: Vec<PathBuf> = Vec::new();
-        for dir in ["corpus", "regressions"] {
-            if let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) {
-                inputs.extend(entries.flatten().map(|e| e.path()));
-            }
-        }
-        inputs.sort();
-        assert!(inputs.len() >= 3, "{target}: {} inputs", inputs.len());
-        inputs
-    }
+    use paraver_reader::fuzz_checks::replay_inputs as inputs;
 
     /// Each input of `parts` through the check the fuzz target runs: the
     /// corpus replay, on stable.

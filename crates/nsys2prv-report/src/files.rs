@@ -135,8 +135,9 @@ pub fn write_dir(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>
     Ok(files.iter().map(|(f, _)| dir.join(f)).collect())
 }
 
-pub fn json(report: &Report) -> Vec<u8> {
-    let mut text = serde_json::to_vec_pretty(report).expect("a report serialises");
+/// `value` as the JSON files hold it: pretty, with a final newline.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut text = serde_json::to_vec_pretty(value).expect("a report serialises");
     text.push(b'\n');
     text
 }

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use paraver_reader::fuzz_checks::{check_validator, split};
+use paraver_reader::fuzz_checks::{assert_one_line, check_validator, split};
 
 use crate::{analyze, files, ReportOptions};
 
@@ -25,39 +25,23 @@ pub fn check_trace(dir: &Path, data: &[u8]) {
         Ok(report) => {
             let _ = report.text(options.top);
             if let Err(e) = files::all(&report) {
-                assert_one_line(&format!("{e:#}"));
+                assert_one_line("files::all", &format!("{e:#}"));
             }
         }
-        Err(e) => assert_one_line(&format!("{e:#}")),
+        Err(e) => assert_one_line("analyze", &format!("{e:#}")),
     }
-}
-
-fn assert_one_line(message: &str) {
-    assert!(
-        !message.trim_end().contains('\n') && !message.trim().is_empty(),
-        "an error of more or less than one line: {message:?}"
-    );
 }
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use paraver_reader::fuzz_checks::replay_inputs;
 
     /// The inputs kept from fuzzing `paraver` (`fuzz/corpus/paraver/`,
     /// minimised) and the crashes it found (`fuzz/regressions/paraver/`), each
     /// through the check the fuzz target runs: the corpus replay, on stable.
     #[test]
     fn fuzz_corpus_replays() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
-        let mut inputs: Vec<PathBuf> = Vec::new();
-        for dir in ["corpus/paraver", "regressions/paraver"] {
-            if let Ok(entries) = std::fs::read_dir(root.join(dir)) {
-                inputs.extend(entries.flatten().map(|e| e.path()));
-            }
-        }
-        inputs.sort();
-        assert!(inputs.len() >= 3, "{} inputs", inputs.len());
-        for input in &inputs {
+        for input in &replay_inputs("paraver") {
             let dir = tempfile::tempdir().unwrap();
             super::check_trace(dir.path(), &std::fs::read(input).unwrap());
         }

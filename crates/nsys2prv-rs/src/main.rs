@@ -68,26 +68,16 @@ fn main() -> ExitCode {
     };
     progress::init_logging(args.quiet, args.verbose);
     interrupt::install();
-    if let Some(cli::Command::Diff(diff_args)) = &args.command {
-        let result = report::run_diff(diff_args);
-        interrupt::exit_if_interrupted();
-        return match result {
-            Ok(false) => ExitCode::SUCCESS,
-            Ok(true) => ExitCode::from(nsys2prv_report::diff::SLOWER_EXIT as u8),
-            Err(e) => {
-                let (status, line) = nsys2prv_rs::outcome(&Err(e));
-                if let Some(line) = line {
-                    eprintln!("{line}");
-                }
-                ExitCode::from(status)
-            }
-        };
-    }
     let bars = progress::Bars { quiet: args.quiet };
     let done = |result: anyhow::Result<()>| result.map(|()| Finished::default());
+    // `diff --fail-if-slower` exceeded: the diff succeeded, its status says so.
+    let mut slower = false;
     let result = match (&args.command, &config) {
         (Some(cli::Command::Report(report_args)), _) => done(report::run_command(report_args)),
-        (Some(cli::Command::Diff(_)), _) => unreachable!("diff returned above"),
+        (Some(cli::Command::Diff(diff_args)), _) => report::run_diff(diff_args).map(|exceeded| {
+            slower = exceeded;
+            Finished::default()
+        }),
         (Some(cli::Command::Merge(m)), _) => nsys2prv_rs::merge(m, args.quiet, &bars),
         (Some(cli::Command::Completions { shell }), _) => done(cli::print_completions(*shell)),
         (Some(cli::Command::Man), _) => done(cli::print_man_page()),
@@ -99,6 +89,9 @@ fn main() -> ExitCode {
     let (status, line) = nsys2prv_rs::outcome(&result);
     if let Some(line) = line {
         eprintln!("{line}");
+    }
+    if slower {
+        return ExitCode::from(nsys2prv_report::diff::SLOWER_EXIT as u8);
     }
     ExitCode::from(status)
 }

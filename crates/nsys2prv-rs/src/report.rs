@@ -53,40 +53,27 @@ fn run_several(traces: &[PathBuf], weak: bool, options: &ReportOptions) -> Resul
         nsys2prv_report::check_written_by_us(&files)?;
         resolved.push(files);
     }
-    let json_to_stdout = options.json.as_deref() == Some(Path::new("-"));
-    if let Some(dir) = &options.out_dir {
-        files::check_dir_target(dir)?;
-    }
-    for path in [&options.html, &options.json].into_iter().flatten() {
-        if path.as_os_str() != "-" {
-            files::check_file_target(path)?;
-        }
-    }
+    check_targets(
+        options.out_dir.as_deref(),
+        options.html.as_deref(),
+        options.json.as_deref(),
+    )?;
     let mut reports = Vec::new();
     for files in &resolved {
         reports.push(nsys2prv_report::analyze(files, options)?);
     }
     let runs = Runs::of(&reports, weak, options.iterations.is_some());
-    let json = || {
-        let mut text = serde_json::to_vec_pretty(&runs).expect("the runs serialise");
-        text.push(b'\n');
-        text
-    };
-    if json_to_stdout {
-        crate::stdout::write(&json())?;
+    if json_to_stdout(options.json.as_deref()) {
+        crate::stdout::write(&files::json(&runs))?;
     } else {
         crate::stdout::write(runs.text().as_bytes())?;
     }
-    let mut written: Vec<PathBuf> = Vec::new();
-    if let Some(path) = options.html.as_ref() {
-        let page = nsys2prv_report::runs_html::page(&runs, &[]);
-        write_file(path, page.as_bytes())?;
-        written.push(path.clone());
-    }
-    if let Some(path) = options.json.as_ref().filter(|_| !json_to_stdout) {
-        write_file(path, &json())?;
-        written.push(path.clone());
-    }
+    let mut written = write_page_and_json(
+        options.html.as_deref(),
+        || nsys2prv_report::runs_html::page(&runs, &[]),
+        options.json.as_deref(),
+        || files::json(&runs),
+    )?;
     if let Some(dir) = &options.out_dir {
         // The runs' own pages beside the table, linked from it.
         let links: Vec<Option<String>> = (1..=reports.len())
@@ -97,7 +84,7 @@ fn run_several(traces: &[PathBuf], weak: bool, options: &ReportOptions) -> Resul
                 "runs.html".to_string(),
                 nsys2prv_report::runs_html::page(&runs, &links).into_bytes(),
             ),
-            ("runs.json".to_string(), json()),
+            ("runs.json".to_string(), files::json(&runs)),
             ("runs.csv".to_string(), runs.csv()),
             ("runs.txt".to_string(), runs.text().into_bytes()),
         ];
@@ -109,47 +96,35 @@ fn run_several(traces: &[PathBuf], weak: bool, options: &ReportOptions) -> Resul
         }
         written.extend(write_dir(dir, &all)?);
     }
-    if !written.is_empty() {
-        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        eprintln!("wrote {}", names.join(", "));
-    }
+    say_written(&written);
     Ok(())
 }
 
 /// Computes the report of `trace`, prints it and writes the files asked for.
 pub fn run(trace: &Path, options: &ReportOptions) -> Result<()> {
     let files = nsys2prv_report::resolve_trace(trace)?;
-    let json_to_stdout = options.json.as_deref() == Some(Path::new("-"));
-    // Refuse what may not be replaced before the long part.
-    if let Some(dir) = &options.out_dir {
-        files::check_dir_target(dir)?;
-    }
-    for path in [&options.html, &options.json].into_iter().flatten() {
-        if path.as_os_str() != "-" {
-            files::check_file_target(path)?;
-        }
-    }
+    check_targets(
+        options.out_dir.as_deref(),
+        options.html.as_deref(),
+        options.json.as_deref(),
+    )?;
     let report = nsys2prv_report::analyze(&files, options)?;
-    if json_to_stdout {
+    if json_to_stdout(options.json.as_deref()) {
         crate::stdout::write(&files::json(&report))?;
     } else if options.print {
         crate::stdout::write(report.text(options.top).as_bytes())?;
     }
-    let mut written: Vec<PathBuf> = Vec::new();
-    if let Some(path) = options.html.as_ref() {
-        write_file(path, html::page(&report).as_bytes())?;
-        written.push(path.clone());
-    }
-    if let Some(path) = options.json.as_ref().filter(|_| !json_to_stdout) {
-        write_file(path, &files::json(&report))?;
-        written.push(path.clone());
-    }
+    let mut written = write_page_and_json(
+        options.html.as_deref(),
+        || html::page(&report),
+        options.json.as_deref(),
+        || files::json(&report),
+    )?;
     if let Some(dir) = &options.out_dir {
         written.extend(write_dir(dir, &files::all(&report)?)?);
     }
-    if options.print && !written.is_empty() {
-        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        eprintln!("wrote {}", names.join(", "));
+    if options.print {
+        say_written(&written);
     }
     Ok(())
 }
@@ -163,12 +138,7 @@ pub fn run_diff(args: &DiffArgs) -> Result<bool> {
     for files in [&base, &new] {
         nsys2prv_report::check_written_by_us(files)?;
     }
-    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    for path in [&args.html, &args.json].into_iter().flatten() {
-        if path.as_os_str() != "-" {
-            files::check_file_target(path)?;
-        }
-    }
+    check_targets(None, args.html.as_deref(), args.json.as_deref())?;
     let options = ReportOptions {
         iterations: args.iterations.clone(),
         top: args.top,
@@ -180,28 +150,18 @@ pub fn run_diff(args: &DiffArgs) -> Result<bool> {
     let base_report = nsys2prv_report::analyze(&base, &options)?;
     let new_report = nsys2prv_report::analyze(&new, &options)?;
     let diff = Diff::of(&base_report, &new_report);
-    let json = || {
-        let mut text = serde_json::to_vec_pretty(&diff).expect("a diff serialises");
-        text.push(b'\n');
-        text
-    };
-    if json_to_stdout {
-        crate::stdout::write(&json())?;
+    if json_to_stdout(args.json.as_deref()) {
+        crate::stdout::write(&files::json(&diff))?;
     } else {
         crate::stdout::write(diff.text(args.top).as_bytes())?;
     }
-    let mut written: Vec<String> = Vec::new();
-    if let Some(path) = &args.html {
-        write_file(path, nsys2prv_report::diff_html::page(&diff).as_bytes())?;
-        written.push(path.display().to_string());
-    }
-    if let Some(path) = args.json.as_ref().filter(|_| !json_to_stdout) {
-        write_file(path, &json())?;
-        written.push(path.display().to_string());
-    }
-    if !written.is_empty() {
-        eprintln!("wrote {}", written.join(", "));
-    }
+    let written = write_page_and_json(
+        args.html.as_deref(),
+        || nsys2prv_report::diff_html::page(&diff),
+        args.json.as_deref(),
+        || files::json(&diff),
+    )?;
+    say_written(&written);
     let slower = args.fail_if_slower.is_some_and(|pct| diff.slower_than(pct));
     if let (true, Some(pct)) = (slower, args.fail_if_slower) {
         eprintln!(
@@ -211,4 +171,51 @@ pub fn run_diff(args: &DiffArgs) -> Result<bool> {
         );
     }
     Ok(slower)
+}
+
+/// `--json -`: the JSON goes to stdout, instead of the tables.
+fn json_to_stdout(json: Option<&Path>) -> bool {
+    json == Some(Path::new("-"))
+}
+
+/// Refuses, before the long part, the files that may not be replaced: the
+/// directory of `--out`, the files of `--html` and `--json` (not stdout's `-`).
+fn check_targets(out_dir: Option<&Path>, html: Option<&Path>, json: Option<&Path>) -> Result<()> {
+    if let Some(dir) = out_dir {
+        files::check_dir_target(dir)?;
+    }
+    for path in [html, json].into_iter().flatten() {
+        if path.as_os_str() != "-" {
+            files::check_file_target(path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the page to `html` and the JSON to `json` where asked (the JSON not
+/// when it went to stdout); what was written, in that order.
+fn write_page_and_json(
+    html: Option<&Path>,
+    page: impl FnOnce() -> String,
+    json: Option<&Path>,
+    json_text: impl FnOnce() -> Vec<u8>,
+) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    if let Some(path) = html {
+        write_file(path, page().as_bytes())?;
+        written.push(path.to_path_buf());
+    }
+    if let Some(path) = json.filter(|p| !json_to_stdout(Some(p))) {
+        write_file(path, &json_text())?;
+        written.push(path.to_path_buf());
+    }
+    Ok(written)
+}
+
+/// `wrote A, B` on stderr when files were written.
+fn say_written(written: &[PathBuf]) {
+    if !written.is_empty() {
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("wrote {}", names.join(", "));
+    }
 }

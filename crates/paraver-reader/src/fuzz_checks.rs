@@ -1,6 +1,6 @@
 //! What the fuzz targets (`fuzz/`) share with the corpus replay on stable: how
-//! one fuzz input stands for several files, and the validator's check on a
-//! trace's three files.
+//! one fuzz input stands for several files, the validator's check on a trace's
+//! three files, the one-line rule for errors, and the inputs a replay reads.
 
 use std::path::Path;
 
@@ -42,4 +42,29 @@ pub fn check_validator(dir: &Path, prv: &[u8], pcf: &[u8], row: &[u8]) -> std::p
         assert!(!text.is_empty());
     }
     path
+}
+
+/// The rule for every error of a reader of files others hand the tool: one line.
+pub fn assert_one_line(what: &str, message: &str) {
+    assert!(
+        !message.trim_end().contains('\n') && !message.trim().is_empty(),
+        "{what}: an error of more or less than one line: {message:?}"
+    );
+}
+
+/// The inputs kept from fuzzing `target` (`fuzz/corpus/TARGET/`, minimised) and
+/// the crashes it found (`fuzz/regressions/TARGET/`), sorted: what the corpus
+/// replay on stable runs through the target's check. At least three, so that a
+/// moved corpus does not pass unseen.
+pub fn replay_inputs(target: &str) -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut inputs = Vec::new();
+    for dir in ["corpus", "regressions"] {
+        if let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) {
+            inputs.extend(entries.flatten().map(|e| e.path()));
+        }
+    }
+    inputs.sort();
+    assert!(inputs.len() >= 3, "{target}: {} inputs", inputs.len());
+    inputs
 }
