@@ -56,17 +56,29 @@ pub fn plan_layout_named(
     let hosts: BTreeSet<&str> = reports.iter().map(host_of).collect();
     let nodes: Vec<&str> = hosts.into_iter().collect();
 
+    // Each report's threads grouped by process once: a report may hold tens of
+    // thousands of processes, and looking each one's threads up in the whole
+    // list made the layout quadratic.
+    let mut threads_by_pid: Vec<BTreeMap<u32, Vec<(ThreadKey, usize)>>> = reports
+        .iter()
+        .map(|report| {
+            let mut groups: BTreeMap<u32, Vec<(ThreadKey, usize)>> = BTreeMap::new();
+            for (i, t) in report.threads.iter().enumerate() {
+                groups.entry(t.pid()).or_default().push((*t, i));
+            }
+            groups
+        })
+        .collect();
     let mut task_keys: Vec<TaskKey> = Vec::new();
     for &r in &order {
         let report = &reports[r];
-        let pids: BTreeSet<u32> = report.threads.iter().map(ThreadKey::pid).collect();
-        for pid in pids {
+        for &pid in threads_by_pid[r].keys() {
             task_keys.push(TaskKey {
                 rank: report
                     .ranks
                     .get(&pid)
                     .copied()
-                    .or_else(|| file_rank(reports, report, pid)),
+                    .or_else(|| file_rank(reports, report, threads_by_pid[r].len())),
                 host: host_of(report),
                 pid,
                 report: r,
@@ -87,13 +99,9 @@ pub fn plan_layout_named(
     let mut tasks = Vec::with_capacity(task_keys.len());
     for (task_index, key) in task_keys.iter().enumerate() {
         let report = &reports[key.report];
-        let mut locals: Vec<(ThreadKey, usize)> = report
-            .threads
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.pid() == key.pid)
-            .map(|(i, t)| (*t, i))
-            .collect();
+        let mut locals = threads_by_pid[key.report]
+            .remove(&key.pid)
+            .unwrap_or_default();
         locals.sort();
         let mut names = Vec::with_capacity(locals.len());
         for (thread_index, (thread, local)) in locals.iter().enumerate() {
@@ -160,8 +168,13 @@ pub fn plan_layout_named(
 }
 
 /// Last resort for merged per-rank reports: the number in the file name.
-fn file_rank(reports: &[ReportTranslation], report: &ReportTranslation, pid: u32) -> Option<u32> {
-    if reports.len() < 2 || crate::ranks::single_process(&report.threads) != Some(pid) {
+/// Only for a report of one process (`processes` is how many it has).
+fn file_rank(
+    reports: &[ReportTranslation],
+    report: &ReportTranslation,
+    processes: usize,
+) -> Option<u32> {
+    if reports.len() < 2 || processes != 1 {
         return None;
     }
     crate::ranks::rank_in_file_name(&report.path)

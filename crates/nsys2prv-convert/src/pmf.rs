@@ -8,7 +8,7 @@
 //! refused) and written by the merge of a sharded
 //! conversion from what the parts carry of each report.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -539,6 +539,14 @@ fn object_model(reports: &[ReportTranslation], plan: &TracePlan) -> ObjectModel 
         _ => None,
     };
     let any_gpu = placed.iter().any(|p| gpu_of(p.kind).is_some());
+    // Each task's GPUs, gathered once (a task's CPU rows name them all; looking
+    // them up row by row was quadratic in the rows of a trace of many tasks).
+    let mut task_gpus: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for p in &placed {
+        if let Some(device) = gpu_of(p.kind) {
+            task_gpus.entry(p.task).or_default().insert(device);
+        }
+    }
     let layout = &plan.layout;
     let host = |task: u32| {
         let node = layout.tasks[task as usize].node as usize;
@@ -581,14 +589,12 @@ fn object_model(reports: &[ReportTranslation], plan: &TracePlan) -> ObjectModel 
             ThreadKind::Stream { .. } | ThreadKind::Metrics { .. } => unreachable!(),
         };
         let device = match any_gpu {
-            true => {
-                let gpus: BTreeSet<u32> = placed
-                    .iter()
-                    .filter(|q| q.task == p.task)
-                    .filter_map(|q| gpu_of(q.kind))
-                    .collect();
-                Devices::Ids(gpus.into_iter().collect())
-            }
+            true => Devices::Ids(
+                task_gpus
+                    .get(&p.task)
+                    .map(|gpus| gpus.iter().copied().collect())
+                    .unwrap_or_default(),
+            ),
             false => Devices::None(-1),
         };
         threads.push(ThreadRow {

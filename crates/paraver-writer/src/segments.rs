@@ -12,6 +12,8 @@
 //! where the gathering merge cuts its batches (by records and pairs counted from
 //! the first record, whatever the segments), so its bytes are the same too.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::Write;
 
 use rayon::prelude::*;
@@ -299,6 +301,11 @@ pub(crate) struct Segment<'a> {
 pub(crate) struct Segmenter<'a> {
     /// What is left of every stream of every run, in run order, then stream order.
     parts: Vec<Part<'a>>,
+    /// The streams with records left, by the trace time of their next record
+    /// (chunks first, always), then place in `parts`: a segment visits only
+    /// the streams with records before its bound, not every stream of a trace
+    /// of tens of thousands of threads.
+    waiting: BinaryHeap<Reverse<(i64, usize)>>,
     /// Trace times where segments end (exclusive), increasing; the last segment
     /// ends with the runs.
     bounds: std::vec::IntoIter<i64>,
@@ -337,9 +344,15 @@ impl<'a> Segmenter<'a> {
                 }
             }
         }
+        let waiting = parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.next_time().map(|t| Reverse((t, i))))
+            .collect();
         Segmenter {
             bounds: segment_bounds(&parts, target.max(1)).into_iter(),
             parts,
+            waiting,
             done: false,
         }
     }
@@ -352,11 +365,24 @@ impl<'a> Iterator for Segmenter<'a> {
         while !self.done {
             let bound = self.bounds.next();
             self.done = bound.is_none();
-            let parts: Vec<Part> = self
-                .parts
-                .iter_mut()
-                .filter_map(|p| p.take_before(bound))
-                .collect();
+            // The streams with a record before the bound (the others would
+            // give nothing), in their order in `parts`.
+            let mut visited = Vec::new();
+            while let Some(&Reverse((time, i))) = self.waiting.peek() {
+                if bound.is_some_and(|bound| time >= bound) {
+                    break;
+                }
+                self.waiting.pop();
+                visited.push(i);
+            }
+            visited.sort_unstable();
+            let mut parts = Vec::with_capacity(visited.len());
+            for i in visited {
+                parts.extend(self.parts[i].take_before(bound));
+                if let Some(time) = self.parts[i].next_time() {
+                    self.waiting.push(Reverse((time, i)));
+                }
+            }
             if !parts.is_empty() {
                 return Some(Segment { parts });
             }
@@ -366,6 +392,15 @@ impl<'a> Iterator for Segmenter<'a> {
 }
 
 impl<'a> Part<'a> {
+    /// The trace time of the stream's next record (a chunk: the earliest
+    /// time, as its spans are found by its index), `None` when none is left.
+    fn next_time(&self) -> Option<i64> {
+        match self {
+            Part::Block { records, shift, .. } => records.first().map(|r| r.time + shift),
+            Part::Chunk { done, .. } => (!*done).then_some(i64::MIN),
+        }
+    }
+
     /// The stream's records before trace time `bound` not yet in a segment (all
     /// that are left without one).
     fn take_before(&mut self, bound: Option<i64>) -> Option<Part<'a>> {
@@ -373,7 +408,7 @@ impl<'a> Part<'a> {
             Part::Block { shift, records, .. } => {
                 let shift = *shift;
                 let n = match bound {
-                    Some(bound) => records.partition_point(|r| r.time + shift < bound),
+                    Some(bound) => records_before(records, |r| r.time + shift < bound),
                     None => records.len(),
                 };
                 let (taken, rest) = records.split_at(n);
@@ -439,6 +474,20 @@ impl<'a> Part<'a> {
             }
         }
     }
+}
+
+/// How many of `records` (sorted) come first and satisfy `before`: a
+/// galloping search, as a segment takes a few records of each of many streams
+/// (a trace of tens of thousands of threads), often none.
+fn records_before<T>(records: &[T], before: impl Fn(&T) -> bool) -> usize {
+    let mut end = 1;
+    while end <= records.len() && before(&records[end - 1]) {
+        end *= 2;
+    }
+    // Records before `end / 2` satisfy `before`; from `end - 1` on, they do not.
+    let low = end / 2;
+    let high = (end - 1).min(records.len());
+    low + records[low..high].partition_point(before)
 }
 
 /// Trace times that cut the merged records into segments of about `target`
@@ -689,4 +738,23 @@ fn merge_streams(
         buffers.keep(reading.stream.into_buffer());
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::records_before;
+
+    #[test]
+    fn records_before_agrees_with_a_binary_search() {
+        for len in 0..40usize {
+            let times: Vec<usize> = (0..len).collect();
+            for bound in 0..=len + 1 {
+                assert_eq!(
+                    records_before(&times, |t| *t < bound),
+                    times.partition_point(|t| *t < bound),
+                    "{len} records, bound {bound}"
+                );
+            }
+        }
+    }
 }
