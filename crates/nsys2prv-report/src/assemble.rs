@@ -67,7 +67,11 @@ pub fn assemble(
         .collect();
     let iterations = iterations(&candidates, occurrences, &task_names);
     let late_arrivals = late_arrivals(&scan, iterations.as_ref(), offset, &task_names);
+    let idle_causes = super::idle::assemble(&scan, &gpus, iterations.as_ref(), offset);
     let mut notes = notes(&scan, &gpus, &iterations);
+    if let Some(idle) = &idle_causes {
+        notes.extend(super::idle::notes(&scan, idle));
+    }
     if scan.late_arrivals().waits_left_out > 0 {
         notes.push(format!(
             "{} NCCL collective waits were left out of the per-iteration late arrivals (--memory-limit).",
@@ -102,6 +106,7 @@ pub fn assemble(
         useful_metrics,
         iterations,
         late_arrivals,
+        idle_causes,
     }
 }
 

@@ -56,11 +56,11 @@ footer { color: #718096; font-size: 12px; margin-top: 32px; }
 "#;
 
 /// A figure: its text, tagged with its JSON pointer and unit.
-fn fig(pointer: &str, unit: &str, text: String) -> Markup {
+pub(crate) fn fig(pointer: &str, unit: &str, text: String) -> Markup {
     html! { span data-k=(pointer) data-u=(unit) { (text) } }
 }
 
-fn seconds(pointer: &str, ns: u64) -> Markup {
+pub(crate) fn seconds(pointer: &str, ns: u64) -> Markup {
     fig(pointer, "s", format!("{:.6}", ns as f64 / 1e9))
 }
 
@@ -81,7 +81,7 @@ fn percent(pointer: &str, x: Option<f64>) -> Markup {
     )
 }
 
-fn count(pointer: &str, n: u64) -> Markup {
+pub(crate) fn count(pointer: &str, n: u64) -> Markup {
     fig(pointer, "n", format_count(n))
 }
 
@@ -129,6 +129,7 @@ pub fn page(r: &Report) -> String {
                     (kernels(r))
                     (nccl(r))
                     (late_arrivals(r))
+                    (super::idle::html(r.idle_causes.as_ref()))
                     (named_table("mpi", "MPI calls", "call", &r.mpi))
                     (memory(r))
                     footer {

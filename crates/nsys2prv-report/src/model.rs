@@ -53,6 +53,9 @@ pub struct Report {
     /// Who made NCCL collectives wait (traces converted with matched collectives).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_arrivals: Option<LateArrivals>,
+    /// Why the GPUs were idle (traces with GPU stream rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_causes: Option<crate::idle::IdleCauses>,
 }
 
 /// Late arrivals at NCCL collectives: for every collective instance matched across
