@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::html::{count, fig, seconds as html_seconds};
 use super::model::{Gpu, Iterations};
 use super::scan::{HostContext, IdleCause, Scan};
+use super::svg;
 use super::text::{clip, percent, seconds};
 use super::types::call_kind;
 
@@ -275,7 +276,7 @@ pub(crate) fn text(idle: &IdleCauses, out: &mut String) {
 }
 
 /// Colours of host-bound, dependency/sync and other.
-const COLOURS: [&str; 3] = ["#dd6b20", "#805ad5", "#a0aec0"];
+const COLOURS: [&str; 3] = ["#c53030", "#805ad5", "#a0aec0"];
 const NAMES: [&str; 3] = ["host-bound", "dependency/sync", "other"];
 
 /// A GPU's bar: per cause with time, its colour index, left edge, width and time.
@@ -297,13 +298,16 @@ fn segments(g: &GpuIdle, longest: f64, left: f64, width: f64) -> Vec<(usize, f64
     list
 }
 
-/// One stacked bar per GPU: its idle time split by cause, on a scale shared by
-/// every GPU (the longest idle time fills the width).
+/// One stacked bar per GPU (the 64 idle longest above 64 GPUs): its idle time split
+/// by cause, on a scale shared by every GPU (the longest idle time fills the width).
 fn bars(idle: &IdleCauses) -> Markup {
-    const LABEL: f64 = 190.0;
-    const WIDTH: f64 = 560.0;
     const ROW: f64 = 18.0;
-    let rows: Vec<&GpuIdle> = idle.gpus.iter().take(BAR_ROWS).collect();
+    let (label, width) = (svg::LABEL_WIDTH, svg::PLOT_WIDTH);
+    let mut rows: Vec<&GpuIdle> = idle.gpus.iter().collect();
+    if rows.len() > BAR_ROWS {
+        rows.sort_by(|a, b| b.split.idle_ns.cmp(&a.split.idle_ns));
+        rows.truncate(BAR_ROWS);
+    }
     let longest = rows
         .iter()
         .map(|g| g.split.idle_ns)
@@ -312,21 +316,22 @@ fn bars(idle: &IdleCauses) -> Markup {
         .max(1) as f64;
     let height = ROW * rows.len() as f64 + 28.0;
     html! {
-        svg.chart width=(LABEL + WIDTH + 20.0) height=(height) role="img"
+        svg class="chart idle" width=(label + width + svg::RIGHT_MARGIN) height=(height) role="img"
             aria-label="GPU idle time by cause, one bar per GPU" {
+            title { "GPU idle time by cause: host-bound, dependency/sync, other" }
             @for (i, g) in rows.iter().enumerate() {
                 @let y = ROW * i as f64 + 4.0;
-                text.label x="4" y=(y + 12.0) { (clip(&g.gpu, 30)) }
-                @for (c, x, w, ns) in segments(g, longest, LABEL, WIDTH) {
+                text.label x="4" y=(y + 12.0) { (clip(&g.gpu, 34)) }
+                @for (c, x, w, ns) in segments(g, longest, label, width) {
                     rect x=(format!("{x:.2}")) y=(y) width=(format!("{w:.2}")) height=(ROW - 4.0) fill=(COLOURS[c]) {
-                        title { (NAMES[c]) ": " (seconds(ns)) " s" }
+                        title { (g.gpu) ", " (NAMES[c]) ": " (seconds(ns)) " s" }
                     }
                 }
             }
             @let y = ROW * rows.len() as f64 + 18.0;
             @for (c, name) in NAMES.iter().enumerate() {
-                rect x=(LABEL + 150.0 * c as f64) y=(y - 9.0) width="10" height="10" fill=(COLOURS[c]) {}
-                text.label x=(LABEL + 150.0 * c as f64 + 14.0) y=(y) { (name) }
+                rect x=(label + 200.0 * c as f64) y=(y - 9.0) width="10" height="10" fill=(COLOURS[c]) {}
+                text.label x=(label + 200.0 * c as f64 + 14.0) y=(y) { (name) }
             }
         }
     }

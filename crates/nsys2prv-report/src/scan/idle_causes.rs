@@ -278,6 +278,15 @@ impl Accumulator for IdleCauses {
                 let queue = &mut self.streams[thread];
                 if begins {
                     queue.host_functions_open += 1;
+                    // Its own launch arrow, and any older one, will not begin an
+                    // operation.
+                    while queue
+                        .launches
+                        .front()
+                        .is_some_and(|l| l.op_begin <= at.time)
+                    {
+                        queue.launches.pop_front();
+                    }
                 } else if queue.host_functions_open > 0 {
                     queue.host_functions_open -= 1;
                     queue.host_function_end = Some(at.time);
