@@ -305,7 +305,7 @@ fn bars(idle: &IdleCauses) -> Markup {
     let (label, width) = (svg::LABEL_WIDTH, svg::PLOT_WIDTH);
     let mut rows: Vec<&GpuIdle> = idle.gpus.iter().collect();
     if rows.len() > BAR_ROWS {
-        rows.sort_by(|a, b| b.split.idle_ns.cmp(&a.split.idle_ns));
+        rows.sort_by_key(|g| std::cmp::Reverse(g.split.idle_ns));
         rows.truncate(BAR_ROWS);
     }
     let longest = rows
