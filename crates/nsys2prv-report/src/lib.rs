@@ -28,7 +28,6 @@ pub mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz_checks;
 pub mod html;
-mod idle;
 mod model;
 pub mod runs;
 pub mod runs_html;

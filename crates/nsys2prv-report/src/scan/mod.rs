@@ -34,8 +34,8 @@ pub use stats::NamedStatsAcc;
 
 use gpu_time::GpuTime;
 pub use gpu_time::GpuTimes;
+pub use idle_causes::HostContext;
 pub(crate) use idle_causes::IdleCauses;
-pub use idle_causes::{HostContext, IdleCause};
 use iterations::Iterations;
 use kernels::Kernels;
 use late_arrivals::LateArrivals;
