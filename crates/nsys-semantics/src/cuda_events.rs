@@ -32,13 +32,13 @@ use crate::handoff::{owner_among, TAG_EVENT_WAIT};
 use crate::types::point;
 use crate::view::bundled_view;
 
-pub const CUDA_EVENT_OP: u32 = 9301;
+pub use nsys2prv_events::CUDA_EVENT_OP;
 pub const CUDA_EVENT_ID: u32 = 9302;
 pub const CUDA_EVENT_SYNC_ID: u32 = 9303;
 
 const RECORD: i64 = 1;
 const HOST_WAIT: i64 = 2;
-const STREAM_WAIT: i64 = 3;
+const STREAM_WAIT: i64 = nsys2prv_events::CUDA_EVENT_STREAM_WAIT;
 
 pub const CUDA_EVENTS: Category = Category::named("cuda-events");
 

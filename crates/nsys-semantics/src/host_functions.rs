@@ -29,7 +29,7 @@ use crate::handoff::{GpuLinks, TAG_HOST_CALLBACK};
 use crate::types::{interval, state};
 use crate::view::bundled_view;
 
-pub const HOST_FUNCTION: u32 = 63_000_110;
+pub use nsys2prv_events::CUDA_HOST_FUNCTION as HOST_FUNCTION;
 pub const HOST_CALLBACK_CALL: u32 = 63_000_111;
 
 pub const HOST_FUNCTIONS: Category = Category::named("host-functions");

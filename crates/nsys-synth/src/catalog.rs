@@ -177,6 +177,7 @@ pub(crate) const STREAM_SYNCHRONIZE: &str = "cudaStreamSynchronize_v3020";
 pub(crate) const DEVICE_SYNCHRONIZE: &str = "cudaDeviceSynchronize_v3020";
 pub(crate) const EVENT_SYNCHRONIZE: &str = "cudaEventSynchronize_v3020";
 pub(crate) const EVENT_RECORD: &str = "cudaEventRecord_v3020";
+pub(crate) const STREAM_WAIT_EVENT: &str = "cudaStreamWaitEvent_v3020";
 
 /// `ENUM_CUDA_MEM_KIND` ids (nsys's own numbering).
 pub(crate) mod mem_kind {

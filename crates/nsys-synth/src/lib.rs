@@ -179,6 +179,12 @@ pub struct SynthParallel {
     /// Before each step's batch is copied in, the main thread is busy this long in `data_load`
     /// with nothing queued on the GPU (a host-bound gap).
     pub host_gap_ns: i64,
+    /// Before each step's forward pass, the main thread makes the compute stream wait
+    /// (`cudaStreamWaitEvent`) for an event another process records (an IPC event: no record
+    /// of it in this export) this long (ns) after this GPU's previous work ended; the forward
+    /// kernels, launched meanwhile, wait (a dependency gap of this length plus the stream's
+    /// 0.5-2 µs gap).
+    pub stream_wait_ns: i64,
 }
 
 /// A GPipe schedule: every micro-batch's forward through the stages, then every micro-batch's

@@ -146,6 +146,16 @@ struct Cli {
         conflicts_with = "pipeline"
     )]
     host_gap_ns: i64,
+    /// Before each training step's forward pass the compute stream waits (cudaStreamWaitEvent)
+    /// for an event another process records this long (ns) after the GPU's previous work: the
+    /// forward kernels are launched but wait (a dependency gap).
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "training",
+        conflicts_with = "pipeline"
+    )]
+    stream_wait_ns: i64,
     /// CPU IP samples per CPU thread, with call stacks (one in four) and context switches;
     /// with --rows 0, a CPU-only report.
     #[arg(long, default_value_t = 0)]
@@ -227,7 +237,7 @@ fn parse_slower(text: &str) -> Result<(String, u32), String> {
 /// The rank's place in the job when the job is parallel on purpose (else the default, which
 /// keeps the loop of earlier versions).
 fn parallel(cli: &Cli, rank: u32) -> SynthParallel {
-    if !cli.pipeline && cli.late_rank.is_none() && cli.host_gap_ns == 0 {
+    if !cli.pipeline && cli.late_rank.is_none() && cli.host_gap_ns == 0 && cli.stream_wait_ns == 0 {
         return SynthParallel::default();
     }
     SynthParallel {
@@ -243,6 +253,7 @@ fn parallel(cli: &Cli, rank: u32) -> SynthParallel {
             late_ns: cli.late_ns,
         }),
         host_gap_ns: cli.host_gap_ns,
+        stream_wait_ns: cli.stream_wait_ns,
     }
 }
 

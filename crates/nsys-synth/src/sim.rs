@@ -44,6 +44,9 @@ const MAX_QUEUE_AHEAD: i64 = 2_000_000;
 const NESTED_DRIVER_ONE_IN: u64 = 8;
 /// Event handles are reused, as applications recycle a few cudaEvent_t.
 const EVENT_HANDLES: i64 = 4;
+/// The event a stream waits for when another process records it (`stream_wait_ns`): an id
+/// no record of this process has, and no sync id.
+const IPC_EVENT: (i64, i64) = (1_000, NOT_APPLICABLE);
 /// Unified memory sits in a high, page-aligned range.
 const MANAGED_BASE: i64 = 0x7A00_0000_0000;
 const PAGE: i64 = 4096;
@@ -679,7 +682,7 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
         match kind {
             SyncKind::Stream => self.stream_sync(thread, lane),
             SyncKind::Context => self.device_sync(thread, lane),
-            SyncKind::Event => self.event_sync(thread, lane),
+            SyncKind::Event | SyncKind::StreamWait => self.event_sync(thread, lane),
         }
     }
 
@@ -774,6 +777,34 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
             ..self.place(lane, correlation_id, None)
         };
         self.write_sync(call, place, SyncKind::Event, event)
+    }
+
+    /// `thread` makes `lane` wait (`cudaStreamWaitEvent`) for an event that another process
+    /// records `wait_ns` after the lane's device last has work (an IPC event, recorded
+    /// elsewhere: no record of it in this export); what `lane` runs next starts after that.
+    fn stream_wait_event(
+        &mut self,
+        thread: usize,
+        lane: usize,
+        wait_ns: i64,
+        name_id: i64,
+    ) -> Result<()> {
+        let start = self.next_call_start(thread, None);
+        let call = (start, start + self.rng.range(1_000, 3_000));
+        let correlation_id = self.api(thread, call, RUNTIME_CLASS, name_id)?;
+        let place = self.place(lane, correlation_id, None);
+        self.write_sync(call, place, SyncKind::StreamWait, IPC_EVENT)?;
+        let device = self.lanes[lane].device_id;
+        let device_free = self
+            .lanes
+            .iter()
+            .filter(|l| l.device_id == device)
+            .map(|l| l.free_at)
+            .max()
+            .unwrap_or(0);
+        let lane = &mut self.lanes[lane];
+        lane.free_at = lane.free_at.max(device_free.max(call.1) + wait_ns);
+        Ok(())
     }
 
     fn extra_call(&mut self) -> Result<()> {

@@ -36,6 +36,8 @@ pub(crate) enum SyncKind {
     Event,
     Stream,
     Context,
+    /// `cudaStreamWaitEvent`: a stream and an event.
+    StreamWait,
 }
 
 impl SchemaVersion {
@@ -198,6 +200,10 @@ impl SchemaVersion {
             (Self::V3_24, SyncKind::Event) => 1,
             (Self::V3_24, SyncKind::Stream) => 3,
             (Self::V3_24, SyncKind::Context) => 4,
+            // CUPTI's STREAM_WAIT_EVENT (2) from 3.17; a value the others leave free before.
+            (Self::V2_9 | Self::V3_0 | Self::V3_7, SyncKind::StreamWait) => 4,
+            (Self::V3_16, SyncKind::StreamWait) => 3,
+            (Self::V3_24, SyncKind::StreamWait) => 2,
         }
     }
 }

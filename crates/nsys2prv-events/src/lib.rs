@@ -26,6 +26,15 @@ pub const NCCL_KERNEL: u32 = 63_000_007;
 /// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
 pub const CUDA_SYNC: u32 = 9350;
 
+/// A CUDA event operation, a point valued by kind; on a GPU stream row,
+/// [`CUDA_EVENT_STREAM_WAIT`] marks a `cudaStreamWaitEvent` on that stream (at the
+/// call's end): what the stream runs next waits for the event.
+pub const CUDA_EVENT_OP: u32 = 9301;
+pub const CUDA_EVENT_STREAM_WAIT: i64 = 3;
+/// A host function (`cudaLaunchHostFunc`, graph host node) on a GPU stream: the
+/// stream waits for the CPU meanwhile.
+pub const CUDA_HOST_FUNCTION: u32 = 63_000_110;
+
 /// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
 /// functions), and to memory operations.
 pub const TAG_LAUNCH: i64 = 55_001;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::*;
-use super::scan::{NamedStatsAcc, Scan};
+use super::scan::{HostContext, NamedStatsAcc, Scan};
 use super::types::*;
 
 /// Rows of the heat map and the bar chart before GPUs are grouped.
@@ -67,7 +67,11 @@ pub fn assemble(
         .collect();
     let iterations = iterations(&candidates, occurrences, &task_names);
     let late_arrivals = late_arrivals(&scan, iterations.as_ref(), offset, &task_names);
+    let idle_causes = idle_causes(&scan, &gpus, iterations.as_ref(), offset);
     let mut notes = notes(&scan, &gpus, &iterations);
+    if let Some(idle) = &idle_causes {
+        notes.extend(idle_notes(&scan, idle));
+    }
     if scan.late_arrivals().waits_left_out > 0 {
         notes.push(format!(
             "{} NCCL collective waits were left out of the per-iteration late arrivals (--memory-limit).",
@@ -102,6 +106,7 @@ pub fn assemble(
         useful_metrics,
         iterations,
         late_arrivals,
+        idle_causes,
     }
 }
 
@@ -195,6 +200,114 @@ fn late_arrivals(
         per_collective,
         per_iteration,
     })
+}
+
+/// What each GPU's host-bound time is put down to: at most this many.
+const HOST_CONTEXTS: usize = 3;
+
+/// The launching thread's range and call, in words.
+fn context_words(scan: &Scan, (range, call): HostContext) -> String {
+    let range = range.map(|(ty, v)| format!("NVTX {}", scan.names.value(ty, v, "range")));
+    let call =
+        call.map(|(ty, v)| format!("{}: {}", call_kind(ty), scan.names.value(ty, v, "call")));
+    match (range, call) {
+        (Some(r), Some(c)) => format!("{r} ({c})"),
+        (Some(r), None) => r,
+        (None, Some(c)) => c,
+        (None, None) => "no call or range".into(),
+    }
+}
+
+/// The split per GPU, over the run and per iteration; `None` without GPUs.
+fn idle_causes(
+    scan: &Scan,
+    gpus: &[Gpu],
+    iterations: Option<&Iterations>,
+    offset: u64,
+) -> Option<IdleCauses> {
+    if gpus.is_empty() {
+        return None;
+    }
+    let acc = scan.idle_causes();
+    let mut total = IdleSplit::default();
+    let mut gaps = 0;
+    let list: Vec<GpuIdle> = gpus
+        .iter()
+        .enumerate()
+        .map(|(g, gpu)| {
+            let totals = acc.totals(g);
+            let split = IdleSplit::from_causes(totals.by_cause);
+            total = total.plus(split);
+            gaps += totals.gaps;
+            GpuIdle {
+                gpu: gpu.name.clone(),
+                split,
+                gaps: totals.gaps,
+                host_bound_in: acc
+                    .host_contexts(g)
+                    .into_iter()
+                    .take(HOST_CONTEXTS)
+                    .map(|(context, ns)| HostBoundIn {
+                        what: context_words(scan, context),
+                        ns,
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    // Each piece clipped to the iterations of its GPU's task it overlaps.
+    let mut by_iteration: BTreeMap<usize, IdleSplit> = BTreeMap::new();
+    if let Some(it) = iterations {
+        for &(gpu, cause, from, to) in &acc.pieces {
+            let (from, to) = (from + offset, to + offset);
+            let task = scan.names.task(gpus[gpu as usize].task);
+            let Some(t) = it.tasks.iter().find(|t| t.task == task) else {
+                continue;
+            };
+            let first = t
+                .iterations
+                .partition_point(|o| o.begin_ns + o.duration_ns <= from);
+            for (k, o) in t.iterations.iter().enumerate().skip(first) {
+                if o.begin_ns >= to {
+                    break;
+                }
+                let (a, b) = (from.max(o.begin_ns), to.min(o.begin_ns + o.duration_ns));
+                if b > a {
+                    by_iteration
+                        .entry(k + 1)
+                        .or_default()
+                        .add(cause as usize, b - a);
+                }
+            }
+        }
+    }
+    Some(IdleCauses {
+        total,
+        gaps,
+        gpus: list,
+        per_iteration: by_iteration
+            .into_iter()
+            .map(|(iteration, split)| IterationIdle { iteration, split })
+            .collect(),
+    })
+}
+
+/// The notes about what the split could not see.
+fn idle_notes(scan: &Scan, idle: &IdleCauses) -> Vec<String> {
+    let mut notes = Vec::new();
+    if idle.total.idle_ns > 0 && scan.seen.launches == 0 {
+        notes.push(
+            "The trace has no launch arrows (CUDA API calls not traced or not translated): all GPU idle time counts as 'other'."
+                .to_string(),
+        );
+    }
+    if scan.idle_causes().pieces_left_out > 0 {
+        notes.push(format!(
+            "{} pieces of GPU idle time were left out of the per-iteration split (--memory-limit).",
+            scan.idle_causes().pieces_left_out
+        ));
+    }
+    notes
 }
 
 fn gpus(scan: &Scan) -> Vec<Gpu> {

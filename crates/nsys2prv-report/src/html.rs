@@ -129,6 +129,7 @@ pub fn page(r: &Report) -> String {
                     (kernels(r))
                     (nccl(r))
                     (late_arrivals(r))
+                    (idle_causes(r.idle_causes.as_ref()))
                     (named_table("mpi", "MPI calls", "call", &r.mpi))
                     (memory(r))
                     footer {
@@ -552,6 +553,133 @@ fn late_arrivals(r: &Report) -> Markup {
                         td.name { (l.rank) }
                         td { (seconds(&format!("{p}/wait_ns"), l.wait_ns)) }
                         td { (seconds(&format!("{p}/total_wait_ns"), l.total_wait_ns)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Iterations listed in the idle-cause table (the JSON has them all).
+const IDLE_ITERATION_ROWS: usize = 50;
+/// GPUs drawn as idle-cause bars.
+const IDLE_BAR_ROWS: usize = 64;
+
+/// Colours of host-bound, dependency/sync and other.
+const IDLE_COLOURS: [&str; 3] = ["#c53030", "#805ad5", "#a0aec0"];
+const IDLE_NAMES: [&str; 3] = ["host-bound", "dependency/sync", "other"];
+
+/// A GPU's bar: per cause with time, its colour index, left edge, width and time.
+fn idle_segments(g: &GpuIdle, longest: f64, left: f64, width: f64) -> Vec<(usize, f64, f64, u64)> {
+    let parts = [
+        g.split.host_bound_ns,
+        g.split.dependency_ns,
+        g.split.other_ns,
+    ];
+    let mut x = left;
+    let mut list = Vec::new();
+    for (c, ns) in parts.into_iter().enumerate() {
+        let w = ns as f64 / longest * width;
+        if ns > 0 {
+            list.push((c, x, w, ns));
+        }
+        x += w;
+    }
+    list
+}
+
+/// One stacked bar per GPU (the 64 idle longest above 64 GPUs): its idle time split
+/// by cause, on a scale shared by every GPU (the longest idle time fills the width).
+fn idle_bars(idle: &IdleCauses) -> Markup {
+    const ROW: f64 = 18.0;
+    let (label, width) = (svg::LABEL_WIDTH, svg::PLOT_WIDTH);
+    let mut rows: Vec<&GpuIdle> = idle.gpus.iter().collect();
+    if rows.len() > IDLE_BAR_ROWS {
+        rows.sort_by_key(|g| std::cmp::Reverse(g.split.idle_ns));
+        rows.truncate(IDLE_BAR_ROWS);
+    }
+    let longest = rows
+        .iter()
+        .map(|g| g.split.idle_ns)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let height = ROW * rows.len() as f64 + 28.0;
+    html! {
+        svg class="chart idle" width=(label + width + svg::RIGHT_MARGIN) height=(height) role="img"
+            aria-label="GPU idle time by cause, one bar per GPU" {
+            title { "GPU idle time by cause: host-bound, dependency/sync, other" }
+            @for (i, g) in rows.iter().enumerate() {
+                @let y = ROW * i as f64 + 4.0;
+                text.label x="4" y=(y + 12.0) { (super::text::clip(&g.gpu, 34)) }
+                @for (c, x, w, ns) in idle_segments(g, longest, label, width) {
+                    rect x=(format!("{x:.2}")) y=(y) width=(format!("{w:.2}")) height=(ROW - 4.0) fill=(IDLE_COLOURS[c]) {
+                        title { (g.gpu) ", " (IDLE_NAMES[c]) ": " (super::text::seconds(ns)) " s" }
+                    }
+                }
+            }
+            @let y = ROW * rows.len() as f64 + 18.0;
+            @for (c, name) in IDLE_NAMES.iter().enumerate() {
+                rect x=(label + 200.0 * c as f64) y=(y - 9.0) width="10" height="10" fill=(IDLE_COLOURS[c]) {}
+                text.label x=(label + 200.0 * c as f64 + 14.0) y=(y) { (name) }
+            }
+        }
+    }
+}
+
+/// The page's section.
+fn idle_causes(idle: Option<&IdleCauses>) -> Markup {
+    let Some(idle) = idle else {
+        return html! {};
+    };
+    let split = |p: &str, s: &IdleSplit| {
+        html! {
+            td { (seconds(&format!("{p}/idle_ns"), s.idle_ns)) }
+            td { (seconds(&format!("{p}/host_bound_ns"), s.host_bound_ns)) }
+            td { (seconds(&format!("{p}/dependency_ns"), s.dependency_ns)) }
+            td { (seconds(&format!("{p}/other_ns"), s.other_ns)) }
+        }
+    };
+    html! {
+        h2 #idle_causes { "Why the GPUs were idle" }
+        p { "Every idle interval of a GPU (nothing running on any of its streams, between two operations) split by what the "
+            "operation that ended it waited for: " b { "host-bound" } " until the call that launched it began (the CPU was late), "
+            b { "dependency/sync" } " from then while its stream waited for a CUDA event (cudaStreamWaitEvent) or a host function, "
+            b { "other" } " for the rest (launch latency, or no launch arrow in the trace). "
+            (seconds("/idle_causes/idle_ns", idle.total.idle_ns)) " s idle in "
+            (count("/idle_causes/gaps", idle.gaps)) " gaps." }
+        (idle_bars(idle))
+        table {
+            tr { th.name { "GPU" } th { "idle s" } th { "host-bound s" } th { "dependency/sync s" } th { "other s" } th { "gaps" } th.name { "host-bound mostly in" } }
+            @for (i, g) in idle.gpus.iter().enumerate() {
+                @let p = format!("/idle_causes/gpus/{i}");
+                tr {
+                    td.name { (g.gpu) }
+                    (split(&p, &g.split))
+                    td { (count(&format!("{p}/gaps"), g.gaps)) }
+                    td.name {
+                        @for (k, h) in g.host_bound_in.iter().enumerate() {
+                            @if k > 0 { br; }
+                            (h.what) " " (fig(&format!("{p}/host_bound_in/{k}/ns"), "s", format!("{:.6}", h.ns as f64 / 1e9))) " s"
+                        }
+                    }
+                }
+            }
+            tr.summary {
+                td.name { "all GPUs" }
+                (split("/idle_causes", &idle.total))
+                td { (count("/idle_causes/gaps", idle.gaps)) }
+                td.name {}
+            }
+        }
+        @if !idle.per_iteration.is_empty() {
+            table {
+                tr { th { "iteration" } th { "idle s" } th { "host-bound s" } th { "dependency/sync s" } th { "other s" } }
+                @for (i, it) in idle.per_iteration.iter().enumerate().take(IDLE_ITERATION_ROWS) {
+                    @let p = format!("/idle_causes/per_iteration/{i}");
+                    tr {
+                        td { (count(&format!("{p}/iteration"), it.iteration as u64)) }
+                        (split(&p, &it.split))
                     }
                 }
             }

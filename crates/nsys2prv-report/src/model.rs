@@ -53,6 +53,9 @@ pub struct Report {
     /// Who made NCCL collectives wait (traces converted with matched collectives).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_arrivals: Option<LateArrivals>,
+    /// Why the GPUs were idle (traces with GPU stream rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_causes: Option<IdleCauses>,
 }
 
 /// Late arrivals at NCCL collectives: for every collective instance matched across
@@ -95,6 +98,95 @@ pub struct LateIteration {
     /// What that rank cost the others in this iteration, and all waits in it.
     pub wait_ns: u64,
     pub total_wait_ns: u64,
+}
+
+/// Idle time and its causes, which add up to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IdleSplit {
+    pub idle_ns: u64,
+    /// Before the operation that ended the gap was launched: the CPU was late.
+    pub host_bound_ns: u64,
+    /// After it was launched, while its stream waited (an event, a host function).
+    pub dependency_ns: u64,
+    /// The rest: launch latency, or no launch known.
+    pub other_ns: u64,
+}
+
+impl IdleSplit {
+    /// Adds `ns` of cause `cause` (0 host-bound, 1 dependency/sync, 2 other).
+    pub(crate) fn add(&mut self, cause: usize, ns: u64) {
+        self.idle_ns += ns;
+        match cause {
+            0 => self.host_bound_ns += ns,
+            1 => self.dependency_ns += ns,
+            _ => self.other_ns += ns,
+        }
+    }
+
+    pub(crate) fn from_causes(by_cause: [u64; 3]) -> Self {
+        IdleSplit {
+            idle_ns: by_cause.iter().sum(),
+            host_bound_ns: by_cause[0],
+            dependency_ns: by_cause[1],
+            other_ns: by_cause[2],
+        }
+    }
+
+    pub(crate) fn plus(self, other: IdleSplit) -> IdleSplit {
+        IdleSplit {
+            idle_ns: self.idle_ns + other.idle_ns,
+            host_bound_ns: self.host_bound_ns + other.host_bound_ns,
+            dependency_ns: self.dependency_ns + other.dependency_ns,
+            other_ns: self.other_ns + other.other_ns,
+        }
+    }
+
+    pub(crate) fn shares(&self) -> [Option<f64>; 3] {
+        let share = |x: u64| (self.idle_ns > 0).then(|| x as f64 / self.idle_ns as f64);
+        [
+            share(self.host_bound_ns),
+            share(self.dependency_ns),
+            share(self.other_ns),
+        ]
+    }
+}
+
+/// Why the GPUs were idle (traces with GPU stream rows).
+#[derive(Clone, Debug, Serialize)]
+pub struct IdleCauses {
+    /// Over every GPU.
+    #[serde(flatten)]
+    pub total: IdleSplit,
+    /// Gaps between operations, over every GPU.
+    pub gaps: u64,
+    pub gpus: Vec<GpuIdle>,
+    /// Per iteration (when the trace has iterations), over the GPUs of the tasks.
+    pub per_iteration: Vec<IterationIdle>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuIdle {
+    pub gpu: String,
+    #[serde(flatten)]
+    pub split: IdleSplit,
+    pub gaps: u64,
+    /// What the launching thread was in when the gaps began, most host-bound time
+    /// first (at most 3).
+    pub host_bound_in: Vec<HostBoundIn>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HostBoundIn {
+    pub what: String,
+    pub ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct IterationIdle {
+    /// 1-based, by order within each task.
+    pub iteration: usize,
+    #[serde(flatten)]
+    pub split: IdleSplit,
 }
 
 /// A GPU metric over the useful time.

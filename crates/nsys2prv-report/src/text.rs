@@ -86,6 +86,9 @@ impl Report {
         self.kernel_table(&mut out, top);
         self.nccl_table(&mut out);
         self.late_arrival_table(&mut out);
+        if let Some(idle) = &self.idle_causes {
+            idle_table(idle, &mut out);
+        }
         named_table(&mut out, "MPI calls", "call", &self.mpi, top);
         self.memory_table(&mut out);
         self.iteration_table(&mut out);
@@ -500,6 +503,70 @@ impl Report {
         }
         out.push('\n');
     }
+}
+
+/// Iterations listed in the idle-cause table (the JSON has them all).
+const IDLE_ITERATION_ROWS: usize = 50;
+
+/// The text table.
+fn idle_table(idle: &IdleCauses, out: &mut String) {
+    let [host, dependency, other] = idle.total.shares();
+    let _ = writeln!(
+        out,
+        "Why the GPUs were idle: {} s idle in {} gaps between operations: host-bound {}, dependency/sync {}, other {}",
+        seconds(idle.total.idle_ns),
+        idle.gaps,
+        percent(host),
+        percent(dependency),
+        percent(other)
+    );
+    let width = idle
+        .gpus
+        .iter()
+        .map(|g| g.gpu.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(4, 40);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>12}  {:>13}  {:>13}  {:>12}  host-bound mostly in",
+        "GPU", "idle s", "host-bound s", "dependency s", "other s"
+    );
+    for g in &idle.gpus {
+        let what = g
+            .host_bound_in
+            .first()
+            .map(|h| clip(&h.what, 48))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>12}  {:>13}  {:>13}  {:>12}  {what}",
+            clip(&g.gpu, width),
+            seconds(g.split.idle_ns),
+            seconds(g.split.host_bound_ns),
+            seconds(g.split.dependency_ns),
+            seconds(g.split.other_ns),
+        );
+    }
+    if !idle.per_iteration.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:>9}  {:>12}  {:>13}  {:>13}  {:>12}",
+            "iteration", "idle s", "host-bound s", "dependency s", "other s"
+        );
+        for i in idle.per_iteration.iter().take(IDLE_ITERATION_ROWS) {
+            let _ = writeln!(
+                out,
+                "{:>9}  {:>12}  {:>13}  {:>13}  {:>12}",
+                i.iteration,
+                seconds(i.split.idle_ns),
+                seconds(i.split.host_bound_ns),
+                seconds(i.split.dependency_ns),
+                seconds(i.split.other_ns),
+            );
+        }
+    }
+    out.push('\n');
 }
 
 /// What a gap's launching thread was in, in words.

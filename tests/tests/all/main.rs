@@ -27,6 +27,7 @@ mod device_side;
 mod diff;
 mod doc_links;
 mod gui_views;
+mod idle;
 mod install;
 mod interrupt;
 mod mpi_merge;

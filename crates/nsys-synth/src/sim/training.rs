@@ -10,7 +10,7 @@ use anyhow::Result;
 use super::pipeline::{self, PipelineWork};
 use super::ProcessSim;
 use crate::activity::KernelNameIds;
-use crate::catalog::{kernel, KernelDef};
+use crate::catalog::{self, kernel, KernelDef};
 use crate::nvtx::{NvtxRow, DOMAIN_CREATE, PUSH_POP, START_END};
 use crate::strings::StringIds;
 use crate::{SynthPipeline, SynthTraining};
@@ -359,7 +359,7 @@ fn data_parallel_period(spec: &SynthTraining) -> i64 {
     let per_bucket = OPTIMIZER.duration + 20_000 + BUCKET_BYTES / NCCL_BYTES_PER_NS;
     let nominal = i64::from(spec.layers) * per_layer + buckets * per_bucket + 1_000_000;
     let late = spec.parallel.late_rank.map_or(0, |l| l.late_ns) * buckets;
-    nominal * 5 / 4 + spec.parallel.host_gap_ns + late + 1_000_000
+    nominal * 5 / 4 + spec.parallel.host_gap_ns + spec.parallel.stream_wait_ns + late + 1_000_000
 }
 
 /// StringIds of every name the training loop writes.
@@ -385,6 +385,8 @@ pub(crate) struct TrainingNames {
     nccl: Vec<KernelNameIds>,
     /// Interned only for a pipeline, so that other loops' string ids stay as they were.
     pipeline: Option<PipelineNames>,
+    /// `cudaStreamWaitEvent`, interned only for `stream_wait_ns` (after every other name).
+    stream_wait: Option<i64>,
 }
 
 /// Names a pipeline stage writes besides the loop's.
@@ -467,6 +469,8 @@ impl TrainingNames {
                     ],
                 ),
             }),
+            stream_wait: (training.parallel.stream_wait_ns > 0)
+                .then(|| strings.intern(catalog::STREAM_WAIT_EVENT)),
         }
     }
 }
@@ -675,6 +679,10 @@ impl ProcessSim<'_, '_> {
         }
         self.threads[main].now += spec.data_load_delay_ns;
         self.pop();
+
+        if let Some(name_id) = names.stream_wait {
+            self.stream_wait_event(main, lanes.compute, spec.parallel.stream_wait_ns, name_id)?;
+        }
 
         self.push(main, names.forward);
         for layer in 0..spec.layers as usize {

@@ -8,6 +8,7 @@
 
 mod bins;
 mod gpu_time;
+mod idle_causes;
 mod iterations;
 mod kernels;
 mod late_arrivals;
@@ -33,6 +34,8 @@ pub use stats::NamedStatsAcc;
 
 use gpu_time::GpuTime;
 pub use gpu_time::GpuTimes;
+pub use idle_causes::HostContext;
+pub(crate) use idle_causes::IdleCauses;
 use iterations::Iterations;
 use kernels::Kernels;
 use late_arrivals::LateArrivals;
@@ -82,6 +85,8 @@ pub(crate) struct GpuOp {
     pub communicator: i64,
     /// `None` when the trace gives the operation no size.
     pub bytes: Option<u64>,
+    /// The stream row it runs on.
+    pub stream: usize,
 }
 
 /// A call or range open on a CPU thread.
@@ -157,8 +162,19 @@ pub(crate) enum Event<'a> {
     CallEnd { call: &'a OpenCall },
     /// An NVTX range ended at `at.time`.
     RangeEnd { thread: usize, range: &'a OpenCall },
-    /// A CPU thread launched work (a kernel, a memory operation) on `gpu`.
-    Launch { thread: usize, gpu: usize },
+    /// A CPU thread launched work (a kernel, a memory operation) on `gpu`: a call
+    /// that began at `at.time` asked for an operation on stream row `stream` that
+    /// begins at `op_begin`.
+    Launch {
+        thread: usize,
+        gpu: usize,
+        stream: usize,
+        op_begin: u64,
+    },
+    /// A `cudaStreamWaitEvent` on stream row `thread` (at the call's end).
+    StreamWait { thread: usize },
+    /// A host function began or ended on stream row `thread`.
+    HostFunction { thread: usize, begins: bool },
     /// The NCCL collective kernel begun at `at.time` on stream row `thread` waited
     /// `wait_ns` for rank `rank` (a value of `NCCL_WAITED_FOR_RANK`).
     CollectiveWait {
@@ -199,6 +215,7 @@ pub struct Scan {
     iterations: Iterations,
     nvtx: NvtxRanges,
     late_arrivals: LateArrivals,
+    idle_causes: IdleCauses,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -362,6 +379,7 @@ impl Scan {
             iterations,
             nvtx: NvtxRanges::default(),
             late_arrivals: LateArrivals::new(options.memory_limit),
+            idle_causes: IdleCauses::new(&trace, options.memory_limit),
             bins,
             options: options.clone(),
             trace,
@@ -383,9 +401,14 @@ impl Scan {
         let trace = &self.trace;
         match event {
             Event::GpuLine { .. } | Event::GpuLineDone { .. } | Event::Launch { .. } => {
+                self.idle_causes.on_event(trace, at, event)?;
                 self.gpu_time.on_event(trace, at, event)
             }
+            Event::StreamWait { .. } | Event::HostFunction { .. } => {
+                self.idle_causes.on_event(trace, at, event)
+            }
             Event::GpuBegin { op, .. } | Event::GpuEnd { op, .. } => {
+                self.idle_causes.on_event(trace, at, event)?;
                 self.gpu_time.on_event(trace, at, event)?;
                 match op.ty {
                     CUDA_KERNEL => self.kernels.on_event(trace, at, event),
@@ -451,7 +474,11 @@ impl Scan {
                     let sender = self.trace.thread_index(c.sender.task, c.sender.thread);
                     let receiver = self.trace.thread_index(c.receiver.task, c.receiver.thread);
                     if let (Some(sender), Some(receiver)) = (sender, receiver) {
-                        self.launch(sender, receiver, at)?;
+                        let receive = i128::from(self.window_start);
+                        let op_begin = (c.logical_receive.max(receive) - receive)
+                            .clamp(0, i128::from(u64::MAX))
+                            as u64;
+                        self.launch(sender, receiver, at, op_begin)?;
                     }
                 }
                 _ => {}
@@ -476,7 +503,7 @@ impl Scan {
         text
     }
 
-    fn launch(&mut self, sender: usize, receiver: usize, at: At) -> Result<()> {
+    fn launch(&mut self, sender: usize, receiver: usize, at: At, op_begin: u64) -> Result<()> {
         if let ThreadKind::Stream { gpu } = self.trace.threads[receiver].kind {
             if self.trace.threads[sender].kind == ThreadKind::Cpu {
                 self.seen.launches += 1;
@@ -485,6 +512,8 @@ impl Scan {
                     Event::Launch {
                         thread: sender,
                         gpu,
+                        stream: receiver,
+                        op_begin,
                     },
                 );
             }
@@ -513,6 +542,22 @@ impl Scan {
         self.tell(at, Event::GpuLine { gpu })?;
         let on_line = |ty: u32| pairs.iter().find(|p| p.0 == ty).map(|p| p.1);
         for &(ty, value) in pairs {
+            match (ty, value) {
+                (CUDA_EVENT_OP, CUDA_EVENT_STREAM_WAIT) => {
+                    self.tell(at, Event::StreamWait { thread: index })?;
+                }
+                (CUDA_HOST_FUNCTION, _) => {
+                    let begins = value != 0;
+                    self.tell(
+                        at,
+                        Event::HostFunction {
+                            thread: index,
+                            begins,
+                        },
+                    )?;
+                }
+                _ => {}
+            }
             if !matches!(ty, CUDA_KERNEL | NCCL_KERNEL | MEMORY_OP) {
                 continue;
             }
@@ -529,6 +574,7 @@ impl Scan {
                         _ => None,
                     }
                     .map(|b| b.max(0) as u64),
+                    stream: index,
                 };
                 self.trace.threads[index].ops[op_slot(ty)].push(op);
                 self.tell(at, Event::GpuBegin { gpu, op: &op })?;
@@ -720,6 +766,11 @@ impl Scan {
     /// one by one (and how many were left out of those), with the names of the values.
     pub(crate) fn late_arrivals(&self) -> &LateArrivals {
         &self.late_arrivals
+    }
+
+    /// Why each GPU was idle: its idle time by cause, and the pieces one by one.
+    pub(crate) fn idle_causes(&self) -> &IdleCauses {
+        &self.idle_causes
     }
 
     pub fn nccl_stats(&self) -> Vec<NcclStats> {

@@ -249,3 +249,102 @@ fn a_window_clips_intervals_and_keeps_the_iterations_inside() {
         "#]],
     );
 }
+
+/// Scans `body` like [`check`] and prints each GPU's idle time by cause and the
+/// pieces.
+fn check_idle(body: &str, expect: Expect) {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = dir.path().join("t.prv");
+    let header = "#Paraver (01/01/2026 at 00:00):1000_ns:1(4):1:1(4:1)\n";
+    std::fs::write(&prv, format!("{header}{body}")).unwrap();
+    std::fs::write(dir.path().join("t.pcf"), PCF).unwrap();
+    std::fs::write(dir.path().join("t.row"), ROW).unwrap();
+    let files = TraceFiles::of(&prv);
+    let options = ScanOptions {
+        iterations: None,
+        gap_threshold_ns: 10,
+        bins: 4,
+        gaps_per_gpu: 2,
+        memory_limit: 1 << 20,
+        window: None,
+    };
+    let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
+    scan.run(&mut reader, &files).unwrap();
+    scan.finish().unwrap();
+    let mut out = String::new();
+    let idle = scan.idle_causes();
+    for gpu in 0..scan.gpu_count() {
+        let t = idle.totals(gpu);
+        writeln!(
+            out,
+            "gpu {gpu}: {} gaps, [host-bound, dependency, other] {:?}",
+            t.gaps, t.by_cause
+        )
+        .unwrap();
+        for (context, ns) in idle.host_contexts(gpu) {
+            writeln!(out, "  host-bound in {context:?}: {ns}").unwrap();
+        }
+    }
+    for piece in &idle.pieces {
+        writeln!(out, "{piece:?}").unwrap();
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn idle_time_splits_by_what_ended_each_gap() {
+    // Kernel A (S7, launched at 50) runs 100-200. B (S8) launched at 300 in the
+    // NVTX range `iteration` begins at 400: host-bound 200-300, then latency. A
+    // stream wait on S7 at 450, then C launched into S7 at 460 begins at 700: the
+    // gap 500-700 waited. D (no launch arrow) begins at 900: other.
+    check_idle(
+        "\
+2:0:1:1:1:0:9600:1
+3:0:1:1:1:50:50:0:1:1:2:100:100:0:55001
+2:0:1:1:2:100:63000006:1
+2:0:1:1:2:200:63000006:0
+2:0:1:1:1:300:63000000:1
+3:0:1:1:1:300:300:0:1:1:3:400:400:0:55001
+2:0:1:1:1:310:63000000:0
+2:0:1:1:3:400:63000006:2
+2:0:1:1:2:450:9301:3
+3:0:1:1:1:460:460:0:1:1:2:700:700:0:55001
+2:0:1:1:3:500:63000006:0
+2:0:1:1:2:700:63000006:1
+2:0:1:1:2:800:63000006:0
+2:0:1:1:2:900:63000006:2
+2:0:1:1:2:950:63000006:0
+2:0:1:1:1:990:9600:0
+",
+        expect![[r#"
+            gpu 0: 3 gaps, [host-bound, dependency, other] [100, 200, 200]
+              host-bound in (Some((9600, 1)), None): 100
+            (0, HostBound, 200, 300)
+            (0, Other, 300, 400)
+            (0, Dependency, 500, 700)
+            (0, Other, 800, 900)
+        "#]],
+    );
+}
+
+#[test]
+fn a_host_function_on_the_stream_is_a_dependency() {
+    // E launched at 120 into S8 behind a host function that runs 250-380 on S8:
+    // the gap 200-400 waited for it.
+    check_idle(
+        "\
+3:0:1:1:1:50:50:0:1:1:2:100:100:0:55001
+2:0:1:1:2:100:63000006:1
+3:0:1:1:1:120:120:0:1:1:3:400:400:0:55001
+2:0:1:1:2:200:63000006:0
+2:0:1:1:3:250:63000110:1
+2:0:1:1:3:380:63000110:0
+2:0:1:1:3:400:63000006:2
+2:0:1:1:3:500:63000006:0
+",
+        expect![[r#"
+            gpu 0: 1 gaps, [host-bound, dependency, other] [0, 200, 0]
+            (0, Dependency, 200, 400)
+        "#]],
+    );
+}
