@@ -15,7 +15,7 @@ use nsys_semantics::metric_sets::{
     has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
 };
 use nsys_semantics::nccl_match::{match_nccl, NcclMatchStats};
-use nsys_semantics::options::{ApiCallFilter, TimeLimits};
+use nsys_semantics::options::{ApiCallFilter, ReadWindow, TimeLimits};
 use nsys_semantics::ranks::{choose_processes, ProcessChoice};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
@@ -94,13 +94,22 @@ pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
     let prepared = inputs::expand(&config.inputs.reports, &settings, config.inputs.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
-    let mut options = options(config, prepared.len())?;
     let inputs: Vec<Input> = prepared
         .iter()
         .filter_map(|p| p.export.as_ref().ok())
         .cloned()
         .collect();
     let exports: Vec<&Path> = inputs.iter().map(|i| i.export.as_path()).collect();
+    let mut cut_config;
+    let config = match read_window(config, &exports, prepared.len()) {
+        Some(window) => {
+            cut_config = config.clone();
+            cut_config.cuts.read_window = Some(window);
+            &cut_config
+        }
+        None => config,
+    };
+    let mut options = options(config, prepared.len())?;
     choose_metric_types(&mut options, &exports);
     check_output_is_not_an_input(&paths, &inputs)?;
     let output_set = OutputSet::prepare(&paths, &config.views_dir(&paths))?;
@@ -147,6 +156,52 @@ fn clean_exports(cache_dir: &Path, quiet: bool) -> Result<()> {
             if removed == 1 { "" } else { "s" },
             human_size(bytes),
             cache_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// `--time-window` applied where rows are read: the window on the common clock
+/// that holds the cut's, found before translating from the reports' session
+/// starts. The cut's window starts at the trace's origin plus the window's
+/// start, and the origin is the earliest session start of a report with
+/// records (or an earlier record): between the earliest and the latest session
+/// start of all `exports`. `None` (the cut is the merge's alone) with
+/// `--nvtx-range` (its window comes from the translated ranges), a `--sync`
+/// other than the session's (its offsets come from the translation), a report
+/// that does not say when its session started or cannot be read (the merge
+/// says why), or when some reports (`reports` in all) are not exported yet.
+pub fn read_window(config: &Config, exports: &[&Path], reports: usize) -> Option<ReadWindow> {
+    let window = config.cuts.time_window?;
+    if config.cuts.in_merge_only
+        || config.cuts.nvtx_range.is_some()
+        || config.sync != ClockSync::Session
+        || exports.is_empty()
+        || exports.len() != reports
+    {
+        return None;
+    }
+    let starts: Vec<i64> = exports
+        .par_iter()
+        .map(|path| nsys_reader::Export::open(path).ok()?.meta().utc_offset())
+        .collect::<Option<_>>()?;
+    let (earliest, latest) = (*starts.iter().min()?, *starts.iter().max()?);
+    Some(ReadWindow {
+        start: Some(earliest.saturating_add(window.start)),
+        end: window.end.map(|e| latest.saturating_add(e)),
+    })
+}
+
+/// The merge's cut must lie inside the window rows were read in: else (a
+/// record before its report's session start moved the trace's origin) the
+/// rows left out may have been needed.
+fn check_read_window(config: &Config, cut: Option<&Cut>) -> Result<()> {
+    let (Some(read), Some(cut)) = (config.cuts.read_window, cut) else {
+        return Ok(());
+    };
+    if !read.holds(cut.window.start, cut.window.end) {
+        bail!(
+            "--time-window: the trace starts before the session start of its earliest report (a record before its report's session start), so the window its rows were read in does not hold the cut; convert again with --cut-in-merge"
         );
     }
     Ok(())
@@ -217,6 +272,7 @@ pub fn write_output_set(
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
     let cut = cut_of(config, range.as_ref(), &merge_inputs);
+    check_read_window(config, cut.as_ref())?;
     // With a cut the merge reads records up to the window's end and writes those
     // inside it (with the values in force at its start): the progress counts the
     // records read, the closing line the records in the cut.
@@ -787,6 +843,7 @@ pub fn options(config: &Config, reports: usize) -> Result<Options> {
         },
         ranks: s.ranks.clone(),
         several_reports: reports > 1,
+        read_window: config.cuts.read_window,
     })
 }
 
@@ -902,6 +959,18 @@ pub fn translate_one(input: &Input, options: &Options) -> Outcome {
     match translate_report(&input.export, &input.name, options) {
         Ok(report) => Outcome::Translated(Box::new(report)),
         Err(TranslateError::Empty(_)) => Outcome::Empty(why_empty(input, options)),
+        // Rare (overlapping calls on a thread): the report is read whole.
+        Err(TranslateError::CutUnsafe(_)) => {
+            tracing::info!(
+                "{}: the cut cannot be applied where its rows are read; read whole",
+                input.name.display()
+            );
+            let whole = Options {
+                read_window: None,
+                ..options.clone()
+            };
+            translate_one(input, &whole)
+        }
         Err(TranslateError::NotSelected(_, ranks)) => Outcome::NotSelected(ranks),
         Err(e) => Outcome::Failed(blame_the_right_place(e)),
     }
