@@ -101,7 +101,7 @@ pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
         .collect();
     let exports: Vec<&Path> = inputs.iter().map(|i| i.export.as_path()).collect();
     let mut cut_config;
-    let config = match read_window(config, &exports, prepared.len()) {
+    let config = match read_window(config, &inputs, prepared.len()) {
         Some(window) => {
             cut_config = config.clone();
             cut_config.cuts.read_window = Some(window);
@@ -161,34 +161,76 @@ fn clean_exports(cache_dir: &Path, quiet: bool) -> Result<()> {
     Ok(())
 }
 
-/// `--time-window` applied where rows are read: the window on the common clock
-/// that holds the cut's, found before translating from the reports' session
-/// starts. The cut's window starts at the trace's origin plus the window's
-/// start, and the origin is the earliest session start of a report with
-/// records (or an earlier record): between the earliest and the latest session
-/// start of all `exports`. `None` (the cut is the merge's alone) with
-/// `--nvtx-range` (its window comes from the translated ranges), a `--sync`
-/// other than the session's (its offsets come from the translation), a report
-/// that does not say when its session started or cannot be read (the merge
-/// says why), or when some reports (`reports` in all) are not exported yet.
-pub fn read_window(config: &Config, exports: &[&Path], reports: usize) -> Option<ReadWindow> {
-    let window = config.cuts.time_window?;
+/// The cut applied where rows are read: a window on the common clock that
+/// holds the merge's, found before translating. `None` (the cut is the
+/// merge's alone) without a cut, with a `--sync` other than the session's
+/// (its offsets come from the translation), when a report does not say when
+/// its session started or cannot be read (the merge says why), or when some
+/// reports (`reports` in all) are not exported yet.
+///
+/// * `--time-window`: the cut's window starts at the trace's origin plus the
+///   window's start, and the origin is the earliest session start of a report
+///   with records (or an earlier record): between the earliest and the latest
+///   session start of all `inputs`.
+/// * `--nvtx-range`: the window the merge will find, found the same way from the
+///   reports translated with only the categories that make ranges (NVTX, NCCL),
+///   which the translation then reads whole.
+pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<ReadWindow> {
     if config.cuts.in_merge_only
-        || config.cuts.nvtx_range.is_some()
         || config.sync != ClockSync::Session
-        || exports.is_empty()
-        || exports.len() != reports
+        || inputs.is_empty()
+        || inputs.len() != reports
     {
         return None;
     }
-    let starts: Vec<i64> = exports
+    if config.cuts.time_window.is_none() && config.cuts.nvtx_range.is_none() {
+        return None;
+    }
+    let starts: Vec<i64> = inputs
         .par_iter()
-        .map(|path| nsys_reader::Export::open(path).ok()?.meta().utc_offset())
+        .map(|i| {
+            nsys_reader::Export::open(&i.export)
+                .ok()?
+                .meta()
+                .utc_offset()
+        })
         .collect::<Option<_>>()?;
-    let (earliest, latest) = (*starts.iter().min()?, *starts.iter().max()?);
+    if let Some(window) = config.cuts.time_window {
+        let (earliest, latest) = (*starts.iter().min()?, *starts.iter().max()?);
+        return Some(ReadWindow {
+            start: Some(earliest.saturating_add(window.start)),
+            end: window.end.map(|e| latest.saturating_add(e)),
+        });
+    }
+    let spec = config.cuts.nvtx_range.as_ref()?;
+    let mut ranges_only = options(config, reports).ok()?;
+    ranges_only.spill = None;
+    ranges_only.read_window = None;
+    let ranged = nsys_semantics::cuts::range_categories();
+    ranges_only.categories.retain(|c| ranged.contains(c));
+    if ranges_only.categories.is_empty() {
+        return None;
+    }
+    let translated: Vec<ReportTranslation> = inputs
+        .par_iter()
+        .map(
+            |i| match translate_report(&i.export, &i.name, &ranges_only) {
+                Ok(report) => Some(Some(report)),
+                Err(TranslateError::Empty(_) | TranslateError::NotSelected(..)) => Some(None),
+                // The translation says what is wrong.
+                Err(_) => None,
+            },
+        )
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let plan = plan_layout_named(&translated, "ranges", RowNames::Ours);
+    // An unknown name, or an N no thread reaches: the merge says so.
+    let window = nvtx_range_window(&translated, &plan, spec).ok()?;
     Some(ReadWindow {
-        start: Some(earliest.saturating_add(window.start)),
-        end: window.end.map(|e| latest.saturating_add(e)),
+        start: Some(window.start),
+        end: Some(window.end),
     })
 }
 

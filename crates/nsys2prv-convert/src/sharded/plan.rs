@@ -311,10 +311,13 @@ pub fn balance(sizes: &[u64], shards: u32) -> Vec<u32> {
 /// the session starts of `names` when every one is an export (`.sqlite`; a
 /// `.nsys-rep` is exported by its shard, after the plan).
 fn read_window(config: &Config, names: &[PathBuf]) -> Option<nsys_semantics::options::ReadWindow> {
-    let exports: Vec<&Path> = names
+    let exports: Vec<crate::inputs::Input> = names
         .iter()
         .filter(|n| n.extension().is_some_and(|e| e == "sqlite"))
-        .map(PathBuf::as_path)
+        .map(|n| crate::inputs::Input {
+            export: n.clone(),
+            name: n.clone(),
+        })
         .collect();
     crate::convert::read_window(config, &exports, names.len())
 }
