@@ -526,6 +526,71 @@ mod tests {
             .collect()
     }
 
+    /// The tiles of one thread as a cut from `start` to `end` writes them: those
+    /// that cross the window, clipped to it.
+    fn clipped(tiles: &[(i64, i64, u32)], start: i64, end: i64) -> Vec<(i64, i64, u32)> {
+        tiles
+            .iter()
+            .filter(|&&(b, e, _)| e > start && b <= end)
+            .map(|&(b, e, s)| (b.max(start), e.min(end), s))
+            .collect()
+    }
+
+    /// Intervals a cut leaves out where they are read (wholly before or after
+    /// its window) leave the tiling the window sees as it was.
+    #[test]
+    fn intervals_left_out_by_a_cut_keep_the_tiling_inside_it() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: i64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as i64
+        };
+        for case in 0..400 {
+            // Calls on one thread, nested or one after the other, some overlapping.
+            let mut intervals = Vec::new();
+            let mut t = next(20);
+            for _ in 0..2 + next(12) {
+                let (b, len) = (t + next(15), 1 + next(30));
+                intervals.push((b, b + len, 2 + next(3) as u32));
+                t = b + next(20);
+            }
+            let last = intervals.iter().map(|i| i.1).max().unwrap();
+            let start = next(last + 10);
+            let end = start + next(last + 10 - start + 1);
+            let fill = (case % 3 != 0).then_some(1);
+            let whole = tiles(&intervals, fill);
+            let mut tiler = StateTiler::new();
+            for &(b, e, s) in &intervals {
+                if e < start {
+                    tiler.left_out_before(0, b);
+                } else if b > end {
+                    tiler.left_out_after(0, b);
+                } else {
+                    tiler.add(0, b, e, s);
+                }
+            }
+            let mut run = RunBuilder::new();
+            tiler.tile_into(&mut run, |_| fill).unwrap();
+            let cut: Vec<(i64, i64, u32)> = run
+                .finish()
+                .unwrap()
+                .sorted_records()
+                .iter()
+                .map(|(_, r)| match r.body {
+                    Body::State { end, state } => (r.time, end, state),
+                    _ => unreachable!(),
+                })
+                .collect();
+            assert_eq!(
+                clipped(&cut, start, end),
+                clipped(&whole, start, end),
+                "{intervals:?} cut to {start}..{end}, fill {fill:?}"
+            );
+        }
+    }
+
     #[test]
     fn nested_interval_shows_inside_its_parent() {
         assert_eq!(
