@@ -235,7 +235,8 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
 }
 
 /// The merge's cut must lie inside the window rows were read in: else (a
-/// record before its report's session start moved the trace's origin) the
+/// record before its report's session start moved the trace's origin, or the
+/// ranges found before translating were not those of the translation) the
 /// rows left out may have been needed.
 fn check_read_window(config: &Config, cut: Option<&Cut>) -> Result<()> {
     let (Some(read), Some(cut)) = (config.cuts.read_window, cut) else {
@@ -243,7 +244,7 @@ fn check_read_window(config: &Config, cut: Option<&Cut>) -> Result<()> {
     };
     if !read.holds(cut.window.start, cut.window.end) {
         bail!(
-            "--time-window: the trace starts before the session start of its earliest report (a record before its report's session start), so the window its rows were read in does not hold the cut; convert again with --cut-in-merge"
+            "the cut is not inside the window found before translating, which rows were read in (a record before its report's session start?); convert again with --cut-in-merge, which reads every row"
         );
     }
     Ok(())
