@@ -130,6 +130,70 @@ pub(crate) struct ReportContext<'a> {
     pub outside_limits: u64,
     /// With `--ranks`, the processes translated (`None`: every one).
     pub kept_processes: Option<FxHashSet<u32>>,
+    /// The cut's read window in this report's own time (see
+    /// [`ReportContext::left_out_by_cut`]).
+    pub cut: Option<CutWhereRead>,
+}
+
+/// A cut applied where rows are read, in one report's own time, and what it
+/// must check to give the merge's cut the same trace.
+pub(crate) struct CutWhereRead {
+    start: i64,
+    end: i64,
+    /// Per (table, thread): the ends of the intervals open at the last row's
+    /// begin, and that begin.
+    nesting: FxHashMap<(&'static str, LocalThread), (i64, Vec<i64>)>,
+    /// Two intervals of a table on one thread overlap without nesting (or come
+    /// out of begin order): leaving out closed ones could change what the
+    /// merge sees open at the window's start.
+    pub(crate) nesting_broken: bool,
+    /// Rows left out before the window and after it.
+    pub(crate) before: u64,
+    pub(crate) after: u64,
+}
+
+impl CutWhereRead {
+    /// The window of `options` in the time of a report whose times are put on
+    /// the common clock by adding `utc_offset` (none without one: such a report
+    /// is read whole).
+    fn of(options: &Options, utc_offset: Option<i64>) -> Option<Self> {
+        let window = options.read_window?;
+        let offset = utc_offset?;
+        Some(CutWhereRead {
+            start: window.start.map_or(i64::MIN, |s| s.saturating_sub(offset)),
+            end: window.end.map_or(i64::MAX, |e| e.saturating_sub(offset)),
+            nesting: FxHashMap::default(),
+            nesting_broken: false,
+            before: 0,
+            after: 0,
+        })
+    }
+
+    /// Follows the intervals of `table` on `thread`, row after row.
+    fn follow(&mut self, table: &'static str, thread: LocalThread, begin: i64, end: i64) {
+        let (last_begin, open) = self
+            .nesting
+            .entry((table, thread))
+            .or_insert((i64::MIN, Vec::new()));
+        if begin < *last_begin {
+            self.nesting_broken = true;
+        }
+        *last_begin = begin;
+        while open.last().is_some_and(|&e| e <= begin) {
+            open.pop();
+        }
+        if open.last().is_some_and(|&e| e < end) {
+            self.nesting_broken = true;
+        }
+        open.push(end);
+    }
+
+    /// Whether the cut's left-out rows could make the merge see another trace:
+    /// the nesting it relies on is broken, or every row of the report was left
+    /// out (the report would not be in the trace at all).
+    pub(crate) fn unsafe_for(&self, run_is_empty: bool) -> bool {
+        (self.nesting_broken && self.before > 0) || (run_is_empty && self.before + self.after > 0)
+    }
 }
 
 impl<'a> ReportContext<'a> {
@@ -162,7 +226,53 @@ impl<'a> ReportContext<'a> {
             cpus_seen: 0,
             outside_limits: 0,
             kept_processes: None,
+            cut: CutWhereRead::of(options, export.meta().utc_offset()),
         }
+    }
+
+    /// With a cut applied where rows are read: whether the interval row of
+    /// `table` on `thread` from `start` to `end`, which would be written, lies
+    /// wholly outside the window, and is then left out: no records, but its
+    /// thread stays (the caller made it), its times count in the run's span, and
+    /// the thread's tiling of states is told where it was (see
+    /// [`StateTiler::left_out_before`]). Only for tables whose rows are an
+    /// interval with values of interval types (nested on their thread) and a
+    /// state, whose names the caller resolved already, and that hand nothing to
+    /// other passes: what the merge's cut would keep of the row is then nothing.
+    pub fn left_out_by_cut(
+        &mut self,
+        table: &'static str,
+        thread: LocalThread,
+        start: i64,
+        end: i64,
+    ) -> bool {
+        let Some(cut) = self.cut.as_mut() else {
+            return false;
+        };
+        if thread == paraver_writer::DISCARDED {
+            return false;
+        }
+        let (first, last) = (start.min(end), start.max(end));
+        cut.follow(table, thread, first, last);
+        // An end at the window's start, or a begin at its end, is kept: the
+        // merge decides those.
+        let before = last < cut.start;
+        let after = first > cut.end;
+        if !before && !after {
+            return false;
+        }
+        self.run.left_out(first, last);
+        if end > start {
+            match before {
+                true => self.states.left_out_before(thread, start),
+                false => self.states.left_out_after(thread, start),
+            }
+        }
+        match before {
+            true => cut.before += 1,
+            false => cut.after += 1,
+        }
+        true
     }
 
     /// Whether a row from `start` to `end` (the export's time; an instant:

@@ -150,6 +150,11 @@ fn translate(
         // The arrows first: they sort before the call's begin at its time, so
         // the run gets its records in order (pass order only matters between
         // records of one thread, time and kind).
+        // A call wholly outside a cut applied where rows are read makes no
+        // records (its arrows would not be kept either: their send is outside);
+        // what it hands the GPU side (NCCL payloads on the kernel's stream,
+        // below) is not its to leave out.
+        let kept = kept && !ctx.left_out_by_cut(RUNTIME, thread, call.start, call.end);
         for link in launches.iter().filter(|_| kept) {
             ctx.run.comm(
                 thread,

@@ -97,6 +97,24 @@ struct Found {
     end: i64,
 }
 
+/// The categories whose records are ranges a cut can name (NVTX, NCCL), and
+/// those their passes also serve (the NVTX pass tells MPI's NVTX domain apart
+/// when MPI is selected): translated alone, they give the ranges of the whole
+/// translation, so the window is found from them before translating the rest.
+pub fn range_categories() -> Vec<crate::options::Category> {
+    let registry = Registry::standard();
+    let mut categories: Vec<crate::options::Category> = Vec::new();
+    for c in registry.iter().filter(|c| c.names_ranges.is_some()) {
+        categories.push(c.category);
+        if let Some(pass) = &c.pass {
+            categories.extend(pass.also_for.iter().copied());
+        }
+    }
+    categories.sort_unstable();
+    categories.dedup();
+    categories
+}
+
 /// Finds the window of `spec` in the translated reports (before the merge).
 pub fn nvtx_range_window(
     reports: &[ReportTranslation],

@@ -3,6 +3,8 @@
 //! the API side draws arrows to.
 
 use nsys_reader::cuda::KERNEL;
+use nsys_reader::graphs::GRAPH_TRACE;
+use nsys_reader::host_functions::HOST_LAUNCH;
 use nsys_reader::ReadError;
 use paraver_writer::{EventPair, EventTypeInfo, SharedPairs, Value, ValueLabels};
 use rustc_hash::FxHashMap;
@@ -226,6 +228,12 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
     let with_graph_nodes = ctx.options.wants(GRAPHS);
     let mut nccl_fields_cache: FxHashMap<u32, Vec<EventPair>> = FxHashMap::default();
     let mut pairs: Vec<EventPair> = Vec::with_capacity(24);
+    // Graph launches and host functions write the correlation id's type on the
+    // same streams, from other tables: that kernels nest with them is not
+    // checked, so with them kernels are read whole.
+    let cut_where_read = [GRAPH_TRACE, HOST_LAUNCH]
+        .iter()
+        .all(|t| export.row_estimate(t).is_ok_and(|rows| rows == 0));
     let scan = export.kernels(|k| {
         if !ctx.within_limits(k.place.start, k.place.end) {
             return Ok(());
@@ -247,6 +255,21 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         let thread = ctx.stream_thread(&k.place);
         let p = &k.place;
         let is_nccl = name.ty == NCCL_KERNEL;
+        if is_nccl {
+            let first = &mut ctx.sync_points.first_nccl_end;
+            *first = Some(first.map_or(p.end, |t| t.min(p.end)));
+        }
+        // Parsed (and its names given values) whether or not the kernel is written.
+        let fields = match is_nccl && with_nccl_fields {
+            true => nccl_fields(ctx, &mut nccl_fields_cache, name),
+            false => Vec::new(),
+        };
+        // A kernel wholly outside a cut applied where rows are read makes no
+        // records; its launch link stays (the API side's arrows and NCCL fields).
+        if cut_where_read && ctx.left_out_by_cut(KERNEL, thread, p.start, p.end) {
+            links.add_launch(p, thread, is_nccl);
+            return Ok(());
+        }
         // The name and launch configuration repeat from launch to launch: the
         // run stores (and the writer formats) each combination once.
         let values = [
@@ -278,13 +301,7 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         if let Some(node) = k.graph_node_id.filter(|_| with_graph_nodes) {
             pairs.push(EventPair::raw(GRAPH_NODE_ID, node));
         }
-        if is_nccl {
-            let first = &mut ctx.sync_points.first_nccl_end;
-            *first = Some(first.map_or(p.end, |t| t.min(p.end)));
-        }
-        if is_nccl && with_nccl_fields {
-            pairs.extend(nccl_fields(ctx, &mut nccl_fields_cache, name));
-        }
+        pairs.extend(fields);
         ctx.run
             .interval_shared(thread, p.start, p.end, shared, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);

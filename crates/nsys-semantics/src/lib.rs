@@ -79,6 +79,11 @@ pub enum TranslateError {
     /// `--ranks` leaves out every process of the report (its ranks, where known).
     #[error("{}: {}", .0.display(), describe_ranks(.1))]
     NotSelected(std::path::PathBuf, Vec<u32>),
+    /// The cut applied where rows are read cannot give this report's part of
+    /// the merge's cut (see `context::CutWhereRead::unsafe_for`): translate it
+    /// whole.
+    #[error("{}: the cut cannot be applied where this report's rows are read", .0.display())]
+    CutUnsafe(std::path::PathBuf),
     #[error("{}: {source}", path.display())]
     Write {
         path: std::path::PathBuf,

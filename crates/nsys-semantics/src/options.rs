@@ -83,6 +83,29 @@ pub struct Options {
     /// The conversion has several reports (so a report's file name may give its
     /// rank: see [`crate::ranks`]).
     pub several_reports: bool,
+    /// A cut (`--time-window`) applied where rows are read: rows wholly outside
+    /// this window make no records (see [`ReadWindow`]).
+    pub read_window: Option<ReadWindow>,
+}
+
+/// The part of the run a cut may keep, known before translating: on the common
+/// clock (UTC ns, as a report's session start puts its times there), an end
+/// left out reaching to the end of the run. It holds the cut's window (it may
+/// be wider), so a row wholly outside it is wholly outside the cut and makes no
+/// records in the tables where that is safe (see
+/// `crate::context::ReportContext::left_out_by_cut`); the merge's cut stays the
+/// final filter and checks that its window lies inside this one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReadWindow {
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+}
+
+impl ReadWindow {
+    /// Whether `[start, end]` (common clock) lies inside this window.
+    pub fn holds(&self, start: i64, end: i64) -> bool {
+        self.start.is_none_or(|s| start >= s) && self.end.is_none_or(|e| end <= e)
+    }
 }
 
 /// Rows kept by BSC nsys2prv's `--time-limit-start`/`--time-limit-end`: those

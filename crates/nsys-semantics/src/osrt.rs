@@ -123,6 +123,11 @@ fn translate(ctx: &mut ReportContext) -> Result<(), ReadError> {
 
 fn emit_call(ctx: &mut ReportContext, call: &OsrtCall, name: OsrtName) {
     let thread = ctx.cpu_thread(call.global_tid);
+    // A call is an interval and a state, its name resolved above: a cut can
+    // leave it out where it is read.
+    if ctx.left_out_by_cut(OSRT_API, thread, call.start, call.end) {
+        return;
+    }
     let pairs = [
         EventPair::name(OSRT_CALL, name.handle),
         EventPair::raw(PTHREAD_CALL, name.pthread.unwrap_or(0)),

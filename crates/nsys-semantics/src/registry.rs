@@ -166,6 +166,7 @@ impl Registry {
             nic_metric_types: crate::options::MetricTypes::Bsc,
             ranks: None,
             several_reports: false,
+            read_window: None,
         }
     }
 

@@ -54,6 +54,10 @@ pub struct ReportTranslation<R = Run> {
     pub recorded_tables: Vec<String>,
 }
 
+/// The count of rows a cut left out where they are read (in
+/// [`ReportTranslation::counts`]).
+pub const ROWS_LEFT_OUT_BY_THE_CUT: &str = "rows left out by the cut where read";
+
 /// Translates the export at `path` with the standard categories; `name` is the
 /// report as the user gave it (a `.nsys-rep` read through its export), used in
 /// messages and for the rank in the file name.
@@ -118,6 +122,7 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         row_labels,
         cpus_seen,
         outside_limits,
+        cut,
         ..
     } = ctx;
     if outside_limits > 0 {
@@ -141,6 +146,14 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         path: path.to_path_buf(),
         source,
     })?;
+    if let Some(cut) = &cut {
+        if cut.unsafe_for(run.is_empty()) {
+            return Err(TranslateError::CutUnsafe(path.to_path_buf()));
+        }
+        if cut.before + cut.after > 0 {
+            counts.insert(ROWS_LEFT_OUT_BY_THE_CUT.to_string(), cut.before + cut.after);
+        }
+    }
     if run.is_empty() {
         return Err(TranslateError::Empty(path.to_path_buf()));
     }

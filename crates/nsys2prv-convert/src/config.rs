@@ -85,6 +85,14 @@ pub struct Cuts {
     /// `--nvtx-range` (or BSC's `-f`).
     #[serde(with = "range_spec")]
     pub nvtx_range: Option<NvtxRangeSpec>,
+    /// The window within which rows are read (resolved before translating:
+    /// `convert::read_window`; a plan stores it, so every shard cuts alike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_window: Option<nsys_semantics::options::ReadWindow>,
+    /// Cut only in the merge, as before cuts were applied where rows are read
+    /// (a hidden option: for comparing the two).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_merge_only: bool,
 }
 
 /// Nanoseconds from the start of the uncut trace.

@@ -15,7 +15,7 @@ use nsys_semantics::metric_sets::{
     has_nccl_ranges, numbering_conflict, writes_nccl_ranges, MetricSets,
 };
 use nsys_semantics::nccl_match::{match_nccl, NcclMatchStats};
-use nsys_semantics::options::{ApiCallFilter, TimeLimits};
+use nsys_semantics::options::{ApiCallFilter, ReadWindow, TimeLimits};
 use nsys_semantics::ranks::{choose_processes, ProcessChoice};
 use nsys_semantics::survey::{survey_report, Survey};
 use nsys_semantics::{
@@ -94,13 +94,22 @@ pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
     let prepared = inputs::expand(&config.inputs.reports, &settings, config.inputs.skip_bad)?;
     checkpoint("inputs found");
     timings.lap("Inputs and exports");
-    let mut options = options(config, prepared.len())?;
     let inputs: Vec<Input> = prepared
         .iter()
         .filter_map(|p| p.export.as_ref().ok())
         .cloned()
         .collect();
     let exports: Vec<&Path> = inputs.iter().map(|i| i.export.as_path()).collect();
+    let mut cut_config;
+    let config = match read_window(config, &inputs, prepared.len()) {
+        Some(window) => {
+            cut_config = config.clone();
+            cut_config.cuts.read_window = Some(window);
+            &cut_config
+        }
+        None => config,
+    };
+    let mut options = options(config, prepared.len())?;
     choose_metric_types(&mut options, &exports);
     check_output_is_not_an_input(&paths, &inputs)?;
     let output_set = OutputSet::prepare(&paths, &config.views_dir(&paths))?;
@@ -147,6 +156,95 @@ fn clean_exports(cache_dir: &Path, quiet: bool) -> Result<()> {
             if removed == 1 { "" } else { "s" },
             human_size(bytes),
             cache_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The cut applied where rows are read: a window on the common clock that
+/// holds the merge's, found before translating. `None` (the cut is the
+/// merge's alone) without a cut, with a `--sync` other than the session's
+/// (its offsets come from the translation), when a report does not say when
+/// its session started or cannot be read (the merge says why), or when some
+/// reports (`reports` in all) are not exported yet.
+///
+/// * `--time-window`: the cut's window starts at the trace's origin plus the
+///   window's start, and the origin is the earliest session start of a report
+///   with records (or an earlier record): between the earliest and the latest
+///   session start of all `inputs`.
+/// * `--nvtx-range`: the window the merge will find, found the same way from the
+///   reports translated with only the categories that make ranges (NVTX, NCCL),
+///   which the translation then reads whole.
+pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<ReadWindow> {
+    if config.cuts.in_merge_only
+        || config.sync != ClockSync::Session
+        || inputs.is_empty()
+        || inputs.len() != reports
+    {
+        return None;
+    }
+    if config.cuts.time_window.is_none() && config.cuts.nvtx_range.is_none() {
+        return None;
+    }
+    let starts: Vec<i64> = inputs
+        .par_iter()
+        .map(|i| {
+            nsys_reader::Export::open(&i.export)
+                .ok()?
+                .meta()
+                .utc_offset()
+        })
+        .collect::<Option<_>>()?;
+    if let Some(window) = config.cuts.time_window {
+        let (earliest, latest) = (*starts.iter().min()?, *starts.iter().max()?);
+        return Some(ReadWindow {
+            start: Some(earliest.saturating_add(window.start)),
+            end: window.end.map(|e| latest.saturating_add(e)),
+        });
+    }
+    let spec = config.cuts.nvtx_range.as_ref()?;
+    let mut ranges_only = options(config, reports).ok()?;
+    ranges_only.spill = None;
+    ranges_only.read_window = None;
+    let ranged = nsys_semantics::cuts::range_categories();
+    ranges_only.categories.retain(|c| ranged.contains(c));
+    if ranges_only.categories.is_empty() {
+        return None;
+    }
+    let translated: Vec<ReportTranslation> = inputs
+        .par_iter()
+        .map(
+            |i| match translate_report(&i.export, &i.name, &ranges_only) {
+                Ok(report) => Some(Some(report)),
+                Err(TranslateError::Empty(_) | TranslateError::NotSelected(..)) => Some(None),
+                // The translation says what is wrong.
+                Err(_) => None,
+            },
+        )
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let plan = plan_layout_named(&translated, "ranges", RowNames::Ours);
+    // An unknown name, or an N no thread reaches: the merge says so.
+    let window = nvtx_range_window(&translated, &plan, spec).ok()?;
+    Some(ReadWindow {
+        start: Some(window.start),
+        end: Some(window.end),
+    })
+}
+
+/// The merge's cut must lie inside the window rows were read in: else (a
+/// record before its report's session start moved the trace's origin, or the
+/// ranges found before translating were not those of the translation) the
+/// rows left out may have been needed.
+fn check_read_window(config: &Config, cut: Option<&Cut>) -> Result<()> {
+    let (Some(read), Some(cut)) = (config.cuts.read_window, cut) else {
+        return Ok(());
+    };
+    if !read.holds(cut.window.start, cut.window.end) {
+        bail!(
+            "the cut is not inside the window found before translating, which rows were read in (a record before its report's session start?); convert again with --cut-in-merge, which reads every row"
         );
     }
     Ok(())
@@ -217,6 +315,7 @@ pub fn write_output_set(
     // MPI messages are records of their own.
     let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
     let cut = cut_of(config, range.as_ref(), &merge_inputs);
+    check_read_window(config, cut.as_ref())?;
     // With a cut the merge reads records up to the window's end and writes those
     // inside it (with the values in force at its start): the progress counts the
     // records read, the closing line the records in the cut.
@@ -787,6 +886,7 @@ pub fn options(config: &Config, reports: usize) -> Result<Options> {
         },
         ranks: s.ranks.clone(),
         several_reports: reports > 1,
+        read_window: config.cuts.read_window,
     })
 }
 
@@ -902,6 +1002,18 @@ pub fn translate_one(input: &Input, options: &Options) -> Outcome {
     match translate_report(&input.export, &input.name, options) {
         Ok(report) => Outcome::Translated(Box::new(report)),
         Err(TranslateError::Empty(_)) => Outcome::Empty(why_empty(input, options)),
+        // Rare (overlapping calls on a thread): the report is read whole.
+        Err(TranslateError::CutUnsafe(_)) => {
+            tracing::info!(
+                "{}: the cut cannot be applied where its rows are read; read whole",
+                input.name.display()
+            );
+            let whole = Options {
+                read_window: None,
+                ..options.clone()
+            };
+            translate_one(input, &whole)
+        }
         Err(TranslateError::NotSelected(_, ranks)) => Outcome::NotSelected(ranks),
         Err(e) => Outcome::Failed(blame_the_right_place(e)),
     }

@@ -111,6 +111,11 @@ pub struct Args {
     #[arg(long, value_name = "START:END", value_parser = parse_time_window, conflicts_with_all = ["nvtx_range", "filter_nvtx"])]
     pub time_window: Option<TimeWindowArg>,
 
+    /// Apply --time-window in the merge only, reading every row (the cut is
+    /// otherwise applied where rows are read; the trace is the same)
+    #[arg(long, hide = true)]
+    pub cut_in_merge: bool,
+
     /// Keep only the time of an NVTX range: NAME (from the first such range to the
     /// last) or NAME#N (the N-th such range of every thread that has one)
     #[arg(long, value_name = "NAME[#N]", conflicts_with = "filter_nvtx")]
@@ -911,6 +916,8 @@ impl Args {
                     end: w.end,
                 }),
                 nvtx_range: self.nvtx_range_spec().cloned(),
+                read_window: None,
+                in_merge_only: self.cut_in_merge,
             },
             sync: match self.sync {
                 SyncArg::Session => ClockSync::Session,

@@ -55,6 +55,8 @@ pub struct RunBuilder {
     shared_ids: FxHashMap<Box<[EventPair]>, u32>,
     /// Chunks spilled so far: shared lists given out before a spill are gone.
     spills: u32,
+    /// Rows a cut left out while reading (see [`RunBuilder::left_out`]).
+    left_out: u64,
 }
 
 /// A list of pairs stored once in a run (see [`RunBuilder::shared_pairs`]).
@@ -245,6 +247,20 @@ impl RunBuilder {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// A row a cut leaves out where it is read: its records (on times `first` to
+    /// `last`) are not made, but the run's span counts them, so that the trace's
+    /// origin and end are those of the uncut run.
+    pub fn left_out(&mut self, first: i64, last: i64) {
+        self.min_time = self.min_time.min(first);
+        self.max_time = self.max_time.max(last).max(first);
+        self.left_out += 1;
+    }
+
+    /// Rows left out by [`RunBuilder::left_out`].
+    pub fn left_out_rows(&self) -> u64 {
+        self.left_out
     }
 
     /// A list of pairs that many records repeat (a kernel's name and launch

@@ -54,6 +54,17 @@ pub struct StateTiler {
     spill: Option<(PathBuf, usize)>,
     chunks: Vec<IntervalChunk>,
     spill_error: Option<io::Error>,
+    /// Per thread, what a cut left out where rows are read (see
+    /// [`StateTiler::left_out_before`]).
+    left_out: Vec<LeftOut>,
+}
+
+/// The intervals of one thread that a cut left out: the earliest begin of those
+/// that end before the window, and of those that begin after it.
+#[derive(Clone, Copy, Debug, Default)]
+struct LeftOut {
+    before: Option<i64>,
+    after: Option<i64>,
 }
 
 impl StateTiler {
@@ -102,6 +113,36 @@ impl StateTiler {
                 self.spill_error.get_or_insert(e);
             }
         }
+    }
+
+    /// An interval of `thread` from `begin` that ends before a cut's window and
+    /// is left out where it is read. Only what is open when the window starts
+    /// reaches the cut trace; what this interval still decides is that the
+    /// thread's tiling (the fill between intervals) starts no later than `begin`.
+    pub fn left_out_before(&mut self, thread: LocalThread, begin: i64) {
+        if let Some(l) = self.left_out_mut(thread) {
+            l.before = Some(l.before.map_or(begin, |b| b.min(begin)));
+        }
+    }
+
+    /// An interval of `thread` from `begin` that begins after a cut's window and
+    /// is left out where it is read: the fill still runs up to the earliest such
+    /// begin, so what the window's end clips is the uncut tiling's.
+    pub fn left_out_after(&mut self, thread: LocalThread, begin: i64) {
+        if let Some(l) = self.left_out_mut(thread) {
+            l.after = Some(l.after.map_or(begin, |b| b.min(begin)));
+        }
+    }
+
+    fn left_out_mut(&mut self, thread: LocalThread) -> Option<&mut LeftOut> {
+        if thread == crate::record::DISCARDED {
+            return None;
+        }
+        let t = thread as usize;
+        if t >= self.left_out.len() {
+            self.left_out.resize_with(t + 1, LeftOut::default);
+        }
+        Some(&mut self.left_out[t])
     }
 
     /// Chunks of intervals written to disk so far.
@@ -158,40 +199,62 @@ impl StateTiler {
         if let Some(source) = self.spill_error.take() {
             return Err(WriteError::Spill { dir, source });
         }
+        let left_out = std::mem::take(&mut self.left_out);
         if self.chunks.is_empty() {
             self.sort_threads();
             let sorted = self.threads.iter().flatten().copied().map(Ok);
-            tile_sorted(sorted, run, fill).map_err(WriteError::SpillRead)
+            tile_sorted(sorted, run, fill, &left_out).map_err(WriteError::SpillRead)
         } else {
             let sorted = self.take_sorted();
             let merged =
                 MergedIntervals::new(&self.chunks, &sorted).map_err(WriteError::SpillRead)?;
-            tile_sorted(merged, run, fill).map_err(WriteError::SpillRead)
+            tile_sorted(merged, run, fill, &left_out).map_err(WriteError::SpillRead)
         }
     }
 }
 
 /// Tiles intervals sorted by [`Interval::key`], one thread after the other.
+/// Threads whose intervals were all left out by a cut get the fill between the
+/// last one before the window and the first after it, as they would uncut.
 fn tile_sorted(
     intervals: impl Iterator<Item = io::Result<Interval>>,
     run: &mut RunBuilder,
     fill: impl Fn(LocalThread) -> Option<u32>,
+    left_out: &[LeftOut],
 ) -> io::Result<()> {
+    let left_out_of = |t: LocalThread| left_out.get(t as usize).copied().unwrap_or_default();
+    let mut swept = vec![false; left_out.len()];
     let mut sweep: Option<ThreadSweep> = None;
     for interval in intervals {
         let interval = interval?;
         if sweep.as_ref().map(|s| s.out.thread) != Some(interval.thread) {
             if let Some(done) = sweep.take() {
-                done.finish(run);
+                let after = left_out_of(done.out.thread).after;
+                done.finish(run, after);
             }
-            sweep = Some(ThreadSweep::new(&interval, fill(interval.thread)));
+            let t = interval.thread;
+            if let Some(seen) = swept.get_mut(t as usize) {
+                *seen = true;
+            }
+            sweep = Some(ThreadSweep::new(&interval, fill(t), left_out_of(t).before));
         }
         if let Some(s) = sweep.as_mut() {
             s.push(&interval, run);
         }
     }
     if let Some(done) = sweep {
-        done.finish(run);
+        let after = left_out_of(done.out.thread).after;
+        done.finish(run, after);
+    }
+    for (t, l) in left_out.iter().enumerate() {
+        let t = t as LocalThread;
+        if let (false, Some(begin), Some(end), Some(state)) =
+            (swept[t as usize], l.before, l.after, fill(t))
+        {
+            let mut out = TileSink::new(t);
+            out.tile(begin, end, state, run);
+            out.flush(run);
+        }
     }
     Ok(())
 }
@@ -205,10 +268,12 @@ struct ThreadSweep {
 }
 
 impl ThreadSweep {
-    fn new(first: &Interval, fill: Option<u32>) -> Self {
+    /// `left_out_before`: the earliest begin of the thread's intervals a cut
+    /// left out before its window (the tiling starts there).
+    fn new(first: &Interval, fill: Option<u32>, left_out_before: Option<i64>) -> Self {
         ThreadSweep {
             open: Vec::new(),
-            cursor: first.begin,
+            cursor: left_out_before.map_or(first.begin, |b| b.min(first.begin)),
             fill,
             out: TileSink::new(first.thread),
         }
@@ -234,7 +299,17 @@ impl ThreadSweep {
         self.open.push((iv.end, iv.state));
     }
 
-    fn finish(mut self, run: &mut RunBuilder) {
+    /// `left_out_after`: the earliest begin of the thread's intervals a cut left
+    /// out after its window: the tiles up to there are the uncut tiling's.
+    fn finish(mut self, run: &mut RunBuilder, left_out_after: Option<i64>) {
+        if let Some(next) = left_out_after.filter(|&next| next > self.cursor) {
+            close_until(&mut self.open, &mut self.cursor, next, &mut self.out, run);
+            let state = shown(&self.open).or(self.fill.filter(|_| self.open.is_empty()));
+            if let Some(state) = state {
+                self.out.tile(self.cursor, next, state, run);
+            }
+            self.cursor = next;
+        }
         close_until(
             &mut self.open,
             &mut self.cursor,
@@ -449,6 +524,71 @@ mod tests {
                 _ => unreachable!(),
             })
             .collect()
+    }
+
+    /// The tiles of one thread as a cut from `start` to `end` writes them: those
+    /// that cross the window, clipped to it.
+    fn clipped(tiles: &[(i64, i64, u32)], start: i64, end: i64) -> Vec<(i64, i64, u32)> {
+        tiles
+            .iter()
+            .filter(|&&(b, e, _)| e > start && b <= end)
+            .map(|&(b, e, s)| (b.max(start), e.min(end), s))
+            .collect()
+    }
+
+    /// Intervals a cut leaves out where they are read (wholly before or after
+    /// its window) leave the tiling the window sees as it was.
+    #[test]
+    fn intervals_left_out_by_a_cut_keep_the_tiling_inside_it() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: i64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as i64
+        };
+        for case in 0..400 {
+            // Calls on one thread, nested or one after the other, some overlapping.
+            let mut intervals = Vec::new();
+            let mut t = next(20);
+            for _ in 0..2 + next(12) {
+                let (b, len) = (t + next(15), 1 + next(30));
+                intervals.push((b, b + len, 2 + next(3) as u32));
+                t = b + next(20);
+            }
+            let last = intervals.iter().map(|i| i.1).max().unwrap();
+            let start = next(last + 10);
+            let end = start + next(last + 10 - start + 1);
+            let fill = (case % 3 != 0).then_some(1);
+            let whole = tiles(&intervals, fill);
+            let mut tiler = StateTiler::new();
+            for &(b, e, s) in &intervals {
+                if e < start {
+                    tiler.left_out_before(0, b);
+                } else if b > end {
+                    tiler.left_out_after(0, b);
+                } else {
+                    tiler.add(0, b, e, s);
+                }
+            }
+            let mut run = RunBuilder::new();
+            tiler.tile_into(&mut run, |_| fill).unwrap();
+            let cut: Vec<(i64, i64, u32)> = run
+                .finish()
+                .unwrap()
+                .sorted_records()
+                .iter()
+                .map(|(_, r)| match r.body {
+                    Body::State { end, state } => (r.time, end, state),
+                    _ => unreachable!(),
+                })
+                .collect();
+            assert_eq!(
+                clipped(&cut, start, end),
+                clipped(&whole, start, end),
+                "{intervals:?} cut to {start}..{end}, fill {fill:?}"
+            );
+        }
     }
 
     #[test]

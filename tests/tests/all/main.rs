@@ -23,6 +23,7 @@ mod corpus;
 mod correlation;
 mod cpu_counters;
 mod cuts;
+mod cuts_where_read;
 mod device_side;
 mod diff;
 mod doc_links;

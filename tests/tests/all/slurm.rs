@@ -480,3 +480,56 @@ fn srun_with_a_rank_list_writes_what_one_process_writes() {
     assert_ok(&srun(3, &args), "srun -n 3 --shard slurm --ranks");
     assert_same_files(&single, &out);
 }
+
+/// A cut under srun: the plan resolves the window where rows are read, every
+/// task reads its reports within it, and the trace is the single run's cut in
+/// the merge alone (`--cut-in-merge`).
+#[test]
+fn srun_with_a_cut_writes_what_one_process_writes() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let inputs = synthetic_mpi_job(&job, 16, 1_795_261_090_000_000_000);
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let uncut = single_run(&inputs, tmp.path()).join("t.prv");
+    // The middle third of the activity.
+    let text = std::fs::read_to_string(&uncut).unwrap();
+    let end: i64 = text
+        .lines()
+        .next()
+        .unwrap()
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches("_ns")
+        .parse()
+        .unwrap();
+    let first = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(':').nth(5)?.parse::<i64>().ok())
+        .min()
+        .unwrap();
+    let third = (end - first) / 3;
+    let window = format!("{}ns:{}ns", first + third, first + 2 * third);
+    let in_merge = tmp.path().join("in_merge");
+    std::fs::create_dir(&in_merge).unwrap();
+    let cut = ["--time-window", window.as_str()];
+    let merge_only = [cut[0], cut[1], "--cut-in-merge"];
+    assert_ok(
+        &convert(&refs, &in_merge.join("t.prv"), &merge_only),
+        "single",
+    );
+    let out = tmp.path().join("srun");
+    std::fs::create_dir(&out).unwrap();
+    let mut args = vec![binary_path().to_str().unwrap(), "-q", "--shard", "slurm"];
+    args.extend(cut);
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let trace = out.join("t.prv");
+    args.push(trace.to_str().unwrap());
+    assert_ok(&srun(3, &args), "srun -n 3 --shard slurm --time-window");
+    assert_same_files(&in_merge, &out);
+}

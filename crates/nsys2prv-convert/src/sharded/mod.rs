@@ -209,6 +209,8 @@ fn translate_into_part(
     let mut options = convert::options(config, prepared.len())?;
     // A report's file name gives its rank when the job has several reports.
     options.several_reports = plan.inputs.len() > 1;
+    // The plan's window: every shard cuts alike, and the merge checks it.
+    options.read_window = plan.config.cuts.read_window;
     // Decided from this shard's reports: the merge refuses shards that decided
     // apart (one type, two labels).
     let export_paths: Vec<&Path> = prepared

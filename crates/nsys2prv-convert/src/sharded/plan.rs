@@ -86,7 +86,9 @@ impl Plan {
             config: {
                 // Every path in the plan is UTF-8, so that the merge reads it back.
                 config.shaping_options()?;
-                config.for_plan()
+                let mut planned = config.for_plan();
+                planned.cuts.read_window = read_window(config, names);
+                planned
             },
             inputs,
         })
@@ -185,7 +187,13 @@ impl Plan {
                 wanted.inputs.len()
             );
         }
-        if self.config != wanted.config {
+        // The read window comes from the inputs, which `wanted` may not list.
+        let without_window = |c: &Config| {
+            let mut c = c.clone();
+            c.cuts.read_window = None;
+            c
+        };
+        if without_window(&self.config) != without_window(&wanted.config) {
             let options = |c: &Config| c.shaping_options().unwrap_or_default();
             bail!(
                 "{}: made with other options ({}) than these ({}); {redo}",
@@ -297,6 +305,21 @@ pub fn balance(sizes: &[u64], shards: u32) -> Vec<u32> {
         load.push(std::cmp::Reverse((bytes + sizes[i].max(1), shard)));
     }
     shard_of
+}
+
+/// The window a `--time-window` cut reads rows in, for every shard alike: from
+/// the session starts of `names` when every one is an export (`.sqlite`; a
+/// `.nsys-rep` is exported by its shard, after the plan).
+fn read_window(config: &Config, names: &[PathBuf]) -> Option<nsys_semantics::options::ReadWindow> {
+    let exports: Vec<crate::inputs::Input> = names
+        .iter()
+        .filter(|n| n.extension().is_some_and(|e| e == "sqlite"))
+        .map(|n| crate::inputs::Input {
+            export: n.clone(),
+            name: n.clone(),
+        })
+        .collect();
+    crate::convert::read_window(config, &exports, names.len())
 }
 
 #[cfg(test)]
