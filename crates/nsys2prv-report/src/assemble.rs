@@ -19,6 +19,7 @@ pub fn assemble(
     trace: String,
     gap_threshold_ns: u64,
     window: Option<Window>,
+    pipeline_stages: Option<usize>,
 ) -> Report {
     let elapsed = scan.elapsed;
     let offset = scan.window_start;
@@ -77,6 +78,21 @@ pub fn assemble(
     if let Some(late) = &from_first_activity {
         notes.push(late_start_note(late));
     }
+    let pipeline = match scan.pipeline() {
+        Some(found) => {
+            let (pipeline, more) = crate::pipeline::assemble(
+                found,
+                &gpus,
+                iterations.as_ref(),
+                &task_names,
+                offset,
+                pipeline_stages,
+            );
+            notes.extend(more);
+            pipeline
+        }
+        None => None,
+    };
     Report {
         generator: GENERATOR,
         version: env!("CARGO_PKG_VERSION"),
@@ -102,6 +118,7 @@ pub fn assemble(
         useful_metrics,
         iterations,
         late_arrivals,
+        pipeline,
     }
 }
 
@@ -281,7 +298,7 @@ pub fn group_rows(gpus: &[Gpu], budget: usize) -> (Vec<(String, Vec<usize>)>, Op
 
 /// A GPU's name without its task's host and pid: `rank 3 (node01:4242) GPU 0` →
 /// `rank 3 GPU 0`.
-fn short_name(name: &str) -> String {
+pub(crate) fn short_name(name: &str) -> String {
     match (name.find(" ("), name.rfind(") ")) {
         (Some(open), Some(close)) if open < close => {
             format!("{}{}", &name[..open], &name[close + 1..])

@@ -60,7 +60,7 @@ fn fig(pointer: &str, unit: &str, text: String) -> Markup {
     html! { span data-k=(pointer) data-u=(unit) { (text) } }
 }
 
-fn seconds(pointer: &str, ns: u64) -> Markup {
+pub(crate) fn seconds(pointer: &str, ns: u64) -> Markup {
     fig(pointer, "s", format!("{:.6}", ns as f64 / 1e9))
 }
 
@@ -72,7 +72,7 @@ fn micros(pointer: &str, ns: f64) -> Markup {
     fig(pointer, "us", format!("{:.3}", ns / 1e3))
 }
 
-fn percent(pointer: &str, x: Option<f64>) -> Markup {
+pub(crate) fn percent(pointer: &str, x: Option<f64>) -> Markup {
     fig(
         pointer,
         "%",
@@ -81,7 +81,7 @@ fn percent(pointer: &str, x: Option<f64>) -> Markup {
     )
 }
 
-fn count(pointer: &str, n: u64) -> Markup {
+pub(crate) fn count(pointer: &str, n: u64) -> Markup {
     fig(pointer, "n", format_count(n))
 }
 
@@ -129,6 +129,7 @@ pub fn page(r: &Report) -> String {
                     (kernels(r))
                     (nccl(r))
                     (late_arrivals(r))
+                    (crate::pipeline::section(r))
                     (named_table("mpi", "MPI calls", "call", &r.mpi))
                     (memory(r))
                     footer {
@@ -167,6 +168,7 @@ fn header(r: &Report) -> Markup {
             a href="#nccl" { "NCCL" }
             a href="#mpi" { "MPI" }
             a href="#memory" { "Memory" }
+            @if r.pipeline.is_some() { a href="#pipeline" { "Pipeline" } }
         }
         @if !r.notes.is_empty() {
             ul.notes {

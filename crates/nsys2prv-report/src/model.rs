@@ -53,6 +53,10 @@ pub struct Report {
     /// Who made NCCL collectives wait (traces converted with matched collectives).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_arrivals: Option<LateArrivals>,
+    /// Pipeline bubbles per stage and iteration (a pipeline found from the NCCL
+    /// point-to-point transfers, or given with `--pipeline-stages`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<crate::pipeline::Pipeline>,
 }
 
 /// Late arrivals at NCCL collectives: for every collective instance matched across

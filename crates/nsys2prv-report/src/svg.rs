@@ -10,14 +10,14 @@ use super::model::{Heatmap, Iterations, Report};
 use super::text::clip;
 
 /// Width of a chart's plot area and of its labels' column, in px.
-const PLOT_WIDTH: f64 = 960.0;
-const LABEL_WIDTH: f64 = 230.0;
-const AXIS_HEIGHT: f64 = 34.0;
+pub(crate) const PLOT_WIDTH: f64 = 960.0;
+pub(crate) const LABEL_WIDTH: f64 = 230.0;
+pub(crate) const AXIS_HEIGHT: f64 = 34.0;
 /// Room right of the plot for the last tick's label, centred on its edge
 /// ("100%", "250 ms": up to about 50 px at 11 px).
-const RIGHT_MARGIN: f64 = 30.0;
+pub(crate) const RIGHT_MARGIN: f64 = 30.0;
 /// Room above the first row for its label.
-const TOP: f64 = 8.0;
+pub(crate) const TOP: f64 = 8.0;
 /// Height budget of a chart with a row per GPU (or group of GPUs).
 const ROWS_HEIGHT: f64 = 640.0;
 

@@ -86,6 +86,7 @@ impl Report {
         self.kernel_table(&mut out, top);
         self.nccl_table(&mut out);
         self.late_arrival_table(&mut out);
+        crate::pipeline::text(self, &mut out);
         named_table(&mut out, "MPI calls", "call", &self.mpi, top);
         self.memory_table(&mut out);
         self.iteration_table(&mut out);

@@ -221,7 +221,7 @@ impl Accumulator for GpuTime {
                     }
                 }
             }
-            Event::Launch { thread, gpu } => self.clocks[gpu].launcher = Some(thread),
+            Event::Launch { thread, gpu, .. } => self.clocks[gpu].launcher = Some(thread),
             _ => {}
         }
         Ok(())

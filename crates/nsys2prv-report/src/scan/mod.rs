@@ -16,6 +16,7 @@ mod mpi;
 mod names;
 mod nccl;
 mod nvtx;
+mod pipeline;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,8 @@ use memory::Memory;
 use mpi::Mpi;
 use nccl::Nccl;
 use nvtx::NvtxRanges;
+pub(crate) use pipeline::PipelineScan;
+pub use pipeline::{Span, Transfers, WHOLE_RUN};
 
 /// What the pass needs to know besides the trace.
 #[derive(Clone, Debug)]
@@ -54,6 +57,8 @@ pub struct ScanOptions {
     /// intervals crossing its edges are clipped to it, the iterations are those
     /// wholly inside, and every time the scan keeps is from its start.
     pub window: Option<(u64, u64)>,
+    /// `--pipeline-stages N`: the GPUs split into N stages in rank order.
+    pub pipeline_stages: Option<usize>,
 }
 
 /// What a thread of the trace is.
@@ -157,8 +162,16 @@ pub(crate) enum Event<'a> {
     CallEnd { call: &'a OpenCall },
     /// An NVTX range ended at `at.time`.
     RangeEnd { thread: usize, range: &'a OpenCall },
-    /// A CPU thread launched work (a kernel, a memory operation) on `gpu`.
-    Launch { thread: usize, gpu: usize },
+    /// A CPU thread launched work (a kernel, a memory operation) on `gpu`, which
+    /// begins at `begins` (`None`: before the window).
+    Launch {
+        thread: usize,
+        gpu: usize,
+        begins: Option<u64>,
+    },
+    /// An NCCL point-to-point transfer (tag 55005) from a stream row of GPU `from`
+    /// to one of GPU `to`, sent at `at.time`.
+    Transfer { from: usize, to: usize, bytes: u64 },
     /// The NCCL collective kernel begun at `at.time` on stream row `thread` waited
     /// `wait_ns` for rank `rank` (a value of `NCCL_WAITED_FOR_RANK`).
     CollectiveWait {
@@ -199,6 +212,8 @@ pub struct Scan {
     iterations: Iterations,
     nvtx: NvtxRanges,
     late_arrivals: LateArrivals,
+    /// Only for traces that may hold a pipeline ([`PipelineScan::wanted`]).
+    pipeline: Option<PipelineScan>,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -362,6 +377,8 @@ impl Scan {
             iterations,
             nvtx: NvtxRanges::default(),
             late_arrivals: LateArrivals::new(options.memory_limit),
+            pipeline: PipelineScan::wanted(&names, options)
+                .then(|| PipelineScan::new(&trace, &names, options)),
             bins,
             options: options.clone(),
             trace,
@@ -381,6 +398,18 @@ impl Scan {
     /// the events it reads, so a record costs only the figures it concerns).
     fn tell(&mut self, at: At, event: Event) -> Result<()> {
         let trace = &self.trace;
+        if let Some(pipeline) = &mut self.pipeline {
+            if matches!(
+                event,
+                Event::GpuLine { .. }
+                    | Event::GpuBegin { .. }
+                    | Event::GpuEnd { .. }
+                    | Event::Launch { .. }
+                    | Event::Transfer { .. }
+            ) {
+                pipeline.on_event(trace, at, event)?;
+            }
+        }
         match event {
             Event::GpuLine { .. } | Event::GpuLineDone { .. } | Event::Launch { .. } => {
                 self.gpu_time.on_event(trace, at, event)
@@ -400,6 +429,7 @@ impl Scan {
                 self.iterations.on_event(trace, at, event)
             }
             Event::CollectiveWait { .. } => self.late_arrivals.on_event(trace, at, event),
+            Event::Transfer { .. } => Ok(()),
         }
     }
 
@@ -451,7 +481,25 @@ impl Scan {
                     let sender = self.trace.thread_index(c.sender.task, c.sender.thread);
                     let receiver = self.trace.thread_index(c.receiver.task, c.receiver.thread);
                     if let (Some(sender), Some(receiver)) = (sender, receiver) {
-                        self.launch(sender, receiver, at)?;
+                        let begins = (c.logical_receive >= start).then(|| {
+                            (c.logical_receive - start).clamp(0, i128::from(u64::MAX)) as u64
+                        });
+                        self.launch(sender, receiver, begins, at)?;
+                    }
+                }
+                Record::Comm(c) if c.tag == NCCL_P2P_TAG && self.pipeline.is_some() => {
+                    let gpu_of = |task, thread| match self.trace.thread_index(task, thread) {
+                        Some(i) => match self.trace.threads[i].kind {
+                            ThreadKind::Stream { gpu } => Some(gpu),
+                            _ => None,
+                        },
+                        None => None,
+                    };
+                    let from = gpu_of(c.sender.task, c.sender.thread);
+                    let to = gpu_of(c.receiver.task, c.receiver.thread);
+                    if let (Some(from), Some(to)) = (from, to) {
+                        let bytes = u64::try_from(c.size).unwrap_or(0);
+                        self.tell(at, Event::Transfer { from, to, bytes })?;
                     }
                 }
                 _ => {}
@@ -476,7 +524,13 @@ impl Scan {
         text
     }
 
-    fn launch(&mut self, sender: usize, receiver: usize, at: At) -> Result<()> {
+    fn launch(
+        &mut self,
+        sender: usize,
+        receiver: usize,
+        begins: Option<u64>,
+        at: At,
+    ) -> Result<()> {
         if let ThreadKind::Stream { gpu } = self.trace.threads[receiver].kind {
             if self.trace.threads[sender].kind == ThreadKind::Cpu {
                 self.seen.launches += 1;
@@ -485,6 +539,7 @@ impl Scan {
                     Event::Launch {
                         thread: sender,
                         gpu,
+                        begins,
                     },
                 );
             }
@@ -720,6 +775,12 @@ impl Scan {
     /// one by one (and how many were left out of those), with the names of the values.
     pub(crate) fn late_arrivals(&self) -> &LateArrivals {
         &self.late_arrivals
+    }
+
+    /// The spans and transfers of the pipeline figure, for traces that may hold a
+    /// pipeline.
+    pub(crate) fn pipeline(&self) -> Option<&PipelineScan> {
+        self.pipeline.as_ref()
     }
 
     pub fn nccl_stats(&self) -> Vec<NcclStats> {

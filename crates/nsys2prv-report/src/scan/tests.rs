@@ -54,6 +54,7 @@ fn check(body: &str, window: Option<(u64, u64)>, expect: Expect) {
         gaps_per_gpu: 2,
         memory_limit: 1 << 20,
         window,
+        pipeline_stages: None,
     };
     let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
     scan.run(&mut reader, &files).unwrap();
