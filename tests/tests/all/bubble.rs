@@ -22,7 +22,7 @@ const SESSION_STEP_NS: i64 = 1_000;
 
 /// Rank `rank` of a `world`-rank training job with `parallel`'s shape: its own pid,
 /// SLURM_PROCID and session start; compute, NCCL and copy streams.
-fn rank_spec(rank: u32, world: u32, steps: u64, parallel: SynthParallel) -> SynthSpec {
+pub(crate) fn rank_spec(rank: u32, world: u32, steps: u64, parallel: SynthParallel) -> SynthSpec {
     let mut spec = SynthSpec::small(SchemaVersion::V3_24);
     spec.utc_epoch_ns += i64::from(rank) * SESSION_STEP_NS;
     spec.seed += u64::from(rank);
@@ -48,7 +48,7 @@ fn rank_spec(rank: u32, world: u32, steps: u64, parallel: SynthParallel) -> Synt
     spec
 }
 
-fn write_job(dir: &Path, name: &str, specs: &[SynthSpec]) -> Vec<PathBuf> {
+pub(crate) fn write_job(dir: &Path, name: &str, specs: &[SynthSpec]) -> Vec<PathBuf> {
     specs
         .iter()
         .enumerate()
@@ -60,7 +60,7 @@ fn write_job(dir: &Path, name: &str, specs: &[SynthSpec]) -> Vec<PathBuf> {
         .collect()
 }
 
-fn converted(inputs: &[PathBuf], out: &Path) -> String {
+pub(crate) fn converted(inputs: &[PathBuf], out: &Path) -> String {
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
     let result = convert_command(&refs, out, &[]).output().unwrap();
     let stderr = String::from_utf8_lossy(&result.stderr).into_owned();

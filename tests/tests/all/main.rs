@@ -37,6 +37,7 @@ mod openmp_openacc;
 mod osrt_sched;
 mod paramedir;
 mod paraver_limits;
+mod pipeline;
 mod pmf;
 mod ranks;
 mod report;
