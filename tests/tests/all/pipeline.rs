@@ -343,6 +343,12 @@ fn the_page_shows_the_bubbles() {
     assert!(page.contains("<h2 id=\"pipeline\">Pipeline bubbles</h2>"));
     assert!(page.contains("data-k=\"/pipeline/stages/3/bubble_ns\""));
     assert!(page.contains("class=\"chart pipeline\""));
+    let csv = std::fs::read_to_string(rep.join("pipeline.csv")).unwrap();
+    assert!(
+        csv.starts_with("stage,iteration,gpus,span_ns,bubble_ns,in_nccl_ns,idle_ns,share\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 1 + 4 * STEPS as usize, "{csv}");
     crate::report_page::check_page_figures(&rep);
     crate::report_page::check_rendering(&rep, 3200);
 }
