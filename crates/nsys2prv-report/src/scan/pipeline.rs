@@ -210,6 +210,9 @@ impl PipelineScan {
 
     /// The iteration ranges open on `task`'s CPU threads.
     fn open_on_task(&mut self, trace: &Trace, task: usize) -> KeySet {
+        if self.candidates.is_empty() {
+            return 0;
+        }
         let first = trace.task_first[task - 1];
         let end = trace
             .task_first
@@ -229,6 +232,9 @@ impl PipelineScan {
     /// else those open on its task's other threads (PyTorch launches the backward
     /// pass from the autograd thread, outside the main thread's step range).
     fn launched_in(&mut self, trace: &Trace, thread: usize) -> KeySet {
+        if self.candidates.is_empty() {
+            return 0;
+        }
         let stack = &trace.threads[thread].nvtx;
         let signature = (stack.len(), stack.last().map_or(0, |r| r.begin));
         if let Some((seen, keys)) = self.thread_keys[thread] {
