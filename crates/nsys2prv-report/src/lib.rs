@@ -246,7 +246,7 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
     let (mut scan, mut body) = Scan::open(files, &scan_options)?;
     if let Some(n) = options.pipeline_stages {
         let gpus = scan.gpu_count();
-        if n == 0 || gpus % n != 0 {
+        if n == 0 || gpus < n || !gpus.is_multiple_of(n) {
             bail!(UsageError(format!(
                 "--pipeline-stages {n}: the trace's {gpus} GPUs do not split into {n} stages of equal size"
             )));
