@@ -87,6 +87,7 @@ pub fn assemble(
                 &task_names,
                 offset,
                 pipeline_stages,
+                &gpus.iter().map(|g| short_name(&g.name)).collect::<Vec<_>>(),
             );
             notes.extend(more);
             pipeline
@@ -298,7 +299,7 @@ pub fn group_rows(gpus: &[Gpu], budget: usize) -> (Vec<(String, Vec<usize>)>, Op
 
 /// A GPU's name without its task's host and pid: `rank 3 (node01:4242) GPU 0` →
 /// `rank 3 GPU 0`.
-pub(crate) fn short_name(name: &str) -> String {
+fn short_name(name: &str) -> String {
     match (name.find(" ("), name.rfind(") ")) {
         (Some(open), Some(close)) if open < close => {
             format!("{}{}", &name[..open], &name[close + 1..])

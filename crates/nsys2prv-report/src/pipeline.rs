@@ -5,76 +5,13 @@
 //! order cut into N equal blocks, as Megatron-LM orders ranks by default); per
 //! stage and iteration, the bubble: the time between the stage's first and last
 //! compute kernel of the iteration with no compute kernel running; with GPipe's
-//! (p − 1)/(m + p − 1) beside the measured share. Model, assembly, text and page
-//! section in one place.
+//! (p − 1)/(m + p − 1) beside the measured share. The figures' model is in `model`,
+//! their text, page section and chart in `text`, `html` and `svg`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 
-use maud::{html, Markup};
-use serde::Serialize;
-
-use super::html::{count, percent, seconds};
-use super::model::{share, Gpu, Iterations, Report};
+use super::model::{share, Gpu, Iterations, Pipeline, Stage, StageIteration};
 use super::scan::{PipelineScan, Span, Transfers, WHOLE_RUN};
-use super::svg;
-use super::text::{self, clip};
-
-/// The pipeline's figures.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Pipeline {
-    /// What gave the stages: `NCCL point-to-point transfers` or `--pipeline-stages N`.
-    pub found_by: String,
-    /// The iteration range the figures are per; `None`: no iterations, each GPU's
-    /// whole run (its first compute kernel to its last) is one span.
-    pub iteration_range: Option<String>,
-    pub stages: Vec<Stage>,
-    /// Micro-batches per iteration: transfers from stage 0 to stage 1, per
-    /// iteration and chain (`None` when that is not a whole number, or without
-    /// transfers or iterations).
-    pub micro_batches: Option<u64>,
-    /// Over every iteration: the share of the stages' GPU time within the
-    /// iteration's pipeline span (from the first compute kernel of any stage to
-    /// the end of the last one of any) with no compute kernel running.
-    pub pipeline_share: Option<f64>,
-    /// GPipe's bubble share (p − 1)/(m + p − 1), for p stages and m micro-batches
-    /// (equal stages, free transfers): a sanity line beside `pipeline_share`.
-    pub gpipe_share: Option<f64>,
-}
-
-/// One stage: its GPUs, and its bubble per iteration and in all.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Stage {
-    /// From 0.
-    pub stage: usize,
-    /// Indexes into `Report::gpus`.
-    pub gpus: Vec<usize>,
-    /// Iterations in which the stage ran compute kernels.
-    pub iterations: usize,
-    /// Summed over its iterations and GPUs.
-    pub span_ns: u64,
-    pub bubble_ns: u64,
-    /// Of the bubble: time with an NCCL kernel running (waiting for, or moving,
-    /// a neighbour's data), and with nothing running on the GPU.
-    pub in_nccl_ns: u64,
-    pub idle_ns: u64,
-    /// bubble / span.
-    pub share: Option<f64>,
-    pub per_iteration: Vec<StageIteration>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StageIteration {
-    /// 1-based, by order within each task (as `Iterations`).
-    pub iteration: usize,
-    /// The stage's GPUs with compute kernels in it (the times are summed over them).
-    pub gpus: usize,
-    pub span_ns: u64,
-    pub bubble_ns: u64,
-    pub in_nccl_ns: u64,
-    pub idle_ns: u64,
-    pub share: Option<f64>,
-}
 
 /// The stages, each a list of GPUs, and a note on how they were found.
 type Stages = Vec<Vec<usize>>;
@@ -187,6 +124,7 @@ pub(crate) fn assemble(
     task_names: &[String],
     offset: u64,
     stages_given: Option<usize>,
+    gpu_labels: &[String],
 ) -> (Option<Pipeline>, Vec<String>) {
     let mut notes = Vec::new();
     let chained = chains(&scan.transfers);
@@ -267,7 +205,7 @@ pub(crate) fn assemble(
     let stage_figures: Vec<Stage> = stages
         .iter()
         .enumerate()
-        .map(|(s, members)| stage(s, members, &per_gpu))
+        .map(|(s, members)| stage(s, members, &per_gpu, gpu_labels))
         .collect();
     // The pipeline's span of each iteration, over every stage's GPUs.
     let mut extent: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
@@ -315,7 +253,12 @@ pub(crate) fn assemble(
     (Some(pipeline), notes)
 }
 
-fn stage(s: usize, members: &[usize], per_gpu: &[BTreeMap<usize, Span>]) -> Stage {
+fn stage(
+    s: usize,
+    members: &[usize],
+    per_gpu: &[BTreeMap<usize, Span>],
+    gpu_labels: &[String],
+) -> Stage {
     let mut by_iteration: BTreeMap<usize, StageIteration> = BTreeMap::new();
     for &g in members {
         for (&k, span) in &per_gpu[g] {
@@ -344,9 +287,15 @@ fn stage(s: usize, members: &[usize], per_gpu: &[BTreeMap<usize, Span>]) -> Stag
         .collect();
     let sum = |f: fn(&StageIteration) -> u64| per_iteration.iter().map(f).sum::<u64>();
     let (span_ns, bubble_ns) = (sum(|i| i.span_ns), sum(|i| i.bubble_ns));
+    let label = match members {
+        [one] => gpu_labels[*one].clone(),
+        [first, rest @ ..] => format!("{} and {} more", gpu_labels[*first], rest.len()),
+        [] => String::new(),
+    };
     Stage {
         stage: s,
         gpus: members.to_vec(),
+        label,
         iterations: per_iteration.len(),
         span_ns,
         bubble_ns,
@@ -355,272 +304,6 @@ fn stage(s: usize, members: &[usize], per_gpu: &[BTreeMap<usize, Span>]) -> Stag
         share: share(bubble_ns, span_ns),
         per_iteration,
     }
-}
-
-/// A stage's GPUs in few words: `rank 2 GPU 0`, or the first and how many.
-fn stage_gpus(r: &Report, stage: &Stage) -> String {
-    let short = |g: usize| crate::assemble::short_name(&r.gpus[g].name);
-    match stage.gpus.as_slice() {
-        [one] => short(*one),
-        [first, rest @ ..] => format!("{} and {} more", short(*first), rest.len()),
-        [] => String::new(),
-    }
-}
-
-/// Stage columns of the per-iteration table printed at most.
-const STAGE_COLUMNS: usize = 8;
-
-/// The text table.
-pub fn text(r: &Report, out: &mut String) {
-    let Some(p) = &r.pipeline else { return };
-    let per = match &p.iteration_range {
-        Some(range) => format!("per iteration of '{range}'"),
-        None => "over the whole run".to_string(),
-    };
-    let _ = writeln!(
-        out,
-        "Pipeline bubbles: {} stages (from {}), {per}",
-        p.stages.len(),
-        p.found_by
-    );
-    let _ = writeln!(
-        out,
-        "bubble: time between a stage's first and last compute kernel of the iteration with no compute kernel running"
-    );
-    let width = p
-        .stages
-        .iter()
-        .map(|s| stage_gpus(r, s).chars().count())
-        .max()
-        .unwrap_or(4)
-        .clamp(4, 40);
-    let _ = writeln!(
-        out,
-        "{:>5}  {:<width$}  {:>10}  {:>12}  {:>12}  {:>7}  {:>12}  {:>12}",
-        "stage", "GPUs", "iterations", "span s", "bubble s", "share", "in NCCL s", "idle s"
-    );
-    for s in &p.stages {
-        let _ = writeln!(
-            out,
-            "{:>5}  {:<width$}  {:>10}  {:>12}  {:>12}  {:>7}  {:>12}  {:>12}",
-            s.stage,
-            clip(&stage_gpus(r, s), width),
-            s.iterations,
-            text::seconds(s.span_ns),
-            text::seconds(s.bubble_ns),
-            text::percent(s.share),
-            text::seconds(s.in_nccl_ns),
-            text::seconds(s.idle_ns),
-        );
-    }
-    if p.stages.iter().any(|s| s.gpus.len() > 1) {
-        let _ = writeln!(out, "(times are summed over each stage's GPUs)");
-    }
-    if let Some(shared) = p.pipeline_share {
-        let _ = write!(
-            out,
-            "Whole pipeline: {} of the stages' time within each iteration's pipeline span is bubble",
-            text::percent(Some(shared))
-        );
-        match (p.micro_batches, p.gpipe_share) {
-            (Some(m), Some(g)) => {
-                let _ = writeln!(
-                    out,
-                    "; GPipe's (p-1)/(m+p-1) for p = {} stages and m = {m} micro-batches: {} (equal stages, free transfers)",
-                    p.stages.len(),
-                    text::percent(Some(g))
-                );
-            }
-            _ => out.push('\n'),
-        }
-    }
-    let iterations = p
-        .stages
-        .iter()
-        .flat_map(|s| s.per_iteration.iter().map(|i| i.iteration))
-        .max()
-        .unwrap_or(0);
-    if p.iteration_range.is_some() && iterations > 0 {
-        let shown = p.stages.len().min(STAGE_COLUMNS);
-        let mut header = format!("{:>9}", "iteration");
-        for s in &p.stages[..shown] {
-            let _ = write!(header, "  {:>20}", format!("stage {} bubble ms", s.stage));
-        }
-        let _ = writeln!(out, "{header}");
-        for k in 1..=iterations.min(50) {
-            let mut line = format!("{k:>9}");
-            for s in &p.stages[..shown] {
-                let cell = match s.per_iteration.iter().find(|i| i.iteration == k) {
-                    Some(i) => format!(
-                        "{} ({})",
-                        text::millis(i.bubble_ns as f64),
-                        text::percent(i.share)
-                    ),
-                    None => "-".to_string(),
-                };
-                let _ = write!(line, "  {cell:>20}");
-            }
-            let _ = writeln!(out, "{line}");
-        }
-        if iterations > 50 {
-            let _ = writeln!(out, "… and {} more iterations", iterations - 50);
-        }
-        if p.stages.len() > shown {
-            let _ = writeln!(
-                out,
-                "… and {} more stages (all in the JSON)",
-                p.stages.len() - shown
-            );
-        }
-    }
-    out.push('\n');
-}
-
-/// The page's section: the definition, a bar per stage and the tables.
-pub fn section(r: &Report) -> Markup {
-    let Some(p) = &r.pipeline else {
-        return html! {};
-    };
-    html! {
-        h2 #pipeline { "Pipeline bubbles" }
-        p {
-            (p.stages.len()) " stages, from " (p.found_by) ", "
-            @match &p.iteration_range {
-                Some(range) => { "per iteration of " strong { (range) } }
-                None => { "over the whole run (no iterations)" }
-            }
-            ". The bubble of a stage in an iteration is the time between its first and its last compute kernel "
-            "launched in the iteration with no compute kernel running: waiting for or moving a neighbour's data "
-            "(NCCL kernels), or nothing running."
-        }
-        @if let Some(shared) = p.pipeline_share {
-            p {
-                "Whole pipeline: " (percent("/pipeline/pipeline_share", Some(shared)))
-                "% of the stages' time within each iteration's pipeline span (first compute kernel of any stage to the last of any) is bubble"
-                @if let (Some(m), Some(g)) = (p.micro_batches, p.gpipe_share) {
-                    "; GPipe's (p−1)/(m+p−1) for p = " (p.stages.len())
-                    " stages and m = " (count("/pipeline/micro_batches", m)) " micro-batches: "
-                    (percent("/pipeline/gpipe_share", Some(g))) "% (equal stages, free transfers)"
-                }
-                "."
-            }
-        }
-        (bars(r, p))
-        table {
-            tr { th { "stage" } th.name { "GPUs" } th { "iterations" } th { "span s" } th { "bubble s" } th { "share %" }
-                 th { "in NCCL s" } th { "idle s" } }
-            @for (i, s) in p.stages.iter().enumerate() {
-                @let k = format!("/pipeline/stages/{i}");
-                tr {
-                    td { (count(&format!("{k}/stage"), s.stage as u64)) }
-                    td.name { (stage_gpus(r, s)) }
-                    td { (count(&format!("{k}/iterations"), s.iterations as u64)) }
-                    td { (seconds(&format!("{k}/span_ns"), s.span_ns)) }
-                    td { (seconds(&format!("{k}/bubble_ns"), s.bubble_ns)) }
-                    td { (percent(&format!("{k}/share"), s.share)) }
-                    td { (seconds(&format!("{k}/in_nccl_ns"), s.in_nccl_ns)) }
-                    td { (seconds(&format!("{k}/idle_ns"), s.idle_ns)) }
-                }
-            }
-        }
-        @if p.iteration_range.is_some() {
-            details {
-                summary { "Per stage and iteration" }
-                table {
-                    tr { th { "stage" } th { "iteration" } th { "span s" } th { "bubble s" } th { "share %" } th { "in NCCL s" } th { "idle s" } }
-                    @for (i, s) in p.stages.iter().enumerate() {
-                        @for (j, it) in s.per_iteration.iter().enumerate().take(50) {
-                            @let k = format!("/pipeline/stages/{i}/per_iteration/{j}");
-                            tr {
-                                td { (count(&format!("/pipeline/stages/{i}/stage"), s.stage as u64)) }
-                                td { (count(&format!("{k}/iteration"), it.iteration as u64)) }
-                                td { (seconds(&format!("{k}/span_ns"), it.span_ns)) }
-                                td { (seconds(&format!("{k}/bubble_ns"), it.bubble_ns)) }
-                                td { (percent(&format!("{k}/share"), it.share)) }
-                                td { (seconds(&format!("{k}/in_nccl_ns"), it.in_nccl_ns)) }
-                                td { (seconds(&format!("{k}/idle_ns"), it.idle_ns)) }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A bar per stage over its span: compute, bubble in NCCL kernels, bubble idle,
-/// the rest of the bubble (memory operations).
-fn bars(r: &Report, p: &Pipeline) -> Markup {
-    let rows: Vec<(String, [f64; 4])> = p
-        .stages
-        .iter()
-        .map(|s| {
-            let span = s.span_ns.max(1) as f64;
-            let bubble = s.bubble_ns as f64 / span;
-            let nccl = s.in_nccl_ns as f64 / span;
-            let idle = s.idle_ns as f64 / span;
-            let label = format!("stage {}: {}", s.stage, stage_gpus(r, s));
-            let shares = if s.span_ns == 0 {
-                [0.0; 4]
-            } else {
-                [1.0 - bubble, nccl, idle, (bubble - nccl - idle).max(0.0)]
-            };
-            (label, shares)
-        })
-        .collect();
-    stage_bars(
-        &rows,
-        &[
-            ("compute", svg::USEFUL_COLOUR),
-            ("bubble: in NCCL kernels", svg::COMMUNICATION_COLOUR),
-            ("bubble: nothing running", svg::IDLE_COLOUR),
-            ("bubble: memory operations", "#9f7aea"),
-        ],
-    )
-}
-
-/// Horizontal bars, one per row, each cut into its shares (adding up to 1) in the
-/// colours of `legend`, with a 0–100 % axis and the legend below.
-fn stage_bars(rows: &[(String, [f64; 4])], legend: &[(&str, &str); 4]) -> Markup {
-    use svg::{AXIS_HEIGHT, LABEL_WIDTH, PLOT_WIDTH, RIGHT_MARGIN, TOP};
-    let row_height = 22.0;
-    let height = row_height * rows.len() as f64;
-    html! {
-        svg class="chart pipeline" width=(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN) height=(TOP + height + AXIS_HEIGHT + 30.0)
-            role="img" aria-label="compute and bubble share of each pipeline stage" {
-            title { "Compute and bubble share of each pipeline stage's span" }
-            g transform=(format!("translate(0,{TOP})")) {
-                @for (i, (label, shares)) in rows.iter().enumerate() {
-                    @let y = i as f64 * row_height;
-                    text x=(LABEL_WIDTH - 6.0) y=(y + row_height / 2.0 + 4.0) text-anchor="end" class="label" { (clip(label, 36)) }
-                    g {
-                        title { (label) ": compute " (pct(shares[0])) ", bubble in NCCL kernels " (pct(shares[1]))
-                            ", with nothing running " (pct(shares[2])) ", in memory operations " (pct(shares[3])) }
-                        @for k in 0..shares.len() {
-                            @let x = LABEL_WIDTH + shares[..k].iter().sum::<f64>() * PLOT_WIDTH;
-                            rect x=(x) y=(y) width=(shares[k] * PLOT_WIDTH) height=(row_height - 4.0) fill=(legend[k].1) {}
-                        }
-                    }
-                }
-                line x1=(LABEL_WIDTH) y1=(height) x2=(LABEL_WIDTH + PLOT_WIDTH) y2=(height) class="axis" {}
-                @for k in 0..=4 {
-                    @let x = LABEL_WIDTH + PLOT_WIDTH * k as f64 / 4.0;
-                    line x1=(x) y1=(height) x2=(x) y2=(height + 5.0) class="axis" {}
-                    text x=(x) y=(height + 18.0) text-anchor="middle" class="tick" { (k * 25) "%" }
-                }
-                @let y = height + AXIS_HEIGHT;
-                @for (k, (name, colour)) in legend.iter().enumerate() {
-                    @let x = LABEL_WIDTH + 240.0 * k as f64;
-                    rect x=(x) y=(y) width="12" height="12" fill=(colour) {}
-                    text x=(x + 16.0) y=(y + 10.0) class="tick" { (name) }
-                }
-            }
-        }
-    }
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
 }
 
 #[cfg(test)]
