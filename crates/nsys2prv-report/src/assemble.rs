@@ -19,6 +19,7 @@ pub fn assemble(
     trace: String,
     gap_threshold_ns: u64,
     window: Option<Window>,
+    pipeline_stages: Option<usize>,
 ) -> Report {
     let elapsed = scan.elapsed;
     let offset = scan.window_start;
@@ -81,6 +82,22 @@ pub fn assemble(
     if let Some(late) = &from_first_activity {
         notes.push(late_start_note(late));
     }
+    let pipeline = match scan.pipeline() {
+        Some(found) => {
+            let (pipeline, more) = crate::pipeline::assemble(
+                found,
+                &gpus,
+                iterations.as_ref(),
+                &task_names,
+                offset,
+                pipeline_stages,
+                &gpus.iter().map(|g| short_name(&g.name)).collect::<Vec<_>>(),
+            );
+            notes.extend(more);
+            pipeline
+        }
+        None => None,
+    };
     Report {
         generator: GENERATOR,
         version: env!("CARGO_PKG_VERSION"),
@@ -107,6 +124,7 @@ pub fn assemble(
         iterations,
         late_arrivals,
         idle_causes,
+        pipeline,
     }
 }
 

@@ -224,6 +224,18 @@ struct IterationRow<'a> {
 }
 
 #[derive(Serialize)]
+struct PipelineRow {
+    stage: usize,
+    iteration: usize,
+    gpus: usize,
+    span_ns: u64,
+    bubble_ns: u64,
+    in_nccl_ns: u64,
+    idle_ns: u64,
+    share: Option<f64>,
+}
+
+#[derive(Serialize)]
 struct GapRow<'a> {
     gpu: &'a str,
     begin_ns: u64,
@@ -395,6 +407,23 @@ pub fn csv_tables(r: &Report) -> Result<Vec<(String, Vec<u8>)>> {
                     iteration: k + 1,
                     begin_ns: o.begin_ns,
                     duration_ns: o.duration_ns,
+                })
+            }))?,
+        ));
+    }
+    if let Some(p) = &r.pipeline {
+        files.push((
+            "pipeline.csv".to_string(),
+            csv_of(p.stages.iter().flat_map(|s| {
+                s.per_iteration.iter().map(move |i| PipelineRow {
+                    stage: s.stage,
+                    iteration: i.iteration,
+                    gpus: i.gpus,
+                    span_ns: i.span_ns,
+                    bubble_ns: i.bubble_ns,
+                    in_nccl_ns: i.in_nccl_ns,
+                    idle_ns: i.idle_ns,
+                    share: i.share,
                 })
             }))?,
         ));

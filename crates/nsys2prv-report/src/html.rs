@@ -130,6 +130,7 @@ pub fn page(r: &Report) -> String {
                     (nccl(r))
                     (late_arrivals(r))
                     (idle_causes(r.idle_causes.as_ref()))
+                    (pipeline(r))
                     (named_table("mpi", "MPI calls", "call", &r.mpi))
                     (memory(r))
                     footer {
@@ -168,6 +169,7 @@ fn header(r: &Report) -> Markup {
             a href="#nccl" { "NCCL" }
             a href="#mpi" { "MPI" }
             a href="#memory" { "Memory" }
+            @if r.pipeline.is_some() { a href="#pipeline" { "Pipeline" } }
         }
         @if !r.notes.is_empty() {
             ul.notes {
@@ -709,6 +711,109 @@ fn named_table(key: &str, title: &str, what: &str, list: &[NamedStats]) -> Marku
             }
         }
     }
+}
+
+/// The page's section: the definition, a bar per stage and the tables.
+fn pipeline(r: &Report) -> Markup {
+    let Some(p) = &r.pipeline else {
+        return html! {};
+    };
+    html! {
+        h2 #pipeline { "Pipeline bubbles" }
+        p {
+            (p.stages.len()) " stages, from " (p.found_by) ", "
+            @match &p.iteration_range {
+                Some(range) => { "per iteration of " strong { (range) } }
+                None => { "over the whole run (no iterations)" }
+            }
+            ". The bubble of a stage in an iteration is the time between its first and its last compute kernel "
+            "launched in the iteration with no compute kernel running: waiting for or moving a neighbour's data "
+            "(NCCL kernels), or nothing running."
+        }
+        @if let Some(shared) = p.pipeline_share {
+            p {
+                "Whole pipeline: " (percent("/pipeline/pipeline_share", Some(shared)))
+                "% of the stages' time within each iteration's pipeline span (first compute kernel of any stage to the last of any) is bubble"
+                @if let (Some(m), Some(g)) = (p.micro_batches, p.gpipe_share) {
+                    "; GPipe's (p−1)/(m+p−1) for p = " (p.stages.len())
+                    " stages and m = " (count("/pipeline/micro_batches", m)) " micro-batches: "
+                    (percent("/pipeline/gpipe_share", Some(g))) "% (equal stages, free transfers)"
+                }
+                "."
+            }
+        }
+        (pipeline_bars(p))
+        table {
+            tr { th { "stage" } th.name { "GPUs" } th { "iterations" } th { "span s" } th { "bubble s" } th { "share %" }
+                 th { "in NCCL s" } th { "idle s" } }
+            @for (i, s) in p.stages.iter().enumerate() {
+                @let k = format!("/pipeline/stages/{i}");
+                tr {
+                    td { (count(&format!("{k}/stage"), s.stage as u64)) }
+                    td.name { (s.label) }
+                    td { (count(&format!("{k}/iterations"), s.iterations as u64)) }
+                    td { (seconds(&format!("{k}/span_ns"), s.span_ns)) }
+                    td { (seconds(&format!("{k}/bubble_ns"), s.bubble_ns)) }
+                    td { (percent(&format!("{k}/share"), s.share)) }
+                    td { (seconds(&format!("{k}/in_nccl_ns"), s.in_nccl_ns)) }
+                    td { (seconds(&format!("{k}/idle_ns"), s.idle_ns)) }
+                }
+            }
+        }
+        @if p.iteration_range.is_some() {
+            details {
+                summary { "Per stage and iteration" }
+                table {
+                    tr { th { "stage" } th { "iteration" } th { "span s" } th { "bubble s" } th { "share %" } th { "in NCCL s" } th { "idle s" } }
+                    @for (i, s) in p.stages.iter().enumerate() {
+                        @for (j, it) in s.per_iteration.iter().enumerate().take(50) {
+                            @let k = format!("/pipeline/stages/{i}/per_iteration/{j}");
+                            tr {
+                                td { (count(&format!("/pipeline/stages/{i}/stage"), s.stage as u64)) }
+                                td { (count(&format!("{k}/iteration"), it.iteration as u64)) }
+                                td { (seconds(&format!("{k}/span_ns"), it.span_ns)) }
+                                td { (seconds(&format!("{k}/bubble_ns"), it.bubble_ns)) }
+                                td { (percent(&format!("{k}/share"), it.share)) }
+                                td { (seconds(&format!("{k}/in_nccl_ns"), it.in_nccl_ns)) }
+                                td { (seconds(&format!("{k}/idle_ns"), it.idle_ns)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A bar per stage over its span: compute, bubble in NCCL kernels, bubble idle,
+/// the rest of the bubble (memory operations).
+fn pipeline_bars(p: &Pipeline) -> Markup {
+    let rows: Vec<(String, [f64; 4])> = p
+        .stages
+        .iter()
+        .map(|s| {
+            let span = s.span_ns.max(1) as f64;
+            let bubble = s.bubble_ns as f64 / span;
+            let nccl = s.in_nccl_ns as f64 / span;
+            let idle = s.idle_ns as f64 / span;
+            let label = format!("stage {}: {}", s.stage, s.label);
+            let shares = if s.span_ns == 0 {
+                [0.0; 4]
+            } else {
+                [1.0 - bubble, nccl, idle, (bubble - nccl - idle).max(0.0)]
+            };
+            (label, shares)
+        })
+        .collect();
+    svg::stage_bars(
+        &rows,
+        &[
+            ("compute", svg::USEFUL_COLOUR),
+            ("bubble: in NCCL kernels", svg::COMMUNICATION_COLOUR),
+            ("bubble: nothing running", svg::IDLE_COLOUR),
+            ("bubble: memory operations", "#9f7aea"),
+        ],
+    )
 }
 
 fn memory(r: &Report) -> Markup {

@@ -29,6 +29,7 @@ pub mod files;
 pub mod fuzz_checks;
 pub mod html;
 mod model;
+pub mod pipeline;
 pub mod runs;
 pub mod runs_html;
 mod scan;
@@ -82,6 +83,9 @@ pub struct ReportOptions {
     pub json: Option<PathBuf>,
     /// Only part of the trace (`--time-window`, `--nvtx-range`).
     pub window: Option<WindowArg>,
+    /// `--pipeline-stages N`: the GPUs in rank order cut into N stages (else the
+    /// stages are found from the NCCL point-to-point transfers, if they form chains).
+    pub pipeline_stages: Option<usize>,
 }
 
 impl Default for ReportOptions {
@@ -96,6 +100,7 @@ impl Default for ReportOptions {
             html: None,
             json: None,
             window: None,
+            pipeline_stages: None,
         }
     }
 }
@@ -236,8 +241,17 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
         gaps_per_gpu: GAPS_PER_GPU,
         memory_limit: options.memory_limit,
         window: window.as_ref().map(|(start, end, _)| (*start, *end)),
+        pipeline_stages: options.pipeline_stages,
     };
     let (mut scan, mut body) = Scan::open(files, &scan_options)?;
+    if let Some(n) = options.pipeline_stages {
+        let gpus = scan.gpu_count();
+        if n == 0 || gpus < n || !gpus.is_multiple_of(n) {
+            bail!(UsageError(format!(
+                "--pipeline-stages {n}: the trace's {gpus} GPUs do not split into {n} stages of equal size"
+            )));
+        }
+    }
     scan.run(&mut body, files)?;
     scan.finish()?;
     let window = window.map(|(start, _, chosen_by)| model::Window {
@@ -250,5 +264,6 @@ pub fn analyze(files: &TraceFiles, options: &ReportOptions) -> Result<Report> {
         files.prv.display().to_string(),
         options.gap_threshold_ns,
         window,
+        options.pipeline_stages,
     ))
 }

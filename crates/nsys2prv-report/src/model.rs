@@ -56,6 +56,10 @@ pub struct Report {
     /// Why the GPUs were idle (traces with GPU stream rows).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_causes: Option<IdleCauses>,
+    /// Pipeline bubbles per stage and iteration (a pipeline found from the NCCL
+    /// point-to-point transfers, or given with `--pipeline-stages`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Pipeline>,
 }
 
 /// Late arrivals at NCCL collectives: for every collective instance matched across
@@ -187,6 +191,64 @@ pub struct IterationIdle {
     pub iteration: usize,
     #[serde(flatten)]
     pub split: IdleSplit,
+}
+
+/// The pipeline's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Pipeline {
+    /// What gave the stages: `NCCL point-to-point transfers` or `--pipeline-stages N`.
+    pub found_by: String,
+    /// The iteration range the figures are per; `None`: no iterations, each GPU's
+    /// whole run (its first compute kernel to its last) is one span.
+    pub iteration_range: Option<String>,
+    pub stages: Vec<Stage>,
+    /// Micro-batches per iteration: transfers from stage 0 to stage 1, per
+    /// iteration and chain (`None` when that is not a whole number, or without
+    /// transfers or iterations).
+    pub micro_batches: Option<u64>,
+    /// Over every iteration: the share of the stages' GPU time within the
+    /// iteration's pipeline span (from the first compute kernel of any stage to
+    /// the end of the last one of any) with no compute kernel running.
+    pub pipeline_share: Option<f64>,
+    /// GPipe's bubble share (p − 1)/(m + p − 1), for p stages and m micro-batches
+    /// (equal stages, free transfers): a sanity line beside `pipeline_share`.
+    pub gpipe_share: Option<f64>,
+}
+
+/// One stage: its GPUs, and its bubble per iteration and in all.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stage {
+    /// From 0.
+    pub stage: usize,
+    /// Indexes into `Report::gpus`.
+    pub gpus: Vec<usize>,
+    /// Its GPUs in few words: `rank 2 GPU 0`, or the first and how many more.
+    pub label: String,
+    /// Iterations in which the stage ran compute kernels.
+    pub iterations: usize,
+    /// Summed over its iterations and GPUs.
+    pub span_ns: u64,
+    pub bubble_ns: u64,
+    /// Of the bubble: time with an NCCL kernel running (waiting for, or moving,
+    /// a neighbour's data), and with nothing running on the GPU.
+    pub in_nccl_ns: u64,
+    pub idle_ns: u64,
+    /// bubble / span.
+    pub share: Option<f64>,
+    pub per_iteration: Vec<StageIteration>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageIteration {
+    /// 1-based, by order within each task (as `Iterations`).
+    pub iteration: usize,
+    /// The stage's GPUs with compute kernels in it (the times are summed over them).
+    pub gpus: usize,
+    pub span_ns: u64,
+    pub bubble_ns: u64,
+    pub in_nccl_ns: u64,
+    pub idle_ns: u64,
+    pub share: Option<f64>,
 }
 
 /// A GPU metric over the useful time.

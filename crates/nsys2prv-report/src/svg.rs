@@ -247,6 +247,45 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// Horizontal bars, one per row, each cut into its shares (adding up to 1) in the
+/// colours of `legend`, with a 0–100 % axis and the legend below.
+pub fn stage_bars(rows: &[(String, [f64; 4])], legend: &[(&str, &str); 4]) -> Markup {
+    let row_height = 22.0;
+    let height = row_height * rows.len() as f64;
+    html! {
+        svg class="chart pipeline" width=(LABEL_WIDTH + PLOT_WIDTH + RIGHT_MARGIN) height=(TOP + height + AXIS_HEIGHT + 30.0)
+            role="img" aria-label="compute and bubble share of each pipeline stage" {
+            title { "Compute and bubble share of each pipeline stage's span" }
+            g transform=(format!("translate(0,{TOP})")) {
+                @for (i, (label, shares)) in rows.iter().enumerate() {
+                    @let y = i as f64 * row_height;
+                    text x=(LABEL_WIDTH - 6.0) y=(y + row_height / 2.0 + 4.0) text-anchor="end" class="label" { (clip(label, 36)) }
+                    g {
+                        title { (label) ": compute " (pct(shares[0])) ", bubble in NCCL kernels " (pct(shares[1]))
+                            ", with nothing running " (pct(shares[2])) ", in memory operations " (pct(shares[3])) }
+                        @for k in 0..shares.len() {
+                            @let x = LABEL_WIDTH + shares[..k].iter().sum::<f64>() * PLOT_WIDTH;
+                            rect x=(x) y=(y) width=(shares[k] * PLOT_WIDTH) height=(row_height - 4.0) fill=(legend[k].1) {}
+                        }
+                    }
+                }
+                line x1=(LABEL_WIDTH) y1=(height) x2=(LABEL_WIDTH + PLOT_WIDTH) y2=(height) class="axis" {}
+                @for k in 0..=4 {
+                    @let x = LABEL_WIDTH + PLOT_WIDTH * k as f64 / 4.0;
+                    line x1=(x) y1=(height) x2=(x) y2=(height + 5.0) class="axis" {}
+                    text x=(x) y=(height + 18.0) text-anchor="middle" class="tick" { (k * 25) "%" }
+                }
+                @let y = height + AXIS_HEIGHT;
+                @for (k, (name, colour)) in legend.iter().enumerate() {
+                    @let x = LABEL_WIDTH + 240.0 * k as f64;
+                    rect x=(x) y=(y) width="12" height="12" fill=(colour) {}
+                    text x=(x + 16.0) y=(y + 10.0) class="tick" { (name) }
+                }
+            }
+        }
+    }
+}
+
 /// Colours of the highlighted (slowest) tasks.
 const HIGHLIGHT: [&str; 5] = ["#c53030", "#d69e2e", "#805ad5", "#2f855a", "#b83280"];
 /// Up to this many tasks, each gets its own grey line; above, a min–max band.

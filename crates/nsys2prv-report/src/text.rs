@@ -6,6 +6,8 @@ use super::model::*;
 
 /// Rows of per-GPU tables printed before the rest is summarised.
 const GPU_ROWS: usize = 32;
+/// Stage columns of the per-iteration table printed at most.
+const STAGE_COLUMNS: usize = 8;
 
 pub fn seconds(ns: u64) -> String {
     format!("{:.6}", ns as f64 / 1e9)
@@ -89,6 +91,7 @@ impl Report {
         if let Some(idle) = &self.idle_causes {
             idle_table(idle, &mut out);
         }
+        self.pipeline_table(&mut out);
         named_table(&mut out, "MPI calls", "call", &self.mpi, top);
         self.memory_table(&mut out);
         self.iteration_table(&mut out);
@@ -407,6 +410,108 @@ impl Report {
                     clip(&l.rank, 12),
                     seconds(l.wait_ns),
                     seconds(l.total_wait_ns)
+                );
+            }
+        }
+        out.push('\n');
+    }
+
+    /// Pipeline bubbles per stage, and per iteration.
+    fn pipeline_table(&self, out: &mut String) {
+        let Some(p) = &self.pipeline else { return };
+        let per = match &p.iteration_range {
+            Some(range) => format!("per iteration of '{range}'"),
+            None => "over the whole run".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "Pipeline bubbles: {} stages (from {}), {per}",
+            p.stages.len(),
+            p.found_by
+        );
+        let _ = writeln!(
+        out,
+        "bubble: time between a stage's first and last compute kernel of the iteration with no compute kernel running"
+    );
+        let width = p
+            .stages
+            .iter()
+            .map(|s| s.label.chars().count())
+            .max()
+            .unwrap_or(4)
+            .clamp(4, 40);
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<width$}  {:>10}  {:>12}  {:>12}  {:>7}  {:>12}  {:>12}",
+            "stage", "GPUs", "iterations", "span s", "bubble s", "share", "in NCCL s", "idle s"
+        );
+        for s in &p.stages {
+            let _ = writeln!(
+                out,
+                "{:>5}  {:<width$}  {:>10}  {:>12}  {:>12}  {:>7}  {:>12}  {:>12}",
+                s.stage,
+                clip(&s.label, width),
+                s.iterations,
+                seconds(s.span_ns),
+                seconds(s.bubble_ns),
+                percent(s.share),
+                seconds(s.in_nccl_ns),
+                seconds(s.idle_ns),
+            );
+        }
+        if p.stages.iter().any(|s| s.gpus.len() > 1) {
+            let _ = writeln!(out, "(times are summed over each stage's GPUs)");
+        }
+        if let Some(shared) = p.pipeline_share {
+            let _ = write!(
+            out,
+            "Whole pipeline: {} of the stages' time within each iteration's pipeline span is bubble",
+            percent(Some(shared))
+        );
+            match (p.micro_batches, p.gpipe_share) {
+                (Some(m), Some(g)) => {
+                    let _ = writeln!(
+                    out,
+                    "; GPipe's (p-1)/(m+p-1) for p = {} stages and m = {m} micro-batches: {} (equal stages, free transfers)",
+                    p.stages.len(),
+                    percent(Some(g))
+                );
+                }
+                _ => out.push('\n'),
+            }
+        }
+        let iterations = p
+            .stages
+            .iter()
+            .flat_map(|s| s.per_iteration.iter().map(|i| i.iteration))
+            .max()
+            .unwrap_or(0);
+        if p.iteration_range.is_some() && iterations > 0 {
+            let shown = p.stages.len().min(STAGE_COLUMNS);
+            let mut header = format!("{:>9}", "iteration");
+            for s in &p.stages[..shown] {
+                let _ = write!(header, "  {:>20}", format!("stage {} bubble ms", s.stage));
+            }
+            let _ = writeln!(out, "{header}");
+            for k in 1..=iterations.min(50) {
+                let mut line = format!("{k:>9}");
+                for s in &p.stages[..shown] {
+                    let cell = match s.per_iteration.iter().find(|i| i.iteration == k) {
+                        Some(i) => format!("{} ({})", millis(i.bubble_ns as f64), percent(i.share)),
+                        None => "-".to_string(),
+                    };
+                    let _ = write!(line, "  {cell:>20}");
+                }
+                let _ = writeln!(out, "{line}");
+            }
+            if iterations > 50 {
+                let _ = writeln!(out, "… and {} more iterations", iterations - 50);
+            }
+            if p.stages.len() > shown {
+                let _ = writeln!(
+                    out,
+                    "… and {} more stages (all in the JSON)",
+                    p.stages.len() - shown
                 );
             }
         }

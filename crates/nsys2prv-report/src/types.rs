@@ -12,6 +12,8 @@ pub use nsys2prv_events::{
 /// Communication tags of a launch (kernel) and of a memory operation's call.
 pub const LAUNCH_TAG: i128 = nsys2prv_events::TAG_LAUNCH as i128;
 pub const COPY_TAG: i128 = nsys2prv_events::TAG_MEMORY as i128;
+/// Communication tag of an NCCL point-to-point transfer between GPU stream rows.
+pub const NCCL_P2P_TAG: i128 = nsys2prv_events::TAG_NCCL_P2P as i128;
 
 /// `CUDA-D<dev>.S<stream>` → device.
 pub fn stream_device(thread_name: &str) -> Option<u32> {

@@ -444,6 +444,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
     pub memory_limit: u64,
 
+    /// Pipeline bubbles of N stages: the GPUs in rank order cut into N blocks of
+    /// equal size, stage 0 first (default: the stages are found from the NCCL
+    /// point-to-point transfers, when they link the GPUs in chains)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..))]
+    pub pipeline_stages: Option<u64>,
+
     /// Accepted for compatibility: files are written only where asked
     #[arg(long, hide = true)]
     pub no_files: bool,

@@ -32,6 +32,7 @@ pub fn run_command(args: &ReportArgs) -> Result<()> {
             (None, Some(spec)) => Some(WindowArg::Range(spec.clone())),
             (None, None) => None,
         },
+        pipeline_stages: args.pipeline_stages.map(|n| n as usize),
     };
     match args.traces.as_slice() {
         [trace] => {

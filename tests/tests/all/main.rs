@@ -39,6 +39,7 @@ mod openmp_openacc;
 mod osrt_sched;
 mod paramedir;
 mod paraver_limits;
+mod pipeline;
 mod pmf;
 mod ranks;
 mod report;

@@ -307,7 +307,7 @@ fn iteration_times_match_the_exports() {
 /// Every `data-k` figure of the page equals the JSON at that pointer (in the unit
 /// the page shows), every number in a table cell is such a figure, and nothing
 /// points outside the file.
-fn check_page_figures(rep: &Path) {
+pub(crate) fn check_page_figures(rep: &Path) {
     let page = std::fs::read_to_string(rep.join("report.html")).unwrap();
     let json: Value =
         serde_json::from_slice(&std::fs::read(rep.join("report.json")).unwrap()).unwrap();
@@ -440,7 +440,7 @@ document.body.appendChild(pre);
 
 /// Renders the page: a screenshot that is not blank, SVGs laid out with their size,
 /// and no console error or network request.
-fn check_rendering(rep: &Path, height: u32) {
+pub(crate) fn check_rendering(rep: &Path, height: u32) {
     let Some(chromium) = chromium() else { return };
     let page = rep.join("report.html");
     let profile = tempfile::tempdir().unwrap();

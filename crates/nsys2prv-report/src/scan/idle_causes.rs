@@ -257,8 +257,10 @@ impl Accumulator for IdleCauses {
                 thread,
                 gpu,
                 stream,
-                op_begin,
+                begins,
             } => {
+                // An operation that began before the window counts from its start.
+                let op_begin = begins.unwrap_or(0);
                 self.gpus[gpu].launcher = Some(thread);
                 let queue = &mut self.streams[stream];
                 let launch = PendingLaunch {

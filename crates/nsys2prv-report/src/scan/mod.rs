@@ -17,6 +17,7 @@ mod mpi;
 mod names;
 mod nccl;
 mod nvtx;
+mod pipeline;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -43,6 +44,8 @@ use memory::Memory;
 use mpi::Mpi;
 use nccl::Nccl;
 use nvtx::NvtxRanges;
+pub(crate) use pipeline::PipelineScan;
+pub use pipeline::{Span, Transfers, WHOLE_RUN};
 
 /// What the pass needs to know besides the trace.
 #[derive(Clone, Debug)]
@@ -57,6 +60,8 @@ pub struct ScanOptions {
     /// intervals crossing its edges are clipped to it, the iterations are those
     /// wholly inside, and every time the scan keeps is from its start.
     pub window: Option<(u64, u64)>,
+    /// `--pipeline-stages N`: the GPUs split into N stages in rank order.
+    pub pipeline_stages: Option<usize>,
 }
 
 /// What a thread of the trace is.
@@ -164,17 +169,20 @@ pub(crate) enum Event<'a> {
     RangeEnd { thread: usize, range: &'a OpenCall },
     /// A CPU thread launched work (a kernel, a memory operation) on `gpu`: a call
     /// that began at `at.time` asked for an operation on stream row `stream` that
-    /// begins at `op_begin`.
+    /// begins at `begins` (`None`: before the window).
     Launch {
         thread: usize,
         gpu: usize,
         stream: usize,
-        op_begin: u64,
+        begins: Option<u64>,
     },
     /// A `cudaStreamWaitEvent` on stream row `thread` (at the call's end).
     StreamWait { thread: usize },
     /// A host function began or ended on stream row `thread`.
     HostFunction { thread: usize, begins: bool },
+    /// An NCCL point-to-point transfer (tag 55005) from a stream row of GPU `from`
+    /// to one of GPU `to`, sent at `at.time`.
+    Transfer { from: usize, to: usize, bytes: u64 },
     /// The NCCL collective kernel begun at `at.time` on stream row `thread` waited
     /// `wait_ns` for rank `rank` (a value of `NCCL_WAITED_FOR_RANK`).
     CollectiveWait {
@@ -216,6 +224,8 @@ pub struct Scan {
     nvtx: NvtxRanges,
     late_arrivals: LateArrivals,
     idle_causes: IdleCauses,
+    /// Only for traces that may hold a pipeline ([`PipelineScan::wanted`]).
+    pipeline: Option<PipelineScan>,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -380,6 +390,8 @@ impl Scan {
             nvtx: NvtxRanges::default(),
             late_arrivals: LateArrivals::new(options.memory_limit),
             idle_causes: IdleCauses::new(&trace, options.memory_limit),
+            pipeline: PipelineScan::wanted(&names, options)
+                .then(|| PipelineScan::new(&trace, &names, options)),
             bins,
             options: options.clone(),
             trace,
@@ -399,6 +411,18 @@ impl Scan {
     /// the events it reads, so a record costs only the figures it concerns).
     fn tell(&mut self, at: At, event: Event) -> Result<()> {
         let trace = &self.trace;
+        if let Some(pipeline) = &mut self.pipeline {
+            if matches!(
+                event,
+                Event::GpuLine { .. }
+                    | Event::GpuBegin { .. }
+                    | Event::GpuEnd { .. }
+                    | Event::Launch { .. }
+                    | Event::Transfer { .. }
+            ) {
+                pipeline.on_event(trace, at, event)?;
+            }
+        }
         match event {
             Event::GpuLine { .. } | Event::GpuLineDone { .. } | Event::Launch { .. } => {
                 self.idle_causes.on_event(trace, at, event)?;
@@ -423,6 +447,7 @@ impl Scan {
                 self.iterations.on_event(trace, at, event)
             }
             Event::CollectiveWait { .. } => self.late_arrivals.on_event(trace, at, event),
+            Event::Transfer { .. } => Ok(()),
         }
     }
 
@@ -474,11 +499,25 @@ impl Scan {
                     let sender = self.trace.thread_index(c.sender.task, c.sender.thread);
                     let receiver = self.trace.thread_index(c.receiver.task, c.receiver.thread);
                     if let (Some(sender), Some(receiver)) = (sender, receiver) {
-                        let receive = i128::from(self.window_start);
-                        let op_begin = (c.logical_receive.max(receive) - receive)
-                            .clamp(0, i128::from(u64::MAX))
-                            as u64;
-                        self.launch(sender, receiver, at, op_begin)?;
+                        let begins = (c.logical_receive >= start).then(|| {
+                            (c.logical_receive - start).clamp(0, i128::from(u64::MAX)) as u64
+                        });
+                        self.launch(sender, receiver, begins, at)?;
+                    }
+                }
+                Record::Comm(c) if c.tag == NCCL_P2P_TAG && self.pipeline.is_some() => {
+                    let gpu_of = |task, thread| match self.trace.thread_index(task, thread) {
+                        Some(i) => match self.trace.threads[i].kind {
+                            ThreadKind::Stream { gpu } => Some(gpu),
+                            _ => None,
+                        },
+                        None => None,
+                    };
+                    let from = gpu_of(c.sender.task, c.sender.thread);
+                    let to = gpu_of(c.receiver.task, c.receiver.thread);
+                    if let (Some(from), Some(to)) = (from, to) {
+                        let bytes = u64::try_from(c.size).unwrap_or(0);
+                        self.tell(at, Event::Transfer { from, to, bytes })?;
                     }
                 }
                 _ => {}
@@ -503,7 +542,13 @@ impl Scan {
         text
     }
 
-    fn launch(&mut self, sender: usize, receiver: usize, at: At, op_begin: u64) -> Result<()> {
+    fn launch(
+        &mut self,
+        sender: usize,
+        receiver: usize,
+        begins: Option<u64>,
+        at: At,
+    ) -> Result<()> {
         if let ThreadKind::Stream { gpu } = self.trace.threads[receiver].kind {
             if self.trace.threads[sender].kind == ThreadKind::Cpu {
                 self.seen.launches += 1;
@@ -513,7 +558,7 @@ impl Scan {
                         thread: sender,
                         gpu,
                         stream: receiver,
-                        op_begin,
+                        begins,
                     },
                 );
             }
@@ -771,6 +816,12 @@ impl Scan {
     /// Why each GPU was idle: its idle time by cause, and the pieces one by one.
     pub(crate) fn idle_causes(&self) -> &IdleCauses {
         &self.idle_causes
+    }
+
+    /// The spans and transfers of the pipeline figure, for traces that may hold a
+    /// pipeline.
+    pub(crate) fn pipeline(&self) -> Option<&PipelineScan> {
+        self.pipeline.as_ref()
     }
 
     pub fn nccl_stats(&self) -> Vec<NcclStats> {

@@ -54,6 +54,7 @@ fn check(body: &str, window: Option<(u64, u64)>, expect: Expect) {
         gaps_per_gpu: 2,
         memory_limit: 1 << 20,
         window,
+        pipeline_stages: None,
     };
     let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
     scan.run(&mut reader, &files).unwrap();
@@ -267,6 +268,7 @@ fn check_idle(body: &str, expect: Expect) {
         gaps_per_gpu: 2,
         memory_limit: 1 << 20,
         window: None,
+        pipeline_stages: None,
     };
     let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
     scan.run(&mut reader, &files).unwrap();
@@ -347,4 +349,87 @@ fn a_host_function_on_the_stream_is_a_dependency() {
             (0, Dependency, 200, 400)
         "#]],
     );
+}
+
+/// The pipeline figure's spans and transfers on a trace whose `.pcf` has a
+/// point-to-point NCCL collective (which turns the figure on).
+fn pipeline_spans(body: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let prv = dir.path().join("t.prv");
+    let header = "#Paraver (01/01/2026 at 00:00):1000_ns:1(4):1:1(4:1)\n";
+    std::fs::write(&prv, format!("{header}{body}")).unwrap();
+    let pcf = PCF.replace("1 AllReduce\n", "1 AllReduce\n2 SendRecv\n");
+    std::fs::write(dir.path().join("t.pcf"), pcf).unwrap();
+    std::fs::write(dir.path().join("t.row"), ROW).unwrap();
+    let files = TraceFiles::of(&prv);
+    let options = ScanOptions {
+        iterations: None,
+        gap_threshold_ns: 10,
+        bins: 4,
+        gaps_per_gpu: 2,
+        memory_limit: 1 << 20,
+        window: None,
+        pipeline_stages: None,
+    };
+    let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
+    scan.run(&mut reader, &files).unwrap();
+    scan.finish().unwrap();
+    let pipeline = scan
+        .pipeline()
+        .expect("a point-to-point collective turns it on");
+    let mut spans: Vec<_> = pipeline.spans.iter().collect();
+    spans.sort_by_key(|(k, _)| **k);
+    let mut out = String::new();
+    for ((gpu, (candidate, begin)), s) in spans {
+        let name = pipeline
+            .candidate_names
+            .get(*candidate as usize)
+            .map_or("whole run", String::as_str);
+        writeln!(
+            out,
+            "gpu {gpu} {name} from {begin}: {}..{} ({} kernels) bubble {} in NCCL {} idle {}",
+            s.first,
+            s.last,
+            s.kernels,
+            s.bubble(),
+            s.in_nccl(),
+            s.idle()
+        )
+        .unwrap();
+    }
+    writeln!(out, "transfers {:?}", pipeline.transfers).unwrap();
+    out
+}
+
+/// A kernel belongs to the iteration its launch left the CPU in, even when it runs
+/// after that iteration's range ended and the next began; the span's bubble splits
+/// into time in NCCL kernels and time with nothing running.
+#[test]
+fn kernels_count_in_the_iteration_they_were_launched_in() {
+    let spans = pipeline_spans(
+        "\
+2:0:1:1:1:50:9600:1
+3:0:1:1:1:60:60:0:1:1:2:100:100:0:55001
+3:0:1:1:1:70:70:0:1:1:2:400:400:0:55001
+2:0:1:1:2:100:63000006:1
+2:0:1:1:2:200:63000006:0:63000007:1:9520:2
+3:0:1:1:2:200:200:0:1:1:3:250:300:4096:55005
+2:0:1:1:2:300:63000007:0:9520:0
+2:0:1:1:1:300:9600:0
+2:0:1:1:1:350:9600:1
+3:0:1:1:1:360:360:0:1:1:2:600:600:0:55001
+2:0:1:1:2:400:63000006:2
+2:0:1:1:2:500:63000006:0
+2:0:1:1:2:600:63000006:1
+2:0:1:1:2:700:63000006:0
+2:0:1:1:1:900:9600:0
+",
+    );
+    expect![[r#"
+        gpu 0 iteration from 50: 100..500 (2 kernels) bubble 200 in NCCL 100 idle 100
+        gpu 0 iteration from 350: 600..700 (1 kernels) bubble 0 in NCCL 0 idle 0
+        gpu 0 whole run from 0: 100..700 (3 kernels) bubble 300 in NCCL 100 idle 200
+        transfers {(0, 0): Transfers { count: 1, bytes: 4096, first: 200 }}
+    "#]]
+    .assert_eq(&spans);
 }
