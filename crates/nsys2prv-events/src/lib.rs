@@ -26,6 +26,13 @@ pub const NCCL_KERNEL: u32 = 63_000_007;
 /// which nsys2prv reserves for MPI, nor 9301-9305, its CUDA events (0.6).
 pub const CUDA_SYNC: u32 = 9350;
 
+/// On a GPU stream row: the kernels launched on the stream (their launch call
+/// begun) that have not started yet; a level, written at each change.
+pub const LAUNCH_QUEUE_DEPTH: u32 = 9210;
+/// With a kernel (its begin, 0 at its end): ns from the begin of the API call
+/// that launched it to the kernel's begin.
+pub const LAUNCH_LATENCY: u32 = 9211;
+
 /// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
 /// functions), and to memory operations.
 pub const TAG_LAUNCH: i64 = 55_001;

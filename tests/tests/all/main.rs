@@ -38,6 +38,7 @@ mod osrt_sched;
 mod paramedir;
 mod paraver_limits;
 mod pmf;
+mod queues;
 mod ranks;
 mod report;
 mod report_page;

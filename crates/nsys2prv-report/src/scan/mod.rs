@@ -11,6 +11,7 @@ mod gpu_time;
 mod iterations;
 mod kernels;
 mod late_arrivals;
+mod launch_queues;
 mod memory;
 mod mpi;
 mod names;
@@ -36,6 +37,7 @@ pub use gpu_time::GpuTimes;
 use iterations::Iterations;
 use kernels::Kernels;
 use late_arrivals::LateArrivals;
+pub(crate) use launch_queues::{nearest_rank, Latencies, LaunchQueues};
 use memory::Memory;
 use mpi::Mpi;
 use nccl::Nccl;
@@ -166,6 +168,12 @@ pub(crate) enum Event<'a> {
         rank: i64,
         wait_ns: u64,
     },
+    /// After every pair of a line of stream row `thread` was told (its
+    /// operations begun or ended): the line's pairs.
+    StreamLineDone {
+        thread: usize,
+        line: &'a [(u32, i64)],
+    },
 }
 
 /// One figure of the report, accumulated as the walker goes.
@@ -199,6 +207,7 @@ pub struct Scan {
     iterations: Iterations,
     nvtx: NvtxRanges,
     late_arrivals: LateArrivals,
+    launch_queues: LaunchQueues,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -362,6 +371,7 @@ impl Scan {
             iterations,
             nvtx: NvtxRanges::default(),
             late_arrivals: LateArrivals::new(options.memory_limit),
+            launch_queues: LaunchQueues::new(options.memory_limit),
             bins,
             options: options.clone(),
             trace,
@@ -400,6 +410,7 @@ impl Scan {
                 self.iterations.on_event(trace, at, event)
             }
             Event::CollectiveWait { .. } => self.late_arrivals.on_event(trace, at, event),
+            Event::StreamLineDone { .. } => self.launch_queues.on_event(trace, at, event),
         }
     }
 
@@ -549,7 +560,14 @@ impl Scan {
                 )?;
             }
         }
-        self.tell(at, Event::GpuLineDone { gpu })
+        self.tell(at, Event::GpuLineDone { gpu })?;
+        self.tell(
+            at,
+            Event::StreamLineDone {
+                thread: index,
+                line: pairs,
+            },
+        )
     }
 
     /// Ends the latest operation of type `ty` open on stream row `index`.
@@ -642,6 +660,7 @@ impl Scan {
                 }
             }
         }
+        self.launch_queues.finish(self.elapsed);
         self.first_activity = self.gpu_time.first_activity;
         self.seen.nccl_kernels = self.nccl.kernels;
         self.seen.nccl_with_collective = self.nccl.with_collective;
@@ -720,6 +739,16 @@ impl Scan {
     /// one by one (and how many were left out of those), with the names of the values.
     pub(crate) fn late_arrivals(&self) -> &LateArrivals {
         &self.late_arrivals
+    }
+
+    /// The launch queues of the stream rows and the launch latencies of their kernels.
+    pub(crate) fn launch_queues(&self) -> &LaunchQueues {
+        &self.launch_queues
+    }
+
+    /// The `.row` name of thread `thread` with its task's.
+    pub(crate) fn stream_label(&self, thread: usize) -> String {
+        self.thread_label(thread)
     }
 
     pub fn nccl_stats(&self) -> Vec<NcclStats> {
