@@ -134,7 +134,7 @@ fn latency_stats(acc: &crate::scan::Latencies) -> LatencyStats {
 /// most starved first.
 fn launch_queues(scan: &Scan) -> Option<LaunchQueues> {
     let acc = scan.launch_queues();
-    if acc.streams.is_empty() && acc.latencies.is_empty() {
+    if acc.streams.iter().all(Option::is_none) && acc.latencies.is_empty() {
         return None;
     }
     let mut per_stream: BTreeMap<usize, Latencies> = BTreeMap::new();
@@ -146,16 +146,17 @@ fn launch_queues(scan: &Scan) -> Option<LaunchQueues> {
         all.merge(l);
     }
     let elapsed = scan.elapsed.max(1);
-    let threads: BTreeSet<usize> = acc
-        .streams
-        .keys()
-        .chain(per_stream.keys())
-        .copied()
-        .collect();
+    let with_queue = (0..acc.streams.len()).filter(|&t| acc.streams[t].is_some());
+    let threads: BTreeSet<usize> = with_queue.chain(per_stream.keys().copied()).collect();
     let mut streams: Vec<StreamQueue> = threads
         .into_iter()
         .map(|thread| {
-            let q = acc.streams.get(&thread).cloned().unwrap_or_default();
+            let q = acc
+                .streams
+                .get(thread)
+                .cloned()
+                .flatten()
+                .unwrap_or_default();
             StreamQueue {
                 stream: scan.stream_label(thread),
                 mean_depth: q.depth_ns as f64 / elapsed as f64,

@@ -585,7 +585,7 @@ fn launch_queues(r: &Report) -> Markup {
             (micros("/launch_queues/all/p90_ns", q.all.p90_ns as f64)) " us, max "
             (micros("/launch_queues/all/max_ns", q.all.max_ns as f64)) " us." }
         table {
-            tr { th.name { "stream (most starved first)" } th { "starved s" } th { "starved" } th { "queued idle s" }
+            tr { th.name { "stream (most starved first)" } th { "starved s" } th { "starved %" } th { "queued idle s" }
                  th { "mean depth" } th { "max depth" } th { "kernels" } th { "median us" } th { "p90 us" } th { "max us" } }
             @for (i, s) in q.streams.iter().enumerate().take(TOP_ROWS) {
                 @let p = format!("/launch_queues/streams/{i}");

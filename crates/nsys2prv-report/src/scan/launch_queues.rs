@@ -73,8 +73,8 @@ impl StreamQueue {
 }
 
 pub(crate) struct LaunchQueues {
-    /// Stream rows with queue depths, by thread.
-    pub streams: BTreeMap<usize, StreamQueue>,
+    /// Stream rows with queue depths, by thread (`None`: no depth seen yet).
+    pub streams: Vec<Option<StreamQueue>>,
     /// (stream thread, kernel type, kernel value) → its latencies.
     pub latencies: BTreeMap<(usize, u32, i64), Latencies>,
     kept: usize,
@@ -85,7 +85,7 @@ pub(crate) struct LaunchQueues {
 impl LaunchQueues {
     pub fn new(memory_limit: u64) -> Self {
         Self {
-            streams: BTreeMap::new(),
+            streams: Vec::new(),
             latencies: BTreeMap::new(),
             kept: 0,
             max_kept: (memory_limit / 8 / 8) as usize,
@@ -96,7 +96,7 @@ impl LaunchQueues {
     /// Closes every stream's clock at the end of the time scanned; idle time
     /// after a stream's last operation is not starvation (nothing came).
     pub fn finish(&mut self, end: u64) {
-        for q in self.streams.values_mut() {
+        for q in self.streams.iter_mut().flatten() {
             q.advance(end);
         }
     }
@@ -104,9 +104,16 @@ impl LaunchQueues {
     fn line(&mut self, trace: &Trace, at: At, thread: usize, line: &[(u32, i64)]) {
         let depth = line.iter().rev().find(|p| p.0 == LAUNCH_QUEUE_DEPTH);
         let state = &trace.threads[thread];
-        let queue = match (self.streams.get_mut(&thread), depth) {
+        if thread >= self.streams.len() {
+            if depth.is_none() {
+                return;
+            }
+            self.streams.resize(thread + 1, None);
+        }
+        let slot = &mut self.streams[thread];
+        let queue = match (slot, depth) {
             (Some(q), _) => q,
-            (None, Some(_)) => self.streams.entry(thread).or_default(),
+            (slot @ None, Some(_)) => slot.insert(StreamQueue::default()),
             (None, None) => return,
         };
         queue.advance(at.time);
