@@ -12,7 +12,8 @@ use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::ReportContext;
 use crate::cuda_sync::{CUDA_SYNC, SYNC};
 use crate::handoff::{GpuLinks, NcclKernelOp, NcclRanges, SyncCall, SyncCalls};
-use crate::types::{interval, state};
+use crate::launch_queues::{LaunchQueues, LAUNCH_LATENCY, LAUNCH_QUEUE_DEPTH};
+use crate::types::{interval, level, state};
 use crate::view::bundled_view;
 
 pub use nsys2prv_events::{CORRELATION_ID, CUDA_API};
@@ -65,6 +66,16 @@ fn event_types() -> Vec<EventTypeInfo> {
     vec![
         interval(CUDA_API, "CUDA library call", ValueLabels::Names),
         interval(CORRELATION_ID, "CUDA correlation ID", ValueLabels::Numeric),
+        level(
+            LAUNCH_QUEUE_DEPTH,
+            "CUDA launch queue depth (kernels launched, not started)",
+            ValueLabels::Numeric,
+        ),
+        interval(
+            LAUNCH_LATENCY,
+            "CUDA kernel launch latency (ns)",
+            ValueLabels::Numeric,
+        ),
     ]
 }
 
@@ -118,6 +129,7 @@ fn translate(
     let (mut arrows, mut synced, mut filtered, mut emitted) = (0u64, 0u64, 0u64, 0u64);
     let mut launched = links.finder();
     let mut matcher = syncs.matcher();
+    let mut queues = LaunchQueues::default();
     let sync_pair = |s: &SyncCall| [EventPair::name(CUDA_SYNC, s.kind)];
     let scan = export.api_calls(|call| {
         let thread = ctx.cpu_thread(call.global_tid);
@@ -175,6 +187,9 @@ fn translate(
             emitted += 1;
         }
         for link in launches {
+            if let Some(end) = link.kernel_end() {
+                queues.add(link.thread, call.start, link.start, end);
+            }
             if let Some(end) = link.nccl_end() {
                 // The NCCL call this launch was made in describes the kernel.
                 if let Some(range) = nccl.enclosing(thread, call.start) {
@@ -195,6 +210,7 @@ fn translate(
         Ok(())
     })?;
     if outputs.calls {
+        queues.write(ctx);
         ctx.count(RUNTIME, emitted);
         if ctx.options.api_calls.is_set() {
             ctx.count(

@@ -43,7 +43,7 @@ pub(crate) struct GpuLink {
     pub thread: LocalThread,
     pub correlation: i64,
     pub start: i64,
-    /// An NCCL kernel's end, a memory operation's bytes; 0 for other launches.
+    /// A kernel's end, a memory operation's bytes; 0 for other launches.
     value: i64,
 }
 
@@ -53,6 +53,9 @@ const KIND_LAUNCH: u32 = 0;
 /// An NCCL kernel: it takes the payload of the NCCL call that launched it.
 const KIND_NCCL_LAUNCH: u32 = 1;
 const KIND_MEMORY: u32 = 2;
+/// A compute kernel (graphs and host functions are `KIND_LAUNCH`): it counts in
+/// its stream's launch queue.
+const KIND_KERNEL: u32 = 3;
 
 impl GpuLink {
     pub fn pid(&self) -> u32 {
@@ -67,6 +70,13 @@ impl GpuLink {
     /// for any other operation.
     pub fn nccl_end(&self) -> Option<i64> {
         (self.kind() == KIND_NCCL_LAUNCH).then_some(self.value)
+    }
+
+    /// A kernel's end (compute or NCCL): kernels count in their stream's launch
+    /// queue ([`crate::launch_queues`]); `None` for graphs, host functions and
+    /// memory operations.
+    pub fn kernel_end(&self) -> Option<i64> {
+        matches!(self.kind(), KIND_KERNEL | KIND_NCCL_LAUNCH).then_some(self.value)
     }
 
     /// Bytes the arrow carries: a memory operation's size, 0 for a launch.
@@ -99,6 +109,16 @@ impl GpuLinks {
             (KIND_NCCL_LAUNCH, place.end)
         } else {
             (KIND_LAUNCH, 0)
+        };
+        self.push(place, thread, kind, value);
+    }
+
+    /// A kernel that a call launched (`nccl`: an NCCL kernel).
+    pub fn add_kernel(&mut self, place: &GpuPlace, thread: LocalThread, nccl: bool) {
+        let (kind, value) = if nccl {
+            (KIND_NCCL_LAUNCH, place.end)
+        } else {
+            (KIND_KERNEL, place.end)
         };
         self.push(place, thread, kind, value);
     }

@@ -111,6 +111,23 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         )
         .needs(&[API]),
         bundled_view!(
+            "views/launch_queue_depth.cfg",
+            "How many launched kernels wait to start on each GPU stream, over time?",
+        )
+        .needs(&[API]),
+        bundled_view!(
+            "analysis/launch_queue_depth.cfg",
+            "How long does each GPU stream spend with how many launched kernels waiting?",
+        )
+        .needs(&[API])
+        .on_gpu_streams(),
+        bundled_view!(
+            "analysis/kernel_launch_latency.cfg",
+            "How long after its launch call begins does each kernel start, per stream?",
+        )
+        .needs(&[API])
+        .on_gpu_streams(),
+        bundled_view!(
             "analysis/comm_compute_overlap.cfg",
             "How much NCCL kernel time overlaps how many compute kernels, per task?",
         )
@@ -305,7 +322,7 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         ctx.run
             .interval_shared(thread, p.start, p.end, shared, &pairs);
         ctx.states.add(thread, p.start, p.end, state::RUNNING);
-        links.add_launch(p, thread, is_nccl);
+        links.add_kernel(p, thread, is_nccl);
         Ok(())
     })?;
     ctx.note_scan(KERNEL, scan);

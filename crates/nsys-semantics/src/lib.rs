@@ -19,6 +19,7 @@ mod gpu_metrics;
 pub mod handoff;
 mod host_functions;
 mod kernels;
+mod launch_queues;
 pub mod layout;
 mod memory;
 pub mod messages;

@@ -122,6 +122,35 @@ pub struct SynthDeviceSide {
     /// `CUDA_HOST_CALLBACK`, on the process's callback thread (tid `pid + 999`), all with the
     /// call's correlation id (schema 3.24, standing in for nsys 2026).
     pub host_functions: u64,
+    /// Bursts of kernel launches that queue up, with fixed times, after every other operation
+    /// of the process (`None`: none).
+    pub launch_bursts: Option<SynthLaunchBursts>,
+}
+
+/// Bursts of `cudaLaunchKernel` calls on the process's first CPU thread to its first stream,
+/// after everything else it does, with fixed times: the truth of the launch-queue tests. A
+/// burst's calls begin `call_spacing_ns` apart (each lasting half that); its first kernel
+/// begins `first_latency_ns` after its first call, and its kernels, `kernel_ns` each, run back
+/// to back, so the i-th waits [`SynthLaunchBursts::latency`]. Between a burst's last kernel's
+/// end and the next burst's first call the stream is idle with nothing queued for `gap_ns`
+/// (so, as the first call comes `gap_ns` after the stream's last operation too, every burst
+/// but the first follows `gap_ns` of starvation and `first_latency_ns` of idle time with a
+/// kernel queued).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SynthLaunchBursts {
+    pub bursts: u32,
+    pub kernels_per_burst: u32,
+    pub call_spacing_ns: i64,
+    pub first_latency_ns: i64,
+    pub kernel_ns: i64,
+    pub gap_ns: i64,
+}
+
+impl SynthLaunchBursts {
+    /// The launch latency of the `i`-th kernel of a burst (from 0): its call's begin to its begin.
+    pub fn latency(&self, i: u32) -> i64 {
+        self.first_latency_ns + i64::from(i) * (self.kernel_ns - self.call_spacing_ns)
+    }
 }
 
 /// A data-parallel training loop (PyTorch DDP as nsys records it), run by every process.

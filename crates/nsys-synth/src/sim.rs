@@ -378,6 +378,36 @@ impl<'a, 'c> ProcessSim<'a, 'c> {
                 Operation::HostFunction => self.host_function()?,
             }
         }
+        if let Some(bursts) = self.device.launch_bursts {
+            self.launch_bursts(bursts)?;
+        }
+        Ok(())
+    }
+
+    /// Bursts of launches that queue on the first stream, with the spec's fixed times.
+    fn launch_bursts(&mut self, b: crate::SynthLaunchBursts) -> Result<()> {
+        let (thread, lane) = (0, 0);
+        let mut first_call = self.threads[thread]
+            .next_start()
+            .max(self.lanes[lane].free_at)
+            + b.gap_ns;
+        for _ in 0..b.bursts {
+            let first_kernel = first_call + b.first_latency_ns;
+            for i in 0..i64::from(b.kernels_per_burst) {
+                let api_start = first_call + i * b.call_spacing_ns;
+                let gpu_start = first_kernel + i * b.kernel_ns;
+                let window = Window {
+                    api_start,
+                    api_end: api_start + b.call_spacing_ns / 2,
+                    gpu_start,
+                    gpu_end: gpu_start + b.kernel_ns,
+                };
+                self.launch_kernel_in(thread, lane, &KERNELS[0], self.names.kernels[0], window)?;
+            }
+            let end = first_kernel + i64::from(b.kernels_per_burst) * b.kernel_ns;
+            self.lanes[lane].free_at = end;
+            first_call = end.max(self.threads[thread].now) + b.gap_ns;
+        }
         Ok(())
     }
 

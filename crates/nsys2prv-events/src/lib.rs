@@ -34,6 +34,12 @@ pub const CUDA_EVENT_STREAM_WAIT: i64 = 3;
 /// A host function (`cudaLaunchHostFunc`, graph host node) on a GPU stream: the
 /// stream waits for the CPU meanwhile.
 pub const CUDA_HOST_FUNCTION: u32 = 63_000_110;
+/// On a GPU stream row: the kernels launched on the stream (their launch call
+/// begun) that have not started yet; a level, written at each change.
+pub const LAUNCH_QUEUE_DEPTH: u32 = 9210;
+/// With a kernel (its begin, 0 at its end): ns from the begin of the API call
+/// that launched it to the kernel's begin.
+pub const LAUNCH_LATENCY: u32 = 9211;
 
 /// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
 /// functions), and to memory operations.

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::model::*;
-use super::scan::{HostContext, NamedStatsAcc, Scan};
+use super::scan::{nearest_rank, HostContext, Latencies, NamedStatsAcc, Scan};
 use super::types::*;
 
 /// Rows of the heat map and the bar chart before GPUs are grouped.
@@ -73,6 +73,13 @@ pub fn assemble(
     if let Some(idle) = &idle_causes {
         notes.extend(idle_notes(&scan, idle));
     }
+    let launch_queues = launch_queues(&scan);
+    if scan.launch_queues().left_out > 0 {
+        notes.push(format!(
+            "{} kernel launch latencies were left out of the latency quantiles (--memory-limit); counts, means and maxima have them.",
+            scan.launch_queues().left_out
+        ));
+    }
     if scan.late_arrivals().waits_left_out > 0 {
         notes.push(format!(
             "{} NCCL collective waits were left out of the per-iteration late arrivals (--memory-limit).",
@@ -125,7 +132,89 @@ pub fn assemble(
         late_arrivals,
         idle_causes,
         pipeline,
+        launch_queues,
     }
+}
+
+/// The distribution of `acc`'s latencies.
+fn latency_stats(acc: &crate::scan::Latencies) -> LatencyStats {
+    let mut sorted = acc.kept.clone();
+    sorted.sort_unstable();
+    LatencyStats {
+        count: acc.count,
+        mean_ns: if acc.count == 0 {
+            0.0
+        } else {
+            acc.sum as f64 / acc.count as f64
+        },
+        median_ns: nearest_rank(&sorted, 0.5),
+        p90_ns: nearest_rank(&sorted, 0.9),
+        max_ns: acc.max,
+    }
+}
+
+/// Launch latencies per stream and per kernel name, and the streams' queues,
+/// most starved first.
+fn launch_queues(scan: &Scan) -> Option<LaunchQueues> {
+    let acc = scan.launch_queues();
+    if acc.streams.iter().all(Option::is_none) && acc.latencies.is_empty() {
+        return None;
+    }
+    let mut per_stream: BTreeMap<usize, Latencies> = BTreeMap::new();
+    let mut per_kernel: BTreeMap<(u32, i64), Latencies> = BTreeMap::new();
+    let mut all = Latencies::default();
+    for (&(thread, ty, value), l) in &acc.latencies {
+        per_stream.entry(thread).or_default().merge(l);
+        per_kernel.entry((ty, value)).or_default().merge(l);
+        all.merge(l);
+    }
+    let elapsed = scan.elapsed.max(1);
+    let with_queue = (0..acc.streams.len()).filter(|&t| acc.streams[t].is_some());
+    let threads: BTreeSet<usize> = with_queue.chain(per_stream.keys().copied()).collect();
+    let mut streams: Vec<StreamQueue> = threads
+        .into_iter()
+        .map(|thread| {
+            let q = acc
+                .streams
+                .get(thread)
+                .cloned()
+                .flatten()
+                .unwrap_or_default();
+            StreamQueue {
+                stream: scan.stream_label(thread),
+                mean_depth: q.depth_ns as f64 / elapsed as f64,
+                max_depth: q.max_depth,
+                starved_ns: q.starved_ns,
+                starved_share: q.starved_ns as f64 / elapsed as f64,
+                queued_idle_ns: q.queued_idle_ns,
+                latency: per_stream.get(&thread).map(latency_stats),
+            }
+        })
+        .collect();
+    streams.sort_by(|a, b| {
+        b.starved_ns
+            .cmp(&a.starved_ns)
+            .then_with(|| a.stream.cmp(&b.stream))
+    });
+    let mut kernels: Vec<KernelLatency> = per_kernel
+        .iter()
+        .map(|(&(ty, value), l)| KernelLatency {
+            kernel: scan.names.value(ty, value, "kernel"),
+            latency: latency_stats(l),
+        })
+        .collect();
+    kernels.sort_by(|a, b| {
+        b.latency
+            .p90_ns
+            .cmp(&a.latency.p90_ns)
+            .then_with(|| a.kernel.cmp(&b.kernel))
+    });
+    Some(LaunchQueues {
+        streams,
+        kernels,
+        all: latency_stats(&all),
+        left_out: acc.left_out,
+    })
 }
 
 /// Who made NCCL collectives wait: per late rank, per collective, per iteration.

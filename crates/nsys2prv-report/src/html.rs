@@ -131,6 +131,7 @@ pub fn page(r: &Report) -> String {
                     (late_arrivals(r))
                     (idle_causes(r.idle_causes.as_ref()))
                     (pipeline(r))
+                    (launch_queues(r))
                     (named_table("mpi", "MPI calls", "call", &r.mpi))
                     (memory(r))
                     footer {
@@ -683,6 +684,63 @@ fn idle_causes(idle: Option<&IdleCauses>) -> Markup {
                         td { (count(&format!("{p}/iteration"), it.iteration as u64)) }
                         (split(&p, &it.split))
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Launch latency and queues per stream, latency per kernel (traces with both
+/// kernels and CUDA API calls).
+fn launch_queues(r: &Report) -> Markup {
+    let Some(q) = &r.launch_queues else {
+        return html! {};
+    };
+    let latency = |p: &str, l: &LatencyStats| {
+        html! {
+            td { (count(&format!("{p}/count"), l.count)) }
+            td { (micros(&format!("{p}/median_ns"), l.median_ns as f64)) }
+            td { (micros(&format!("{p}/p90_ns"), l.p90_ns as f64)) }
+            td { (micros(&format!("{p}/max_ns"), l.max_ns as f64)) }
+        }
+    };
+    html! {
+        h2 #launch_queues { "Launch queues: is the GPU starving for launches?" }
+        p { "A kernel is queued on its stream from the begin of the API call that launched it until it starts; "
+            "its launch latency is that time. A stream is starved while it runs nothing and nothing is queued, "
+            "between two of its operations: it waited for the CPU. Idle with kernels queued, it waited on something else "
+            "(an event, another stream). Launch latency over all "
+            (count("/launch_queues/all/count", q.all.count)) " kernels: median "
+            (micros("/launch_queues/all/median_ns", q.all.median_ns as f64)) " us, p90 "
+            (micros("/launch_queues/all/p90_ns", q.all.p90_ns as f64)) " us, max "
+            (micros("/launch_queues/all/max_ns", q.all.max_ns as f64)) " us." }
+        table {
+            tr { th.name { "stream (most starved first)" } th { "starved s" } th { "starved %" } th { "queued idle s" }
+                 th { "mean depth" } th { "max depth" } th { "kernels" } th { "median us" } th { "p90 us" } th { "max us" } }
+            @for (i, s) in q.streams.iter().enumerate().take(TOP_ROWS) {
+                @let p = format!("/launch_queues/streams/{i}");
+                tr {
+                    td.name { (s.stream) }
+                    td { (seconds(&format!("{p}/starved_ns"), s.starved_ns)) }
+                    td { (percent(&format!("{p}/starved_share"), Some(s.starved_share))) }
+                    td { (seconds(&format!("{p}/queued_idle_ns"), s.queued_idle_ns)) }
+                    td { (plain(&format!("{p}/mean_depth"), s.mean_depth)) }
+                    td { (count(&format!("{p}/max_depth"), s.max_depth.max(0) as u64)) }
+                    @if let Some(l) = &s.latency {
+                        (latency(&format!("{p}/latency"), l))
+                    } @else {
+                        td { "n/a" } td { "n/a" } td { "n/a" } td { "n/a" }
+                    }
+                }
+            }
+        }
+        table {
+            tr { th.name { "kernel (longest p90 first)" } th { "kernels" } th { "median us" } th { "p90 us" } th { "max us" } }
+            @for (i, k) in q.kernels.iter().enumerate().take(TOP_ROWS) {
+                @let p = format!("/launch_queues/kernels/{i}");
+                tr {
+                    td.name { (k.kernel) }
+                    (latency(&format!("{p}/latency"), &k.latency))
                 }
             }
         }

@@ -60,6 +60,60 @@ pub struct Report {
     /// point-to-point transfers, or given with `--pipeline-stages`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<Pipeline>,
+    /// Launch latencies and queue depths (traces converted with both kernels and
+    /// CUDA API calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_queues: Option<LaunchQueues>,
+}
+
+/// Kernel launch latency (the begin of the API call that launched a kernel to
+/// the kernel's begin) and the launch queue of each GPU stream (kernels whose
+/// launch call began and which have not started).
+#[derive(Clone, Debug, Serialize)]
+pub struct LaunchQueues {
+    /// Every stream row with a queue, most starved first.
+    pub streams: Vec<StreamQueue>,
+    /// Per kernel name over every stream, longest 90th percentile first.
+    pub kernels: Vec<KernelLatency>,
+    /// Latencies over every stream and kernel.
+    pub all: LatencyStats,
+    /// Latencies left out of the quantiles (past an eighth of `--memory-limit`);
+    /// the counts, means and maxima have them.
+    pub left_out: u64,
+}
+
+/// The distribution of launch latencies (ns). Quantiles by nearest rank.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub mean_ns: f64,
+    pub median_ns: u64,
+    pub p90_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamQueue {
+    /// `task / CUDA-D<dev>.S<stream>`.
+    pub stream: String,
+    /// Depth × time over the time reported on, divided by it.
+    pub mean_depth: f64,
+    pub max_depth: i64,
+    /// Idle (no operation running on the stream) with nothing queued, between
+    /// two of its operations: the stream waited for the CPU to launch.
+    pub starved_ns: u64,
+    /// Share of the time reported on.
+    pub starved_share: f64,
+    /// Idle between two of its operations with kernels queued.
+    pub queued_idle_ns: u64,
+    /// Launch latencies of the stream's kernels; `None` without any.
+    pub latency: Option<LatencyStats>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelLatency {
+    pub kernel: String,
+    pub latency: LatencyStats,
 }
 
 /// Late arrivals at NCCL collectives: for every collective instance matched across

@@ -92,6 +92,7 @@ impl Report {
             idle_table(idle, &mut out);
         }
         self.pipeline_table(&mut out);
+        self.launch_queue_tables(&mut out, top);
         named_table(&mut out, "MPI calls", "call", &self.mpi, top);
         self.memory_table(&mut out);
         self.iteration_table(&mut out);
@@ -514,6 +515,77 @@ impl Report {
                     p.stages.len() - shown
                 );
             }
+        }
+        out.push('\n');
+    }
+
+    fn launch_queue_tables(&self, out: &mut String, top: usize) {
+        let Some(q) = &self.launch_queues else {
+            return;
+        };
+        let us = |ns: u64| format!("{:.3}", ns as f64 / 1e3);
+        let latency = |l: &Option<LatencyStats>| match l {
+            Some(l) => format!(
+                "{:>9}  {:>11}  {:>11}  {:>11}",
+                l.count,
+                us(l.median_ns),
+                us(l.p90_ns),
+                us(l.max_ns)
+            ),
+            None => format!("{:>9}  {:>11}  {:>11}  {:>11}", 0, "n/a", "n/a", "n/a"),
+        };
+        let _ = writeln!(
+            out,
+            "Launch queues: GPU streams whose queue ran empty most (starved: idle with no kernel launched, between two operations of the stream), and launch latency (launch call begin to kernel begin; {} kernels, median {} us, p90 {} us, max {} us)",
+            q.all.count,
+            us(q.all.median_ns),
+            us(q.all.p90_ns),
+            us(q.all.max_ns)
+        );
+        let w = name_width(q.streams.iter().map(|s| s.stream.as_str()));
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>10}  {:>8}  {:>13}  {:>10}  {:>9}  {:>9}  {:>11}  {:>11}  {:>11}",
+            "stream",
+            "starved s",
+            "starved",
+            "queued idle s",
+            "mean depth",
+            "max depth",
+            "kernels",
+            "median us",
+            "p90 us",
+            "max us"
+        );
+        for s in q.streams.iter().take(top) {
+            let _ = writeln!(
+                out,
+                "{:<w$}  {:>10}  {:>8}  {:>13}  {:>10.3}  {:>9}  {}",
+                clip(&s.stream, w),
+                seconds(s.starved_ns),
+                percent(Some(s.starved_share)),
+                seconds(s.queued_idle_ns),
+                s.mean_depth,
+                s.max_depth,
+                latency(&s.latency)
+            );
+        }
+        if q.streams.len() > top {
+            let _ = writeln!(out, "… {} more streams", q.streams.len() - top);
+        }
+        let w = name_width(q.kernels.iter().map(|k| k.kernel.as_str()));
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>9}  {:>11}  {:>11}  {:>11}",
+            "kernel (longest p90 first)", "kernels", "median us", "p90 us", "max us"
+        );
+        for k in q.kernels.iter().take(top) {
+            let _ = writeln!(
+                out,
+                "{:<w$}  {}",
+                clip(&k.kernel, w),
+                latency(&Some(k.latency.clone()))
+            );
         }
         out.push('\n');
     }

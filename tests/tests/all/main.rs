@@ -41,6 +41,7 @@ mod paramedir;
 mod paraver_limits;
 mod pipeline;
 mod pmf;
+mod queues;
 mod ranks;
 mod report;
 mod report_page;

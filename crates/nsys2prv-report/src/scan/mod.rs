@@ -12,6 +12,7 @@ mod idle_causes;
 mod iterations;
 mod kernels;
 mod late_arrivals;
+mod launch_queues;
 mod memory;
 mod mpi;
 mod names;
@@ -40,6 +41,7 @@ pub(crate) use idle_causes::IdleCauses;
 use iterations::Iterations;
 use kernels::Kernels;
 use late_arrivals::LateArrivals;
+pub(crate) use launch_queues::{nearest_rank, Latencies, LaunchQueues};
 use memory::Memory;
 use mpi::Mpi;
 use nccl::Nccl;
@@ -190,6 +192,12 @@ pub(crate) enum Event<'a> {
         rank: i64,
         wait_ns: u64,
     },
+    /// After every pair of a line of stream row `thread` was told (its
+    /// operations begun or ended): the line's pairs.
+    StreamLineDone {
+        thread: usize,
+        line: &'a [(u32, i64)],
+    },
 }
 
 /// One figure of the report, accumulated as the walker goes.
@@ -226,6 +234,7 @@ pub struct Scan {
     idle_causes: IdleCauses,
     /// Only for traces that may hold a pipeline ([`PipelineScan::wanted`]).
     pipeline: Option<PipelineScan>,
+    launch_queues: LaunchQueues,
     record: RecordBuf,
     pairs: Vec<(u32, i64)>,
 }
@@ -392,6 +401,7 @@ impl Scan {
             idle_causes: IdleCauses::new(&trace, options.memory_limit),
             pipeline: PipelineScan::wanted(&names, options)
                 .then(|| PipelineScan::new(&trace, &names, options)),
+            launch_queues: LaunchQueues::new(options.memory_limit),
             bins,
             options: options.clone(),
             trace,
@@ -448,6 +458,7 @@ impl Scan {
             }
             Event::CollectiveWait { .. } => self.late_arrivals.on_event(trace, at, event),
             Event::Transfer { .. } => Ok(()),
+            Event::StreamLineDone { .. } => self.launch_queues.on_event(trace, at, event),
         }
     }
 
@@ -640,7 +651,14 @@ impl Scan {
                 )?;
             }
         }
-        self.tell(at, Event::GpuLineDone { gpu })
+        self.tell(at, Event::GpuLineDone { gpu })?;
+        self.tell(
+            at,
+            Event::StreamLineDone {
+                thread: index,
+                line: pairs,
+            },
+        )
     }
 
     /// Ends the latest operation of type `ty` open on stream row `index`.
@@ -733,6 +751,7 @@ impl Scan {
                 }
             }
         }
+        self.launch_queues.finish(self.elapsed);
         self.first_activity = self.gpu_time.first_activity;
         self.seen.nccl_kernels = self.nccl.kernels;
         self.seen.nccl_with_collective = self.nccl.with_collective;
@@ -822,6 +841,16 @@ impl Scan {
     /// pipeline.
     pub(crate) fn pipeline(&self) -> Option<&PipelineScan> {
         self.pipeline.as_ref()
+    }
+
+    /// The launch queues of the stream rows and the launch latencies of their kernels.
+    pub(crate) fn launch_queues(&self) -> &LaunchQueues {
+        &self.launch_queues
+    }
+
+    /// The `.row` name of thread `thread` with its task's.
+    pub(crate) fn stream_label(&self, thread: usize) -> String {
+        self.thread_label(thread)
     }
 
     pub fn nccl_stats(&self) -> Vec<NcclStats> {

@@ -1,0 +1,252 @@
+//! Launch queues of GPU streams (issue 30, item 4): for every kernel an API call
+//! launched, its launch latency (the call's begin to the kernel's begin) with
+//! the kernel, and per stream the depth of its launch queue over time (kernels
+//! whose launch call has begun and which have not started) as a level on the
+//! stream's row. Fed by the CUDA API pass with each kernel it finds launched;
+//! written once the calls are read, one stream at a time in time order.
+//!
+//! A kernel is queued from the begin of its launch call, not its return: the
+//! GPU may start a kernel before the call that launched it returns (an empty
+//! stream starts it at once), so from the return the queue would miss the
+//! kernels it holds for the shortest time, and the latency would be negative.
+//! A kernel that began before its call did (clocks of the CPU and the GPU
+//! apart) has no latency and does not count in the queue: it is counted.
+
+use paraver_writer::{EventPair, LocalThread};
+
+use crate::context::ReportContext;
+
+pub use nsys2prv_events::{LAUNCH_LATENCY, LAUNCH_QUEUE_DEPTH};
+
+/// A kernel with the begin of the call that launched it.
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    stream: LocalThread,
+    call: i64,
+    start: i64,
+    end: i64,
+}
+
+/// The kernels of a report with their launch calls' begins, gathered while the
+/// API calls are read.
+#[derive(Default)]
+pub(crate) struct LaunchQueues {
+    launches: Vec<Launch>,
+    /// Kernels that began at or before their launch call's begin.
+    not_after_call: u64,
+}
+
+impl LaunchQueues {
+    /// A kernel `[start, end]` on `stream`, launched by a call that began at `call`.
+    pub fn add(&mut self, stream: LocalThread, call: i64, start: i64, end: i64) {
+        if start <= call {
+            self.not_after_call += 1;
+            return;
+        }
+        self.launches.push(Launch {
+            stream,
+            call,
+            start,
+            end,
+        });
+    }
+
+    /// Writes the latencies and the depths of every stream, and counts them.
+    /// Depth changes before a time limit's start are written as one at that
+    /// start (the depth there).
+    pub fn write(mut self, ctx: &mut ReportContext) {
+        let window_start = ctx.options.time_limits.start.unwrap_or(i64::MIN);
+        self.launches
+            .sort_unstable_by_key(|l| (l.stream, l.start, l.call));
+        let mut deltas: Vec<(i64, i64)> = Vec::new();
+        let mut changes = 0u64;
+        for stream in self.launches.chunk_by(|a, b| a.stream == b.stream) {
+            changes += write_stream(ctx, stream, window_start, &mut deltas);
+        }
+        if !self.launches.is_empty() {
+            ctx.count("kernel launch latencies", self.launches.len() as u64);
+            ctx.count("launch queue depth changes", changes);
+        }
+        if self.not_after_call > 0 {
+            ctx.count(
+                "kernels beginning before their launch call (no launch latency)",
+                self.not_after_call,
+            );
+        }
+    }
+}
+
+/// The latencies and depth changes of one stream's kernels (sorted by start), in
+/// time order; returns the depth changes written.
+fn write_stream(
+    ctx: &mut ReportContext,
+    kernels: &[Launch],
+    window_start: i64,
+    deltas: &mut Vec<(i64, i64)>,
+) -> u64 {
+    let stream = kernels[0].stream;
+    deltas.clear();
+    for k in kernels {
+        deltas.push((k.call, 1));
+        deltas.push((k.start, -1));
+    }
+    deltas.sort_unstable();
+    let mut written = 0i64;
+    let mut changes = 0u64;
+    let mut depth = 0i64;
+    let mut next_kernel = 0;
+    let mut i = 0;
+    while i < deltas.len() {
+        let time = deltas[i].0;
+        while i < deltas.len() && deltas[i].0 == time {
+            depth += deltas[i].1;
+            i += 1;
+        }
+        // Before the window, the depth is carried to its start.
+        if time < window_start && deltas.get(i).is_some_and(|d| d.0 <= window_start) {
+            continue;
+        }
+        let at = time.max(window_start);
+        // The kernels that begin by then, in time order with the depth.
+        while let Some(k) = kernels.get(next_kernel).filter(|k| k.start <= at) {
+            write_latency(ctx, k);
+            next_kernel += 1;
+        }
+        if depth != written {
+            ctx.run
+                .events(stream, at, &[EventPair::raw(LAUNCH_QUEUE_DEPTH, depth)]);
+            written = depth;
+            changes += 1;
+        }
+    }
+    for k in &kernels[next_kernel..] {
+        write_latency(ctx, k);
+    }
+    changes
+}
+
+fn write_latency(ctx: &mut ReportContext, k: &Launch) {
+    ctx.run.interval(
+        k.stream,
+        k.start,
+        k.end,
+        &[EventPair::raw(LAUNCH_LATENCY, k.start - k.call)],
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::cuda_api::API;
+    use crate::kernels::KERNELS;
+    use crate::testing::{check, GLOBAL_PID};
+
+    /// Three kernels on stream 7 launched in a burst (calls at 100, 200, 300;
+    /// kernels at 1000, 2000, 3000) queue up to 3 deep; a kernel on stream 8
+    /// starts before its call returns (depth 1 for 50 ns); each carries its
+    /// latency from its call's begin. A kernel that begins before its call does
+    /// (CPU and GPU clocks apart) has no latency and is not queued; a kernel
+    /// without a call is neither.
+    #[test]
+    fn latency_per_kernel_and_depth_per_stream() {
+        let tid = GLOBAL_PID | 24_602;
+        check(
+            &[API, KERNELS],
+            &format!(
+                "INSERT INTO StringIds VALUES (90001, 'cudaLaunchKernel_v7000'), (90002, 'k');
+                 INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+                     (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+                 VALUES (100, 150, 0, {tid}, 1, 90001, 0), (200, 250, 0, {tid}, 2, 90001, 0),
+                        (300, 350, 0, {tid}, 3, 90001, 0), (400, 500, 0, {tid}, 4, 90001, 0),
+                        (5000, 5100, 0, {tid}, 5, 90001, 0);
+                 INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL
+                     (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+                      demangledName, shortName, registersPerThread, gridX, gridY, gridZ,
+                      blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory,
+                      localMemoryPerThread, localMemoryTotal, gridId)
+                 VALUES (1000, 1900, 0, 1, 7, 1, {GLOBAL_PID}, 90002, 90002, 32, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 1),
+                        (2000, 2900, 0, 1, 7, 2, {GLOBAL_PID}, 90002, 90002, 32, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 2),
+                        (3000, 3900, 0, 1, 7, 3, {GLOBAL_PID}, 90002, 90002, 32, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 3),
+                        (450, 600, 0, 1, 8, 4, {GLOBAL_PID}, 90002, 90002, 32, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 4),
+                        (4990, 5010, 0, 1, 8, 5, {GLOBAL_PID}, 90002, 90002, 32, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 5),
+                        (6000, 6100, 0, 1, 8, 99, {GLOBAL_PID}, 90002, 90002, 32, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 6);"
+            ),
+            expect![[r#"
+                100 24601.24602 comm to 24601:gpu0/s7 at 1000 (physical send 100, receive 1000) size 0 tag 55001
+                100 24601.24602 63000000="cudaLaunchKernel" 9200=1
+                100 24601:gpu0/s7 9210=1
+                100 24601.24602 state 32 until 150
+                150 24601.24602 end 63000000="cudaLaunchKernel" 9200=1
+                150 24601.24602 state 1 until 200
+                200 24601.24602 comm to 24601:gpu0/s7 at 2000 (physical send 200, receive 2000) size 0 tag 55001
+                200 24601.24602 63000000="cudaLaunchKernel" 9200=2
+                200 24601:gpu0/s7 9210=2
+                200 24601.24602 state 32 until 250
+                250 24601.24602 end 63000000="cudaLaunchKernel" 9200=2
+                250 24601.24602 state 1 until 300
+                300 24601.24602 comm to 24601:gpu0/s7 at 3000 (physical send 300, receive 3000) size 0 tag 55001
+                300 24601.24602 63000000="cudaLaunchKernel" 9200=3
+                300 24601:gpu0/s7 9210=3
+                300 24601.24602 state 32 until 350
+                350 24601.24602 end 63000000="cudaLaunchKernel" 9200=3
+                350 24601.24602 state 1 until 400
+                400 24601.24602 comm to 24601:gpu0/s8 at 450 (physical send 400, receive 450) size 0 tag 55001
+                400 24601.24602 63000000="cudaLaunchKernel" 9200=4
+                400 24601:gpu0/s8 9210=1
+                400 24601.24602 state 32 until 500
+                450 24601:gpu0/s8 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=4
+                450 24601:gpu0/s8 9211=50
+                450 24601:gpu0/s8 9210=0
+                450 24601:gpu0/s8 state 1 until 600
+                500 24601.24602 end 63000000="cudaLaunchKernel" 9200=4
+                500 24601.24602 state 1 until 5000
+                600 24601:gpu0/s8 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=4
+                600 24601:gpu0/s8 end 9211=50
+                600 24601:gpu0/s8 state 0 until 4990
+                1000 24601:gpu0/s7 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=1
+                1000 24601:gpu0/s7 9211=900
+                1000 24601:gpu0/s7 9210=2
+                1000 24601:gpu0/s7 state 1 until 1900
+                1900 24601:gpu0/s7 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=1
+                1900 24601:gpu0/s7 end 9211=900
+                1900 24601:gpu0/s7 state 0 until 2000
+                2000 24601:gpu0/s7 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=2
+                2000 24601:gpu0/s7 9211=1800
+                2000 24601:gpu0/s7 9210=1
+                2000 24601:gpu0/s7 state 1 until 2900
+                2900 24601:gpu0/s7 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=2
+                2900 24601:gpu0/s7 end 9211=1800
+                2900 24601:gpu0/s7 state 0 until 3000
+                3000 24601:gpu0/s7 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=3
+                3000 24601:gpu0/s7 9211=2700
+                3000 24601:gpu0/s7 9210=0
+                3000 24601:gpu0/s7 state 1 until 3900
+                3900 24601:gpu0/s7 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=3
+                3900 24601:gpu0/s7 end 9211=2700
+                4990 24601:gpu0/s8 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=5
+                4990 24601:gpu0/s8 state 1 until 5010
+                5000 24601.24602 comm to 24601:gpu0/s8 at 4990 (physical send 5000, receive 4990) size 0 tag 55001
+                5000 24601.24602 63000000="cudaLaunchKernel" 9200=5
+                5000 24601.24602 state 32 until 5100
+                5010 24601:gpu0/s8 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=5
+                5010 24601:gpu0/s8 state 0 until 6000
+                5100 24601.24602 end 63000000="cudaLaunchKernel" 9200=5
+                6000 24601:gpu0/s8 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=99
+                6000 24601:gpu0/s8 state 1 until 6100
+                6100 24601:gpu0/s8 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=99
+            "#]],
+        );
+    }
+
+    #[test]
+    fn kernels_not_after_their_call_are_counted_apart() {
+        let mut q = LaunchQueues::default();
+        q.add(0, 100, 100, 200);
+        q.add(0, 100, 90, 200);
+        q.add(0, 100, 150, 200);
+        assert_eq!(q.not_after_call, 2);
+        assert_eq!(q.launches.len(), 1);
+    }
+}
