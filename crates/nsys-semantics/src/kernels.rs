@@ -282,9 +282,11 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
             false => Vec::new(),
         };
         // A kernel wholly outside a cut applied where rows are read makes no
-        // records; its launch link stays (the API side's arrows and NCCL fields).
+        // records; its launch link stays (the API side's arrows and NCCL fields,
+        // and its place in its stream's launch queue, whose depth carries on
+        // into the window).
         if cut_where_read && ctx.left_out_by_cut(KERNEL, thread, p.start, p.end) {
-            links.add_launch(p, thread, is_nccl);
+            links.add_kernel(p, thread, is_nccl);
             return Ok(());
         }
         // The name and launch configuration repeat from launch to launch: the
