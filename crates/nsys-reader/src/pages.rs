@@ -468,6 +468,12 @@ fn decode_header(
     // Serial types below 128 (numbers, short strings) take one byte each, and
     // nearly always all of them do: one pass over those bytes, sizes by table.
     let types = &payload[at..header];
+    // A header of no serial type at all (its size is its own length): SQLite
+    // never writes one, and reports reading any column of it as damage (it
+    // reads a type past the header's end).
+    if types.is_empty() && wanted > 0 {
+        return damaged("a record's header holds no field");
+    }
     let head = &types[..types.len().min(wanted)];
     // Whether every serial type of the header was read (SQLite's rule below).
     let whole_header;
@@ -641,7 +647,14 @@ fn field_value(payload: &[u8], ty: u64, at: usize) -> ValueRef<'_> {
             if ty == 6 {
                 ValueRef::Integer(v)
             } else {
-                ValueRef::Real(f64::from_bits(v as u64))
+                // SQLite never stores a NaN (it binds one as NULL) and reads
+                // one found in a file as NULL.
+                let f = f64::from_bits(v as u64);
+                if f.is_nan() {
+                    ValueRef::Null
+                } else {
+                    ValueRef::Real(f)
+                }
             }
         }
         8 => ValueRef::Integer(0),
