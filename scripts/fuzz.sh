@@ -52,10 +52,12 @@ fuzz_flags() {
 
 # The longest input of TARGET (libFuzzer's -max_len): a little above its
 # largest seed. A longer one costs time per execution and reaches no more code
-# (pages: small page sizes make small files with every structure).
+# (pages: small page sizes make small files with every structure; paraver:
+# a trace's few records of each kind, a .pcf and a .row).
 max_len() {
     case "$1" in
-    pages | paraver | parts) echo 32768 ;;
+    pages | parts) echo 32768 ;;
+    paraver) echo 16384 ;;
     config) echo 4096 ;;
     esac
 }
