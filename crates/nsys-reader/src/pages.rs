@@ -81,16 +81,22 @@ impl PageFile {
             && head[21..24] == [64, 32, 32]
             && u32::from_be_bytes([head[56], head[57], head[58], head[59]]) == 1;
         let size = file.metadata().ok()?.len();
-        // As SQLite counts them: a partial last page is a page (its missing
-        // bytes read as zeros), and the header's count, when valid (written
-        // with the change counter), when it says fewer.
+        // As SQLite counts them: a partial last page is a page, and the
+        // header's count, when valid (written with the change counter), when
+        // it says fewer.
         let mut pages = u32::try_from(size.div_ceil(page_size as u64)).ok()?;
         let be32 =
             |at: usize| u32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
         if be32(28) > 0 && be32(24) == be32(92) {
             pages = pages.min(be32(28));
         }
-        standard.then_some(PageFile {
+        // A file cut within a page it counts (SQLite never writes one) is left
+        // to SQLite: it reads the missing bytes of a B-tree page as zeros but
+        // reports an I/O error for those of an overflow page (read straight
+        // from the file), depending on which column spans them (found by
+        // fuzzing).
+        let whole_pages = u64::from(pages) * page_size as u64 <= size;
+        (standard && whole_pages).then_some(PageFile {
             file,
             page_size,
             usable: page_size - reserved,
@@ -190,8 +196,9 @@ impl PageFile {
         }
     }
 
-    /// Fills `buf` from `offset`; bytes past the end of the file (a partial
-    /// last page) read as zeros, as SQLite reads them.
+    /// Fills `buf` from `offset`; bytes past the end of the file read as zeros
+    /// (the pages counted lie within it when it is opened: only a file cut
+    /// while being read has any).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         let mut filled = 0;
         while filled < buf.len() {
