@@ -187,7 +187,8 @@ impl PageFile {
             let Some(top) = stack.last_mut() else {
                 return Ok(rows);
             };
-            match top.next_child().map_err(failed)? {
+            let parent = top.number;
+            match top.next_child().map_err(|e| failed(in_page(e, parent)))? {
                 Some(child) => next = Some(child),
                 None => {
                     stack.pop();
@@ -362,6 +363,7 @@ fn payload_size(bytes: &[u8], at: usize) -> Result<(usize, usize), ScanError> {
 
 /// An interior page of a table's B-tree, its children visited in order.
 struct Interior {
+    number: u32,
     page: Vec<u8>,
     head: usize,
     cells: usize,
@@ -373,6 +375,7 @@ impl Interior {
         let head = header_offset(number);
         let cells = cell_count(bytes, head, 12).map_err(|e| in_page(e, number))?;
         Ok(Interior {
+            number,
             page: bytes.to_vec(),
             head,
             cells,
