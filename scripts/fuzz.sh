@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzing campaigns for the readers (see docs/development.md, "Fuzzing").
 #
-#   scripts/fuzz.sh TARGET [SECONDS]   run TARGET's campaign (default 600 s)
+#   scripts/fuzz.sh TARGET [SECONDS] [JOBS]
+#                                      run TARGET's campaign (default 600 s, 1 job)
 #   scripts/fuzz.sh --cmin TARGET      minimise the campaign's corpus into fuzz/corpus/TARGET
 #   scripts/fuzz.sh --list             the targets
 #
@@ -11,20 +12,22 @@
 # cargo-fuzz when missing (fuzzing only: the product builds on stable).
 #
 # The campaign's corpus is fuzz/corpus-work/TARGET (not committed), started from
-# the committed corpus fuzz/corpus/TARGET, the seeds fuzz/seeds/TARGET and, for
-# pages, the small sample exports. Crashes land in fuzz/artifacts/TARGET/: make
+# the committed corpus fuzz/corpus/TARGET, the seeds fuzz/seeds/TARGET and the
+# regressions fuzz/regressions/TARGET; inputs are cut at the target's length
+# (max_len: small inputs keep the executions fast). Crashes land in fuzz/artifacts/TARGET/: make
 # each one a file of fuzz/regressions/TARGET/ (replayed by `cargo test`) and fix it.
 # The targets reaching unsafe code (pages: SQLite's C and our FFI) run under
 # AddressSanitizer; the others without a sanitizer (no unsafe code on their path).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+self="$root/scripts/$(basename "$0")"
 cd "$root/fuzz"
 export CARGO_INCREMENTAL=0
 TARGETS="pages paraver parts config"
 
 usage() {
-    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,7p' "$self" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -35,14 +38,27 @@ sanitizer() {
     esac
 }
 
-# cargo fuzz's flags for TARGET: its sanitizer, and a build directory per
-# sanitizer (the two builds do not overwrite each other).
+# cargo fuzz's flags for TARGET: its sanitizer, a build directory per
+# sanitizer (the two builds do not overwrite each other), and the target's
+# feature alone (its crates only: see fuzz/Cargo.toml).
 fuzz_flags() {
     local san
     san=$(sanitizer "$1")
     case "$san" in
-    address) echo "-s address" ;;
-    *) echo "-s $san --target-dir target/$san" ;;
+    address) echo "-s address --no-default-features --features $1" ;;
+    *) echo "-s $san --target-dir target/$san --no-default-features --features $1" ;;
+    esac
+}
+
+# The longest input of TARGET (libFuzzer's -max_len): a little above its
+# largest seed. A longer one costs time per execution and reaches no more code
+# (pages: small page sizes make small files with every structure; paraver:
+# a trace's few records of each kind, a .pcf and a .row).
+max_len() {
+    case "$1" in
+    pages | parts) echo 32768 ;;
+    paraver) echo 16384 ;;
+    config) echo 4096 ;;
     esac
 }
 
@@ -71,12 +87,6 @@ seed_dirs() {
     [ -d "corpus/$target" ] && dirs+=("corpus/$target")
     [ -d "seeds/$target" ] && dirs+=("seeds/$target")
     [ -d "regressions/$target" ] && dirs+=("regressions/$target")
-    if [ "$target" = pages ]; then
-        # The bundled samples' exports of at most 400 KB (read in place).
-        mkdir -p corpus-work/pages-samples
-        find "$root/samples" -name '*.sqlite' -size -400k -exec cp -t corpus-work/pages-samples {} +
-        dirs+=(corpus-work/pages-samples)
-    fi
     echo "${dirs[@]}"
 }
 
@@ -95,7 +105,8 @@ case "${1:-}" in
     rm -rf "corpus-work/$target-min"
     mkdir -p "corpus-work/$target-min"
     cargo +nightly fuzz run $(fuzz_flags "$target") "$target" "corpus-work/$target-min" \
-        "$work" $(seed_dirs "$target") -- -merge=1 -rss_limit_mb=2048 -timeout=30
+        "$work" $(seed_dirs "$target") -- -merge=1 -rss_limit_mb=2048 -timeout=30 \
+        -max_len="$(max_len "$target")"
     # Committed: inputs of at most 64 KB (the replay stays a few seconds).
     rm -rf "corpus/$target"
     mkdir -p "corpus/$target"
@@ -108,16 +119,19 @@ case "${1:-}" in
 *)
     target=$1
     seconds=${2:-600}
+    jobs=${3:-1}
     known "$target"
     tools
     mkdir -p "corpus-work/$target" "artifacts/$target"
-    # One worker process (the machine is shared), which libFuzzer restarts after
-    # a crash so that the campaign goes on; its last lines give the executions,
-    # coverage (cov:, ft:) and crashes (each input under artifacts/TARGET/).
+    # JOBS worker processes (one by default: the machine may be shared), which
+    # libFuzzer restarts after a crash so that the campaign goes on; its last
+    # lines give the executions, coverage (cov:, ft:) and crashes (each input
+    # under artifacts/TARGET/).
     cargo +nightly fuzz run $(fuzz_flags "$target") "$target" "corpus-work/$target" \
         $(seed_dirs "$target") -- \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-        -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+        -max_len="$(max_len "$target")" \
+        -fork="$jobs" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
         -artifact_prefix="artifacts/$target/"
     ;;
 esac

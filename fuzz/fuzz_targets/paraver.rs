@@ -4,17 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let dir = tempfile::tempdir_in(scratch()).unwrap();
-    nsys2prv_report::fuzz_checks::check_trace(dir.path(), data);
-});
+mod scratch;
 
-/// In memory when /dev/shm is there.
-fn scratch() -> std::path::PathBuf {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
-}
+fuzz_target!(|data: &[u8]| {
+    nsys2prv_report::fuzz_checks::check_trace(scratch::dir("paraver"), data);
+});

@@ -81,16 +81,22 @@ impl PageFile {
             && head[21..24] == [64, 32, 32]
             && u32::from_be_bytes([head[56], head[57], head[58], head[59]]) == 1;
         let size = file.metadata().ok()?.len();
-        // As SQLite counts them: a partial last page is a page (its missing
-        // bytes read as zeros), and the header's count, when valid (written
-        // with the change counter), when it says fewer.
+        // As SQLite counts them: a partial last page is a page, and the
+        // header's count, when valid (written with the change counter), when
+        // it says fewer.
         let mut pages = u32::try_from(size.div_ceil(page_size as u64)).ok()?;
         let be32 =
             |at: usize| u32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
         if be32(28) > 0 && be32(24) == be32(92) {
             pages = pages.min(be32(28));
         }
-        standard.then_some(PageFile {
+        // A file cut within a page it counts (SQLite never writes one) is left
+        // to SQLite: it reads the missing bytes of a B-tree page as zeros but
+        // reports an I/O error for those of an overflow page (read straight
+        // from the file), depending on which column spans them (found by
+        // fuzzing).
+        let whole_pages = u64::from(pages) * page_size as u64 <= size;
+        (standard && whole_pages).then_some(PageFile {
             file,
             page_size,
             usable: page_size - reserved,
@@ -181,7 +187,8 @@ impl PageFile {
             let Some(top) = stack.last_mut() else {
                 return Ok(rows);
             };
-            match top.next_child().map_err(failed)? {
+            let parent = top.number;
+            match top.next_child().map_err(|e| failed(in_page(e, parent)))? {
                 Some(child) => next = Some(child),
                 None => {
                     stack.pop();
@@ -190,8 +197,9 @@ impl PageFile {
         }
     }
 
-    /// Fills `buf` from `offset`; bytes past the end of the file (a partial
-    /// last page) read as zeros, as SQLite reads them.
+    /// Fills `buf` from `offset`; bytes past the end of the file read as zeros
+    /// (the pages counted lie within it when it is opened: only a file cut
+    /// while being read has any).
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         let mut filled = 0;
         while filled < buf.len() {
@@ -355,6 +363,7 @@ fn payload_size(bytes: &[u8], at: usize) -> Result<(usize, usize), ScanError> {
 
 /// An interior page of a table's B-tree, its children visited in order.
 struct Interior {
+    number: u32,
     page: Vec<u8>,
     head: usize,
     cells: usize,
@@ -366,6 +375,7 @@ impl Interior {
         let head = header_offset(number);
         let cells = cell_count(bytes, head, 12).map_err(|e| in_page(e, number))?;
         Ok(Interior {
+            number,
             page: bytes.to_vec(),
             head,
             cells,
@@ -468,6 +478,12 @@ fn decode_header(
     // Serial types below 128 (numbers, short strings) take one byte each, and
     // nearly always all of them do: one pass over those bytes, sizes by table.
     let types = &payload[at..header];
+    // A header of no serial type at all (its size is its own length): SQLite
+    // never writes one, and reports reading any column of it as damage (it
+    // reads a type past the header's end).
+    if types.is_empty() && wanted > 0 {
+        return damaged("a record's header holds no field");
+    }
     let head = &types[..types.len().min(wanted)];
     // Whether every serial type of the header was read (SQLite's rule below).
     let whole_header;
@@ -641,7 +657,14 @@ fn field_value(payload: &[u8], ty: u64, at: usize) -> ValueRef<'_> {
             if ty == 6 {
                 ValueRef::Integer(v)
             } else {
-                ValueRef::Real(f64::from_bits(v as u64))
+                // SQLite never stores a NaN (it binds one as NULL) and reads
+                // one found in a file as NULL.
+                let f = f64::from_bits(v as u64);
+                if f.is_nan() {
+                    ValueRef::Null
+                } else {
+                    ValueRef::Real(f)
+                }
             }
         }
         8 => ValueRef::Integer(0),

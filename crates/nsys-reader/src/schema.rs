@@ -211,6 +211,10 @@ impl Schema {
         keep: Option<&Keep>,
     ) -> Query {
         let mut checked_times = 0u64;
+        // A timestamp of a column without numeric affinity (never an
+        // export's): SQLite's `CASE ... BETWEEN` compares its text as text,
+        // which the page reader does not repeat, so SQLite reads the table.
+        let mut compared_as_text = false;
         let list: Vec<String> = columns
             .iter()
             .enumerate()
@@ -220,6 +224,7 @@ impl Schema {
                     checked_times |= 1 << i;
                     format!("\"{c}\"")
                 } else {
+                    compared_as_text |= TIME_COLUMNS.contains(c) && self.has_column(table, c);
                     self.column(table, None, c)
                 }
             })
@@ -228,7 +233,9 @@ impl Schema {
             Some(keep) => Some(keep.clone()),
             None => (condition == "1").then_some(Keep::All),
         };
-        let direct = keep.and_then(|keep| self.direct_scan(table, columns, keep));
+        let direct = keep
+            .filter(|_| !compared_as_text)
+            .and_then(|keep| self.direct_scan(table, columns, keep));
         Query {
             sql: format!(
                 "SELECT {} FROM \"{table}\" WHERE {condition}",

@@ -95,18 +95,31 @@ struct DomainSection {
 
 /// Reads `path`; every problem is a line `FILE:LINE:COLUMN: what`.
 pub fn load(path: &Path) -> Result<BscConfig, Vec<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(|e| {
         vec![format!(
             "{}: cannot read the configuration: {e}",
             path.display()
         )]
     })?;
-    parse(&text).map_err(|problems| {
+    from_bytes(path, &bytes)
+}
+
+/// The configuration `bytes` read from `path` (named in every problem, as by
+/// [`load`]). The fuzz target `config` reads its inputs here, without a file.
+pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<BscConfig, Vec<String>> {
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        // The words `std::fs::read_to_string` says it in.
+        vec![format!(
+            "{}: cannot read the configuration: stream did not contain valid UTF-8",
+            path.display()
+        )]
+    })?;
+    parse(text).map_err(|problems| {
         problems
             .into_iter()
             .map(|(span, what)| match span {
                 Some(at) => {
-                    let (line, column) = line_and_column(&text, at);
+                    let (line, column) = line_and_column(text, at);
                     format!("{}:{line}:{column}: {what}", path.display())
                 }
                 None => format!("{}: {what}", path.display()),

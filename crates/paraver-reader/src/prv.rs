@@ -278,6 +278,14 @@ fn parse_resources(field: &str, issues: &mut Vec<Issue>) -> Result<Vec<u64>, Iss
                 format!("bare resource count '{field}' means {nodes} nodes with 1 CPU each; write N(c1,...)"),
             ));
         }
+        // Refused before a CPU count per node is made (found by fuzzing: a
+        // count of 2^28 made the reader allocate 2 GB, a larger one abort).
+        if nodes > MAX_OBJECTS {
+            return Err(header_error(
+                "header-limit",
+                format!("{nodes} nodes exceed Paraver's 16-bit object ids (max {MAX_OBJECTS})"),
+            ));
+        }
         return Ok(vec![1; nodes as usize]);
     }
     let (count, list) = split_call(field).ok_or_else(bad)?;
@@ -681,6 +689,29 @@ pub fn trim_trailing_blanks(line: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing `paraver`: a bare resource count far past Paraver's
+    /// object ids is refused before a CPU count per node is made (2^28 nodes
+    /// took 2 GB and 18 s; 10^13 aborted the process, out of memory).
+    #[test]
+    fn huge_bare_resource_counts_are_refused_without_allocating() {
+        for count in ["65536", "216387179", "10000000000000"] {
+            let mut issues = Vec::new();
+            let line = format!("#Paraver (01/03/2025 at 09:00):100_ns:{count}:1:1(5:1)");
+            let e = parse_header(&line, &mut issues).unwrap_err();
+            assert_eq!(e.rule, "header-limit", "{count}: {e:?}");
+            assert!(
+                e.message.starts_with(&format!("{count} nodes exceed")),
+                "{e:?}"
+            );
+        }
+        let mut issues = Vec::new();
+        let h = parse_header(
+            "#Paraver (01/03/2025 at 09:00):100_ns:65535:1:1(5:1)",
+            &mut issues,
+        );
+        assert_eq!(h.unwrap().cpus_per_node.len(), 65_535);
+    }
 
     #[test]
     fn headers_give_end_unit_and_threads_per_task() {
