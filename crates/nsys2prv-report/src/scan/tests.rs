@@ -40,11 +40,18 @@ EVENT_TYPE\n0 9600 NVTX range\nVALUES\n0 End\n1 iteration\n2 setup\n\n";
 /// Scans `body` (the `.prv` after its header: a 1000 ns trace of the layout
 /// above) and prints every figure.
 fn check(body: &str, window: Option<(u64, u64)>, expect: Expect) {
+    let mut scan = scanned(body, PCF, window);
+    expect.assert_eq(&figures(&mut scan));
+}
+
+/// The scan of `body` (the `.prv` after its header: a 1000 ns trace of the
+/// layout above) with the `.pcf` `pcf`, run to its end.
+fn scanned(body: &str, pcf: &str, window: Option<(u64, u64)>) -> Scan {
     let dir = tempfile::tempdir().unwrap();
     let prv = dir.path().join("t.prv");
     let header = "#Paraver (01/01/2026 at 00:00):1000_ns:1(4):1:1(4:1)\n";
     std::fs::write(&prv, format!("{header}{body}")).unwrap();
-    std::fs::write(dir.path().join("t.pcf"), PCF).unwrap();
+    std::fs::write(dir.path().join("t.pcf"), pcf).unwrap();
     std::fs::write(dir.path().join("t.row"), ROW).unwrap();
     let files = TraceFiles::of(&prv);
     let options = ScanOptions {
@@ -59,7 +66,7 @@ fn check(body: &str, window: Option<(u64, u64)>, expect: Expect) {
     let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
     scan.run(&mut reader, &files).unwrap();
     scan.finish().unwrap();
-    expect.assert_eq(&figures(&mut scan));
+    scan
 }
 
 fn figures(scan: &mut Scan) -> String {
@@ -254,25 +261,7 @@ fn a_window_clips_intervals_and_keeps_the_iterations_inside() {
 /// Scans `body` like [`check`] and prints each GPU's idle time by cause and the
 /// pieces.
 fn check_idle(body: &str, expect: Expect) {
-    let dir = tempfile::tempdir().unwrap();
-    let prv = dir.path().join("t.prv");
-    let header = "#Paraver (01/01/2026 at 00:00):1000_ns:1(4):1:1(4:1)\n";
-    std::fs::write(&prv, format!("{header}{body}")).unwrap();
-    std::fs::write(dir.path().join("t.pcf"), PCF).unwrap();
-    std::fs::write(dir.path().join("t.row"), ROW).unwrap();
-    let files = TraceFiles::of(&prv);
-    let options = ScanOptions {
-        iterations: None,
-        gap_threshold_ns: 10,
-        bins: 4,
-        gaps_per_gpu: 2,
-        memory_limit: 1 << 20,
-        window: None,
-        pipeline_stages: None,
-    };
-    let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
-    scan.run(&mut reader, &files).unwrap();
-    scan.finish().unwrap();
+    let scan = scanned(body, PCF, None);
     let mut out = String::new();
     let idle = scan.idle_causes();
     for gpu in 0..scan.gpu_count() {
@@ -354,26 +343,8 @@ fn a_host_function_on_the_stream_is_a_dependency() {
 /// The pipeline figure's spans and transfers on a trace whose `.pcf` has a
 /// point-to-point NCCL collective (which turns the figure on).
 fn pipeline_spans(body: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let prv = dir.path().join("t.prv");
-    let header = "#Paraver (01/01/2026 at 00:00):1000_ns:1(4):1:1(4:1)\n";
-    std::fs::write(&prv, format!("{header}{body}")).unwrap();
     let pcf = PCF.replace("1 AllReduce\n", "1 AllReduce\n2 SendRecv\n");
-    std::fs::write(dir.path().join("t.pcf"), pcf).unwrap();
-    std::fs::write(dir.path().join("t.row"), ROW).unwrap();
-    let files = TraceFiles::of(&prv);
-    let options = ScanOptions {
-        iterations: None,
-        gap_threshold_ns: 10,
-        bins: 4,
-        gaps_per_gpu: 2,
-        memory_limit: 1 << 20,
-        window: None,
-        pipeline_stages: None,
-    };
-    let (mut scan, mut reader) = Scan::open(&files, &options).unwrap();
-    scan.run(&mut reader, &files).unwrap();
-    scan.finish().unwrap();
+    let scan = scanned(body, &pcf, None);
     let pipeline = scan
         .pipeline()
         .expect("a point-to-point collective turns it on");
