@@ -524,7 +524,7 @@ impl Report {
             return;
         };
         let us = |ns: u64| format!("{:.3}", ns as f64 / 1e3);
-        let latency = |l: &Option<LatencyStats>| match l {
+        let latency = |l: Option<&LatencyStats>| match l {
             Some(l) => format!(
                 "{:>9}  {:>11}  {:>11}  {:>11}",
                 l.count,
@@ -567,7 +567,7 @@ impl Report {
                 seconds(s.queued_idle_ns),
                 s.mean_depth,
                 s.max_depth,
-                latency(&s.latency)
+                latency(s.latency.as_ref())
             );
         }
         if q.streams.len() > top {
@@ -584,7 +584,7 @@ impl Report {
                 out,
                 "{:<w$}  {}",
                 clip(&k.kernel, w),
-                latency(&Some(k.latency.clone()))
+                latency(Some(&k.latency))
             );
         }
         out.push('\n');
