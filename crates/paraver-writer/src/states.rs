@@ -536,17 +536,23 @@ mod tests {
             .collect()
     }
 
+    /// A fixed pseudo-random sequence: each call a number below its argument.
+    fn xorshift() -> impl FnMut(u64) -> u64 {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
     /// Intervals a cut leaves out where they are read (wholly before or after
     /// its window) leave the tiling the window sees as it was.
     #[test]
     fn intervals_left_out_by_a_cut_keep_the_tiling_inside_it() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: i64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as i64
-        };
+        let mut random = xorshift();
+        let mut next = |n: i64| random(n as u64) as i64;
         for case in 0..400 {
             // Calls on one thread, nested or one after the other, some overlapping.
             let mut intervals = Vec::new();
@@ -635,13 +641,7 @@ mod tests {
     /// that begin and end together (with other states) included.
     #[test]
     fn spilled_intervals_tile_as_in_memory() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift();
         let intervals: Vec<(u32, i64, i64, u32)> = (0..2_000)
             .map(|_| {
                 let begin = next(5_000) as i64;
