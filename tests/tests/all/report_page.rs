@@ -445,24 +445,7 @@ pub(crate) fn check_rendering(rep: &Path, height: u32) {
     let page = rep.join("report.html");
     let profile = tempfile::tempdir().unwrap();
     let shot = profile.path().join("page.png");
-    let out = chromium_command(&chromium, &profile.path().join("p1"))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("--window-size=1300,{height}"))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "chromium failed: {log}");
-    for bad in [
-        "CONSOLE",
-        "Uncaught",
-        "net::ERR",
-        "Failed to load",
-        "Refused to",
-    ] {
-        assert!(!log.contains(bad), "chromium said {bad}:\n{log}");
-    }
-    check_screenshot(&shot);
+    screenshot(&chromium, &profile.path().join("p1"), &page, height, &shot);
 
     let check = profile.path().join("check.html");
     let text = std::fs::read_to_string(&page).unwrap();
@@ -661,18 +644,13 @@ fn kernel_metric_means_match_the_export() {
     check_page_figures(&rep);
 }
 
-/// Renders a page of `diff` or of `report` over runs in headless Chromium: no
-/// console error or network request, a screenshot with content (kept as
-/// `$TMPDIR/nsys2prv-pages/NAME.png` to look at); `None` without Chromium.
-pub(crate) fn render_in_chromium(page: &Path, name: &str) -> Option<PathBuf> {
-    let chromium = chromium()?;
-    let profile = tempfile::tempdir().unwrap();
-    let shots = std::env::temp_dir().join("nsys2prv-pages");
-    std::fs::create_dir_all(&shots).unwrap();
-    let shot = shots.join(format!("{name}.png"));
-    let out = chromium_command(&chromium, &profile.path().join("p"))
+/// Screenshots `page` into `shot` with a window `height` pixels high (Chromium's
+/// profile in `profile`): Chromium succeeds, says no console error or network
+/// request, and the screenshot has content.
+fn screenshot(chromium: &Path, profile: &Path, page: &Path, height: u32, shot: &Path) {
+    let out = chromium_command(chromium, profile)
         .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1300,2000")
+        .arg(format!("--window-size=1300,{height}"))
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
@@ -687,6 +665,18 @@ pub(crate) fn render_in_chromium(page: &Path, name: &str) -> Option<PathBuf> {
     ] {
         assert!(!log.contains(bad), "chromium said {bad}:\n{log}");
     }
-    check_screenshot(&shot);
+    check_screenshot(shot);
+}
+
+/// Renders a page of `diff` or of `report` over runs in headless Chromium: no
+/// console error or network request, a screenshot with content (kept as
+/// `$TMPDIR/nsys2prv-pages/NAME.png` to look at); `None` without Chromium.
+pub(crate) fn render_in_chromium(page: &Path, name: &str) -> Option<PathBuf> {
+    let chromium = chromium()?;
+    let profile = tempfile::tempdir().unwrap();
+    let shots = std::env::temp_dir().join("nsys2prv-pages");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join(format!("{name}.png"));
+    screenshot(&chromium, &profile.path().join("p"), page, 2000, &shot);
     Some(shot)
 }
