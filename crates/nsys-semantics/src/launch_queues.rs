@@ -21,7 +21,6 @@ pub use nsys2prv_events::{LAUNCH_LATENCY, LAUNCH_QUEUE_DEPTH};
 /// A kernel with the begin of the call that launched it.
 #[derive(Clone, Copy, Debug)]
 struct Launch {
-    stream: LocalThread,
     call: i64,
     start: i64,
     end: i64,
@@ -31,7 +30,11 @@ struct Launch {
 /// API calls are read.
 #[derive(Default)]
 pub(crate) struct LaunchQueues {
-    launches: Vec<Launch>,
+    /// By stream (the run's thread number), in the order the calls came in:
+    /// a stream runs its kernels in launch order, so each list is nearly
+    /// always in start order already and needs no sort.
+    streams: Vec<Vec<Launch>>,
+    launches: u64,
     /// Kernels that began at or before their launch call's begin.
     not_after_call: u64,
 }
@@ -43,28 +46,39 @@ impl LaunchQueues {
             self.not_after_call += 1;
             return;
         }
-        self.launches.push(Launch {
-            stream,
-            call,
-            start,
-            end,
-        });
+        let s = stream as usize;
+        if s >= self.streams.len() {
+            self.streams.resize_with(s + 1, Vec::new);
+        }
+        self.streams[s].push(Launch { call, start, end });
+        self.launches += 1;
     }
 
     /// Writes the latencies and the depths of every stream, and counts them.
     /// Depth changes before a time limit's start are written as one at that
     /// start (the depth there).
-    pub fn write(mut self, ctx: &mut ReportContext) {
+    pub fn write(self, ctx: &mut ReportContext) {
         let window_start = ctx.options.time_limits.start.unwrap_or(i64::MIN);
-        self.launches
-            .sort_unstable_by_key(|l| (l.stream, l.start, l.call));
-        let mut deltas: Vec<(i64, i64)> = Vec::new();
+        let mut calls: Vec<i64> = Vec::new();
         let mut changes = 0u64;
-        for stream in self.launches.chunk_by(|a, b| a.stream == b.stream) {
-            changes += write_stream(ctx, stream, window_start, &mut deltas);
+        for (stream, mut kernels) in self.streams.into_iter().enumerate() {
+            if kernels.is_empty() {
+                continue;
+            }
+            let key = |l: &Launch| (l.start, l.call, l.end);
+            if !kernels.is_sorted_by_key(key) {
+                kernels.sort_unstable_by_key(key);
+            }
+            calls.clear();
+            calls.extend(kernels.iter().map(|k| k.call));
+            if !calls.is_sorted() {
+                calls.sort_unstable();
+            }
+            let stream = stream as LocalThread;
+            changes += write_stream(ctx, stream, &kernels, &calls, window_start);
         }
-        if !self.launches.is_empty() {
-            ctx.count("kernel launch latencies", self.launches.len() as u64);
+        if self.launches > 0 {
+            ctx.count("kernel launch latencies", self.launches);
             ctx.count("launch queue depth changes", changes);
         }
         if self.not_after_call > 0 {
@@ -76,41 +90,58 @@ impl LaunchQueues {
     }
 }
 
-/// The latencies and depth changes of one stream's kernels (sorted by start), in
-/// time order; returns the depth changes written.
+/// The latencies and depth changes of one stream's kernels (sorted by start;
+/// `calls` their launch calls' begins, sorted), in time order; returns the
+/// depth changes written. The depth moves up at each call and down at each
+/// start: the two sorted lists are swept together, one time at a time.
 fn write_stream(
     ctx: &mut ReportContext,
+    stream: LocalThread,
     kernels: &[Launch],
+    calls: &[i64],
     window_start: i64,
-    deltas: &mut Vec<(i64, i64)>,
 ) -> u64 {
-    let stream = kernels[0].stream;
-    deltas.clear();
-    for k in kernels {
-        deltas.push((k.call, 1));
-        deltas.push((k.start, -1));
-    }
-    deltas.sort_unstable();
     let mut written = 0i64;
     let mut changes = 0u64;
     let mut depth = 0i64;
     let mut next_kernel = 0;
-    let mut i = 0;
-    while i < deltas.len() {
-        let time = deltas[i].0;
-        while i < deltas.len() && deltas[i].0 == time {
-            depth += deltas[i].1;
-            i += 1;
+    // The next call and the next start of the sweep.
+    let (mut c, mut s) = (0, 0);
+    let next_time = |c: usize, s: usize| match (calls.get(c), kernels.get(s)) {
+        (Some(&call), Some(k)) => Some(call.min(k.start)),
+        (Some(&call), None) => Some(call),
+        (None, Some(k)) => Some(k.start),
+        (None, None) => None,
+    };
+    while let Some(time) = next_time(c, s) {
+        while calls.get(c) == Some(&time) {
+            depth += 1;
+            c += 1;
+        }
+        while kernels.get(s).is_some_and(|k| k.start == time) {
+            depth -= 1;
+            s += 1;
         }
         // Before the window, the depth is carried to its start.
-        if time < window_start && deltas.get(i).is_some_and(|d| d.0 <= window_start) {
+        if time < window_start && next_time(c, s).is_some_and(|t| t <= window_start) {
             continue;
         }
         let at = time.max(window_start);
-        // The kernels that begin by then, in time order with the depth.
+        let change = depth != written;
+        // The kernels that begin by then, in time order with the depth: a
+        // change at the last one's begin goes on its record.
         while let Some(k) = kernels.get(next_kernel).filter(|k| k.start <= at) {
-            write_latency(ctx, k);
             next_kernel += 1;
+            let last = kernels.get(next_kernel).is_none_or(|n| n.start > at);
+            if change && last && k.start == at {
+                let pairs = [latency(k), EventPair::raw(LAUNCH_QUEUE_DEPTH, depth)];
+                ctx.run
+                    .interval_then_events(stream, k.start, k.end, &pairs, 1);
+                written = depth;
+                changes += 1;
+            } else {
+                ctx.run.interval(stream, k.start, k.end, &[latency(k)]);
+            }
         }
         if depth != written {
             ctx.run
@@ -120,18 +151,13 @@ fn write_stream(
         }
     }
     for k in &kernels[next_kernel..] {
-        write_latency(ctx, k);
+        ctx.run.interval(stream, k.start, k.end, &[latency(k)]);
     }
     changes
 }
 
-fn write_latency(ctx: &mut ReportContext, k: &Launch) {
-    ctx.run.interval(
-        k.stream,
-        k.start,
-        k.end,
-        &[EventPair::raw(LAUNCH_LATENCY, k.start - k.call)],
-    );
+fn latency(k: &Launch) -> EventPair {
+    EventPair::raw(LAUNCH_LATENCY, k.start - k.call)
 }
 
 #[cfg(test)]
@@ -197,8 +223,7 @@ mod tests {
                 400 24601:gpu0/s8 9210=1
                 400 24601.24602 state 32 until 500
                 450 24601:gpu0/s8 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=4
-                450 24601:gpu0/s8 9211=50
-                450 24601:gpu0/s8 9210=0
+                450 24601:gpu0/s8 9211=50 9210=0
                 450 24601:gpu0/s8 state 1 until 600
                 500 24601.24602 end 63000000="cudaLaunchKernel" 9200=4
                 500 24601.24602 state 1 until 5000
@@ -206,22 +231,19 @@ mod tests {
                 600 24601:gpu0/s8 end 9211=50
                 600 24601:gpu0/s8 state 0 until 4990
                 1000 24601:gpu0/s7 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=1
-                1000 24601:gpu0/s7 9211=900
-                1000 24601:gpu0/s7 9210=2
+                1000 24601:gpu0/s7 9211=900 9210=2
                 1000 24601:gpu0/s7 state 1 until 1900
                 1900 24601:gpu0/s7 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=1
                 1900 24601:gpu0/s7 end 9211=900
                 1900 24601:gpu0/s7 state 0 until 2000
                 2000 24601:gpu0/s7 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=2
-                2000 24601:gpu0/s7 9211=1800
-                2000 24601:gpu0/s7 9210=1
+                2000 24601:gpu0/s7 9211=1800 9210=1
                 2000 24601:gpu0/s7 state 1 until 2900
                 2900 24601:gpu0/s7 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=2
                 2900 24601:gpu0/s7 end 9211=1800
                 2900 24601:gpu0/s7 state 0 until 3000
                 3000 24601:gpu0/s7 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=3
-                3000 24601:gpu0/s7 9211=2700
-                3000 24601:gpu0/s7 9210=0
+                3000 24601:gpu0/s7 9211=2700 9210=0
                 3000 24601:gpu0/s7 state 1 until 3900
                 3900 24601:gpu0/s7 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=3
                 3900 24601:gpu0/s7 end 9211=2700
@@ -247,6 +269,6 @@ mod tests {
         q.add(0, 100, 90, 200);
         q.add(0, 100, 150, 200);
         assert_eq!(q.not_after_call, 2);
-        assert_eq!(q.launches.len(), 1);
+        assert_eq!(q.launches, 1);
     }
 }

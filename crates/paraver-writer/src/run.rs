@@ -369,6 +369,53 @@ impl RunBuilder {
         self.interval_with(thread, begin, end, SharedPairs::NONE, pairs, true);
     }
 
+    /// An interval of `pairs[..closed]` whose begin also carries the point
+    /// events `pairs[closed..]` (after the interval's, on the same line): what
+    /// [`RunBuilder::interval`] then [`RunBuilder::events`] at `begin` write, in
+    /// one record fewer.
+    pub fn interval_then_events(
+        &mut self,
+        thread: LocalThread,
+        begin: i64,
+        end: i64,
+        pairs: &[EventPair],
+        closed: usize,
+    ) {
+        let (interval, events) = pairs.split_at(closed.min(pairs.len()));
+        if interval.is_empty() || events.is_empty() {
+            self.interval(thread, begin, end, interval);
+            return self.events(thread, begin, events);
+        }
+        if thread == DISCARDED {
+            return;
+        }
+        let end = end.max(begin + 1);
+        // One list: the begin takes all of it, the end (closing) its head.
+        let (first, count) = self.pairs.push(pairs);
+        let body = |count, closing| Body::Events {
+            first,
+            count,
+            shared: NO_SHARED,
+            closing,
+        };
+        self.push(
+            thread,
+            Record {
+                time: begin,
+                body: body(count, false),
+            },
+            end,
+        );
+        self.defer(
+            thread,
+            Record {
+                time: end,
+                body: body(interval.len() as u32, true),
+            },
+        );
+        self.spill_if_full();
+    }
+
     fn interval_with(
         &mut self,
         thread: LocalThread,
@@ -1035,5 +1082,45 @@ mod tests {
             [(1, Value::Raw(10)), (2, Value::Raw(20)), (3, Value::Raw(0))]
         );
         assert_eq!(types_of(&records.last().unwrap().1), [(1, Value::Raw(11))]);
+    }
+
+    /// An interval with point events at its begin: one begin record carrying
+    /// both, in that order, and an end that closes the interval's pairs only.
+    #[test]
+    fn interval_then_events_closes_only_the_interval() {
+        let mut b = RunBuilder::new();
+        let pairs = [EventPair::raw(1, 5), EventPair::raw(2, 7)];
+        b.interval_then_events(0, 10, 20, &pairs, 1);
+        b.interval_then_events(0, 30, 40, &pairs, 2);
+        b.interval_then_events(0, 50, 60, &pairs, 0);
+        let run = b.finish().unwrap();
+        let records = run.sorted_records();
+        let seen: Vec<(i64, bool, Vec<(u32, Value)>)> = records
+            .iter()
+            .map(|(_, r)| match r.body {
+                Body::Events {
+                    first,
+                    count,
+                    closing,
+                    ..
+                } => {
+                    let pairs = run.pairs_of(first, count);
+                    let pairs = pairs.iter().map(|p| (p.ty, p.value())).collect();
+                    (r.time, closing, pairs)
+                }
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (10, false, vec![(1, Value::Raw(5)), (2, Value::Raw(7))]),
+                (20, true, vec![(1, Value::Raw(5))]),
+                (30, false, vec![(1, Value::Raw(5)), (2, Value::Raw(7))]),
+                (40, true, vec![(1, Value::Raw(5)), (2, Value::Raw(7))]),
+                // No interval pairs: the point events alone.
+                (50, false, vec![(1, Value::Raw(5)), (2, Value::Raw(7))]),
+            ]
+        );
     }
 }
