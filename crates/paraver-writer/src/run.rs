@@ -77,9 +77,17 @@ const SHARED_BYTES: usize = 64;
 struct ThreadRecords {
     records: ChunkedRecords,
     /// Records held back until the producer pushes one at or after their time
-    /// on this thread, the next to leave on top.
+    /// on this thread, while they are few (an interval's end, the ends of
+    /// nested ranges): sorted, the next to leave last, so that releasing one is
+    /// a pop and holding one mostly a push. Empty while `pending` is not.
+    few_pending: Vec<Pending>,
+    /// The held-back records of a thread that gathered more than
+    /// [`FEW_PENDING`], the next to leave on top.
     pending: BinaryHeap<Reverse<Pending>>,
 }
+
+/// Held-back records kept in a sorted list; more go to a heap.
+const FEW_PENDING: usize = 16;
 
 /// A record held back, and its place in push order among the held ones.
 #[derive(Clone, Copy)]
@@ -122,6 +130,13 @@ impl ThreadRecords {
     /// gives what it would have given on the records in push order.
     #[inline]
     fn release(&mut self, time: i64) {
+        while let Some(p) = self.few_pending.last() {
+            if p.record.time > time {
+                break;
+            }
+            self.records.push(p.record);
+            self.few_pending.pop();
+        }
         while let Some(Reverse(p)) = self.pending.peek() {
             if p.record.time > time {
                 break;
@@ -131,10 +146,18 @@ impl ThreadRecords {
         }
     }
 
-    /// Holds `p` back (a thread that gets no more records from a pass may
-    /// gather many: a heap, not a sorted list).
+    /// Holds `p` back: in the sorted list while few are held, else in the heap
+    /// (a thread that gets no more records from a pass may gather many).
+    #[inline]
     fn hold(&mut self, p: Pending) {
-        self.pending.push(Reverse(p));
+        if self.pending.is_empty() && self.few_pending.len() < FEW_PENDING {
+            let key = p.key();
+            let at = self.few_pending.partition_point(|q| q.key() > key);
+            self.few_pending.insert(at, p);
+        } else {
+            self.pending.extend(self.few_pending.drain(..).map(Reverse));
+            self.pending.push(Reverse(p));
+        }
     }
 
     /// Takes every record (pending ones released), in chunks, and where the
