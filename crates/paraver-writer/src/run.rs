@@ -1118,7 +1118,8 @@ mod tests {
         b.interval_then_events(0, 50, 60, &pairs, 0);
         let run = b.finish().unwrap();
         let records = run.sorted_records();
-        let seen: Vec<(i64, bool, Vec<(u32, Value)>)> = records
+        type Seen = (i64, bool, Vec<(u32, Value)>);
+        let seen: Vec<Seen> = records
             .iter()
             .map(|(_, r)| match r.body {
                 Body::Events {
