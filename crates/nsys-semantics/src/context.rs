@@ -387,8 +387,9 @@ impl<'a> ReportContext<'a> {
     }
 
     /// Runs a pass that adds launch links, with room for `rows` more reserved up
-    /// front (its tables' row estimates), so that what the links will hold counts
-    /// in the run's share from the first row on.
+    /// front (its tables' row estimates; as many GPU operations for the idle
+    /// causes), so that what the links will hold counts in the run's share from
+    /// the first row on.
     pub fn with_links(
         &mut self,
         rows: u64,
@@ -396,6 +397,7 @@ impl<'a> ReportContext<'a> {
     ) -> Result<(), ReadError> {
         let mut links = std::mem::take(&mut self.handoff.links);
         links.reserve(rows);
+        self.gpu_idle.reserve_operations(rows);
         self.run
             .set_outside_bytes(self.held_bytes() + links.bytes());
         let result = pass(self, &mut links);

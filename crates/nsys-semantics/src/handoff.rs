@@ -301,6 +301,14 @@ impl IdleInputs {
         }
     }
 
+    /// Room for `n` more GPU operations, so that what they will hold counts in the
+    /// run's share from the first on (as [`GpuLinks::reserve`]).
+    pub fn reserve_operations(&mut self, n: u64) {
+        if self.enabled {
+            self.ops.reserve(usize::try_from(n).unwrap_or(0));
+        }
+    }
+
     /// A GPU operation written on `stream` (an interval of less than 1 ns is
     /// written as 1 ns, and counts so).
     pub fn operation(&mut self, stream: LocalThread, start: i64, end: i64) {
