@@ -554,3 +554,65 @@ fn a_time_window_cuts_the_pieces() {
     );
     assert_eq!(found, clipped);
 }
+
+/// On every real export of the corpus with GPU operations, the trace's pieces,
+/// summed per GPU, are the report's split of its idle time (real exports: any
+/// order of rows, clocks, several streams, operations without a launch).
+#[test]
+fn real_exports_hold_the_reports_split() {
+    let Some(corpus) = corpus_dir() else { return };
+    let manifest = std::fs::read_to_string(corpus.join("MANIFEST.tsv")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for relpath in manifest
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').next())
+    {
+        if !relpath.ends_with(".sqlite") || relpath.starts_with("broken/") {
+            continue;
+        }
+        let out = dir.path().join(format!("corpus{checked}.prv"));
+        let export = corpus.join(relpath);
+        let result = convert(&[export.as_path()], &out, &[]);
+        if !result.status.success() {
+            continue;
+        }
+        let pieces = idle_pieces(&out);
+        if pieces.is_empty() {
+            continue;
+        }
+        let stream_rows = gpu_stream_rows(&out);
+        let json = report_json(&out);
+        let gpus = json["idle_causes"]["gpus"].as_array().unwrap();
+        let mut found = vec![[0u64; 3]; gpus.len()];
+        let prv_text = std::fs::read_to_string(&out).unwrap();
+        let header = parse_header(prv_text.lines().next().unwrap(), &mut Vec::new()).unwrap();
+        // Global thread index of thread 1 of each task.
+        let firsts: Vec<usize> = header.appls[0]
+            .iter()
+            .scan(0, |next, task| {
+                let first = *next;
+                *next += task.threads as usize;
+                Some(first)
+            })
+            .collect();
+        for ((task, thread), list) in &pieces {
+            let index = firsts[*task as usize - 1] + *thread as usize - 1;
+            let gpu = stream_rows[index].expect("pieces on a GPU stream row");
+            for &(from, to, value) in list {
+                found[gpu][value as usize - 1] += (to - from) as u64;
+            }
+        }
+        for (gpu, (found, json)) in found.iter().zip(gpus).enumerate() {
+            let want = split_of(json);
+            assert_eq!(
+                *found,
+                [want.host_bound, want.dependency, want.other],
+                "{relpath}: GPU {gpu}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no corpus export with GPU idle intervals");
+}
