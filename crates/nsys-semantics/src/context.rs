@@ -8,7 +8,7 @@ use nsys_reader::{Export, ReadError, TableScan};
 use paraver_writer::{EventTypeInfo, LocalThread, RunBuilder, StateTiler};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::handoff::{GpuLinks, Handoff, NcclKernelOp, P2pEndpoint, SyncPoints};
+use crate::handoff::{GpuLinks, Handoff, IdleInputs, NcclKernelOp, P2pEndpoint, SyncPoints};
 use crate::options::Options;
 
 /// A row of the trace as the report knows it. Its order is the layout's order of
@@ -124,6 +124,8 @@ pub(crate) struct ReportContext<'a> {
     pub nccl_ops: Vec<NcclKernelOp>,
     /// What one category's pass hands another's.
     pub handoff: Handoff,
+    /// What the passes hand over for the GPU idle causes, written after every pass.
+    pub gpu_idle: IdleInputs,
     /// One more than the highest logical CPU a thread ran on (0: none seen).
     pub cpus_seen: u32,
     /// Rows left out by `--time-limit-start`/`--time-limit-end`.
@@ -223,6 +225,7 @@ impl<'a> ReportContext<'a> {
             p2p: Vec::new(),
             nccl_ops: Vec::new(),
             handoff: Handoff::default(),
+            gpu_idle: IdleInputs::default(),
             cpus_seen: 0,
             outside_limits: 0,
             kept_processes: None,
@@ -384,8 +387,9 @@ impl<'a> ReportContext<'a> {
     }
 
     /// Runs a pass that adds launch links, with room for `rows` more reserved up
-    /// front (its tables' row estimates), so that what the links will hold counts
-    /// in the run's share from the first row on.
+    /// front (its tables' row estimates; as many GPU operations for the idle
+    /// causes), so that what the links will hold counts in the run's share from
+    /// the first row on.
     pub fn with_links(
         &mut self,
         rows: u64,
@@ -393,6 +397,7 @@ impl<'a> ReportContext<'a> {
     ) -> Result<(), ReadError> {
         let mut links = std::mem::take(&mut self.handoff.links);
         links.reserve(rows);
+        self.gpu_idle.reserve_operations(rows);
         self.run
             .set_outside_bytes(self.held_bytes() + links.bytes());
         let result = pass(self, &mut links);
@@ -409,6 +414,7 @@ impl<'a> ReportContext<'a> {
 
     fn held_bytes(&self) -> usize {
         self.handoff.bytes()
+            + self.gpu_idle.bytes()
             + self.p2p.capacity() * std::mem::size_of::<P2pEndpoint>()
             + self.nccl_ops.capacity() * std::mem::size_of::<NcclKernelOp>()
     }

@@ -159,6 +159,13 @@ fn translate(
         let by_filter = name.kept && ctx.options.api_calls.keeps_duration(call.start, call.end);
         let kept = by_filter && ctx.within_limits(call.start, call.end);
         filtered += u64::from(!by_filter);
+        // The arrows of the whole trace, a cut's or not, for the idle causes.
+        if kept {
+            for link in launches {
+                ctx.gpu_idle
+                    .arrow(thread, link.thread, call.start, link.start);
+            }
+        }
         // The arrows first: they sort before the call's begin at its time, so
         // the run gets its records in order (pass order only matters between
         // records of one thread, time and kind).

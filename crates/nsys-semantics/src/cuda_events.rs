@@ -282,6 +282,9 @@ fn place_wait(
         pairs.push(EventPair::raw(CUDA_EVENT_SYNC_ID, s));
     }
     ctx.run.events(thread, wait.end, &pairs);
+    if op == STREAM_WAIT {
+        ctx.gpu_idle.stream_wait(thread, wait.end);
+    }
     tally.waits += 1;
     if let Some(record) = record_of(wait, pid, placed, by_sync_id) {
         // The wait cannot be over before the record completed.

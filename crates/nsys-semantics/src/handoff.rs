@@ -7,7 +7,7 @@
 
 use nsys_reader::cuda::GpuPlace;
 use nsys_reader::ids::pid_of;
-use paraver_writer::{EventPair, LocalThread};
+use paraver_writer::{EventPair, LocalThread, DISCARDED};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -258,6 +258,101 @@ fn lower_bound_near(links: &[GpuLink], key: (u32, i64), hint: usize) -> usize {
         }
         let lo = hi.saturating_sub(step);
         lo + links[lo..hi].partition_point(|l| l.key() < key)
+    }
+}
+
+/// A GPU operation's busy interval on its stream row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BusyOp {
+    pub stream: LocalThread,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// A launch arrow written from a CPU thread into a stream row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Arrow {
+    pub stream: LocalThread,
+    pub sender: LocalThread,
+    pub call: i64,
+    pub op_start: i64,
+}
+
+/// What the passes that write GPU operations, launch arrows, stream waits and
+/// host functions hand over for the GPU idle causes (`crate::gpu_idle`), written
+/// after every pass.
+#[derive(Default)]
+pub(crate) struct IdleInputs {
+    /// Whether they are gathered at all (the kernels category is selected).
+    enabled: bool,
+    pub ops: Vec<BusyOp>,
+    pub arrows: Vec<Arrow>,
+    /// (stream row, time) of each `cudaStreamWaitEvent` point.
+    pub stream_waits: Vec<(LocalThread, i64)>,
+    /// (stream row, end) of each host function.
+    pub host_function_ends: Vec<(LocalThread, i64)>,
+}
+
+impl IdleInputs {
+    pub fn new(enabled: bool) -> Self {
+        IdleInputs {
+            enabled,
+            ..Default::default()
+        }
+    }
+
+    /// Room for `n` more GPU operations, so that what they will hold counts in the
+    /// run's share from the first on (as [`GpuLinks::reserve`]).
+    pub fn reserve_operations(&mut self, n: u64) {
+        if self.enabled {
+            self.ops.reserve(usize::try_from(n).unwrap_or(0));
+        }
+    }
+
+    /// A GPU operation written on `stream` (an interval of less than 1 ns is
+    /// written as 1 ns, and counts so).
+    pub fn operation(&mut self, stream: LocalThread, start: i64, end: i64) {
+        if self.enabled && stream != DISCARDED {
+            self.ops.push(BusyOp {
+                stream,
+                start,
+                end: end.max(start + 1),
+            });
+        }
+    }
+
+    /// A launch arrow written from `sender` at `call` to `stream` at `op_start`.
+    pub fn arrow(&mut self, sender: LocalThread, stream: LocalThread, call: i64, op_start: i64) {
+        if self.enabled && sender != DISCARDED && stream != DISCARDED {
+            self.arrows.push(Arrow {
+                stream,
+                sender,
+                call,
+                op_start,
+            });
+        }
+    }
+
+    /// A stream wait point written on `stream` at `time`.
+    pub fn stream_wait(&mut self, stream: LocalThread, time: i64) {
+        if self.enabled && stream != DISCARDED {
+            self.stream_waits.push((stream, time));
+        }
+    }
+
+    /// A host function written on `stream`, ending at `end`.
+    pub fn host_function(&mut self, stream: LocalThread, end: i64) {
+        if self.enabled && stream != DISCARDED {
+            self.host_function_ends.push((stream, end));
+        }
+    }
+
+    /// Bytes held (allocated, used or not).
+    pub fn bytes(&self) -> usize {
+        self.ops.capacity() * std::mem::size_of::<BusyOp>()
+            + self.arrows.capacity() * std::mem::size_of::<Arrow>()
+            + (self.stream_waits.capacity() + self.host_function_ends.capacity())
+                * std::mem::size_of::<(LocalThread, i64)>()
     }
 }
 

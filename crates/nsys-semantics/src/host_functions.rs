@@ -107,6 +107,8 @@ fn gpu_side(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<GpuSides, R
             .interval(thread, p.start, p.end, &gpu_pairs(h, name));
         ctx.states
             .add(thread, p.start, p.end, state::SYNCHRONIZATION);
+        // Written 1 ns long at least.
+        ctx.gpu_idle.host_function(thread, p.end.max(p.start + 1));
         links.add_launch(p, thread, false);
         if let Some(c) = p.correlation_id {
             let key = (pid_of(p.global_pid), c);

@@ -9,6 +9,8 @@ use nsys_reader::ReadError;
 use paraver_writer::{EventPair, EventTypeInfo, SharedPairs, Value, ValueLabels};
 use rustc_hash::FxHashMap;
 
+use nsys2prv_events::{GPU_IDLE_CAUSE, GPU_IDLE_DEPENDENCY, GPU_IDLE_HOST_BOUND, GPU_IDLE_OTHER};
+
 use crate::category::{Category, CategoryInfo, Pass, Stage};
 use crate::context::{NameCache, ReportContext};
 use crate::cuda_api::API;
@@ -17,7 +19,7 @@ use crate::cuda_graphs::{GRAPHS, GRAPH_NODE_ID};
 use crate::handoff::GpuLinks;
 use crate::nccl::{self, NCCL};
 use crate::options::KernelNames;
-use crate::types::{interval, state};
+use crate::types::{interval, level, state};
 use crate::view::bundled_view;
 
 pub use nsys2prv_events::{CUDA_KERNEL, NCCL_KERNEL};
@@ -122,6 +124,15 @@ pub static CATEGORY: CategoryInfo = CategoryInfo {
         .needs(&[API])
         .on_gpu_streams(),
         bundled_view!(
+            "views/gpu_idle_causes.cfg",
+            "Why is each GPU idle between its operations: the CPU late (host-bound), a dependency or sync, or other?",
+        ),
+        bundled_view!(
+            "analysis/gpu_idle_causes.cfg",
+            "How much of each GPU's idle time is host-bound, dependency/sync or other, per stream?",
+        )
+        .on_gpu_streams(),
+        bundled_view!(
             "analysis/kernel_launch_latency.cfg",
             "How long after its launch call begins does each kernel start, per stream?",
         )
@@ -200,6 +211,17 @@ fn event_types() -> Vec<EventTypeInfo> {
             Bytes,
         ),
         interval(KERNEL_REGISTERS, "Kernel registers per thread", Numeric),
+        // Written by the translation from the GPU operations (`gpu_idle`).
+        level(
+            GPU_IDLE_CAUSE,
+            "GPU idle cause (on the stream of the operation that ends the idle interval)",
+            ValueLabels::fixed(&[
+                (0, "End"),
+                (GPU_IDLE_HOST_BOUND, "Host-bound (not launched yet)"),
+                (GPU_IDLE_DEPENDENCY, "Dependency/sync (stream waited)"),
+                (GPU_IDLE_OTHER, "Other (launch latency, waits not traced)"),
+            ]),
+        ),
     ]
 }
 
@@ -271,6 +293,7 @@ fn kernels(ctx: &mut ReportContext, links: &mut GpuLinks) -> Result<(), ReadErro
         };
         let thread = ctx.stream_thread(&k.place);
         let p = &k.place;
+        ctx.gpu_idle.operation(thread, p.start, p.end);
         let is_nccl = name.ty == NCCL_KERNEL;
         if is_nccl {
             let first = &mut ctx.sync_points.first_nccl_end;
@@ -404,8 +427,10 @@ mod tests {
                 1200 24601:gpu0/s8 state 1 until 1300
                 1300 24601:gpu0/s8 end 63000007="ncclDevKernel_AllReduce_Sum_f32_RING_LL" 9101=2 9102=1 9103=1 9104=512 9105=1 9106=1 9107=0 9108=0 9109=0 9110=96 9200=12
                 1500 24601:gpu0/s7 end 63000006="saxpy" 9101=64 9102=2 9103=1 9104=256 9105=1 9106=1 9107=48 9108=1024 9109=4096 9110=32 9200=11
+                1500 24601:gpu0/s7 9360=3
                 1500 24601:gpu0/s7 state 0 until 2000
                 2000 24601:gpu0/s7 63000006="saxpy" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=13
+                2000 24601:gpu0/s7 9360=0
                 2000 24601:gpu0/s7 state 1 until 2100
                 2100 24601:gpu0/s7 end 63000006="saxpy" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=13
             "#]],

@@ -14,6 +14,7 @@ mod cuda_events;
 mod cuda_graphs;
 mod cuda_sync;
 pub mod cuts;
+mod gpu_idle;
 mod gpu_memory;
 mod gpu_metrics;
 pub mod handoff;

@@ -103,6 +103,7 @@ fn memory_op(ctx: &mut ReportContext, links: &mut GpuLinks, p: &GpuPlace, name: 
         return;
     }
     let thread = ctx.stream_thread(p);
+    ctx.gpu_idle.operation(thread, p.start, p.end);
     let pairs = [
         EventPair::name(CUDA_MEMORY_OP, name),
         EventPair::raw(CUDA_MEMORY_SIZE, bytes),

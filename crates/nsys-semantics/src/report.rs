@@ -8,7 +8,10 @@ use paraver_writer::{EventTypeInfo, Run};
 use serde::{Deserialize, Serialize};
 
 use crate::context::{ReportContext, ThreadKey};
+use crate::gpu_idle;
+use crate::handoff::IdleInputs;
 use crate::handoff::{NcclKernelOp, P2pEndpoint, SyncPoints};
+use crate::kernels::KERNELS;
 use crate::options::{Category, Options};
 use crate::ranks;
 use crate::registry::Registry;
@@ -89,6 +92,8 @@ pub fn translate_with(
             }
         }
     }
+    // The kernels category declares the GPU idle causes (type 9360).
+    ctx.gpu_idle = IdleInputs::new(options.wants(KERNELS));
     let mut extra_type_categories = Vec::new();
     for (category, pass) in registry.passes(options) {
         let known = ctx.extra_types.len();
@@ -97,6 +102,8 @@ pub fn translate_with(
         let made = &ctx.extra_types[known..];
         extra_type_categories.extend(made.iter().map(|t| (t.ty, category)));
     }
+    // From what every pass handed over.
+    gpu_idle::write(&mut ctx);
     let mut report = finish(ctx, name)?;
     if let Some(selection) = &options.ranks {
         select_ranks(&mut report, selection, options.several_reports)?;

@@ -40,6 +40,48 @@ pub const LAUNCH_QUEUE_DEPTH: u32 = 9210;
 /// With a kernel (its begin, 0 at its end): ns from the begin of the API call
 /// that launched it to the kernel's begin.
 pub const LAUNCH_LATENCY: u32 = 9211;
+/// On a GPU stream row: why the GPU (every stream of the device) is idle, a level
+/// written at each piece of an idle interval of the GPU, on the row of the
+/// operation that ends the interval: one of the `GPU_IDLE_*` values at the
+/// piece's begin, 0 where the interval ends. Split by [`split_idle_gap`], as the
+/// report splits it.
+pub const GPU_IDLE_CAUSE: u32 = 9360;
+/// The operation that ends the gap had not been launched yet: the CPU was late.
+pub const GPU_IDLE_HOST_BOUND: i64 = 1;
+/// Launched, and its stream waited (a `cudaStreamWaitEvent`, a host function).
+pub const GPU_IDLE_DEPENDENCY: i64 = 2;
+/// Launched, with no wait the trace shows; or not known to be launched.
+pub const GPU_IDLE_OTHER: i64 = 3;
+
+/// Splits a GPU's idle interval `[begin, end)`, ended by an operation launched by
+/// a call that began at `launch_call_begin` (`None`: no launch known) on a stream
+/// that waited (`waited`), into `(GPU_IDLE_* value, from, to)` pieces in time
+/// order, empty ones left out: host-bound until the launch (clipped to the
+/// interval), then dependency/sync if the stream waited, else other. The one
+/// definition the translation writes and the report computes.
+pub fn split_idle_gap<T: Copy + Ord>(
+    begin: T,
+    end: T,
+    launch_call_begin: Option<T>,
+    waited: bool,
+) -> impl Iterator<Item = (i64, T, T)> {
+    let after_launch = if waited {
+        GPU_IDLE_DEPENDENCY
+    } else {
+        GPU_IDLE_OTHER
+    };
+    let pieces = match launch_call_begin {
+        None => [(GPU_IDLE_OTHER, begin, end), (GPU_IDLE_OTHER, end, end)],
+        Some(call) => {
+            let launched = call.clamp(begin, end);
+            [
+                (GPU_IDLE_HOST_BOUND, begin, launched),
+                (after_launch, launched, end),
+            ]
+        }
+    };
+    pieces.into_iter().filter(|p| p.1 < p.2)
+}
 
 /// Communication tags of BSC nsys2prv: launch arrows to kernels (and graphs, host
 /// functions), and to memory operations.

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use anyhow::Result;
+use nsys2prv_events::{split_idle_gap, GPU_IDLE_DEPENDENCY, GPU_IDLE_HOST_BOUND};
 
 use super::{Accumulator, At, Event, Trace};
 
@@ -102,26 +103,17 @@ pub fn split_gap(
     launch_call_begin: Option<u64>,
     waited: bool,
 ) -> Vec<(IdleCause, u64, u64)> {
-    let mut pieces = Vec::with_capacity(2);
-    let Some(call) = launch_call_begin else {
-        if end > begin {
-            pieces.push((IdleCause::Other, begin, end));
-        }
-        return pieces;
-    };
-    let launched = call.clamp(begin, end);
-    if launched > begin {
-        pieces.push((IdleCause::HostBound, begin, launched));
-    }
-    if end > launched {
-        let cause = if waited {
-            IdleCause::Dependency
-        } else {
-            IdleCause::Other
-        };
-        pieces.push((cause, launched, end));
-    }
-    pieces
+    // The translation writes the same pieces into the trace (type 9360).
+    split_idle_gap(begin, end, launch_call_begin, waited)
+        .map(|(value, from, to)| {
+            let cause = match value {
+                GPU_IDLE_HOST_BOUND => IdleCause::HostBound,
+                GPU_IDLE_DEPENDENCY => IdleCause::Dependency,
+                _ => IdleCause::Other,
+            };
+            (cause, from, to)
+        })
+        .collect()
 }
 
 impl IdleCauses {
