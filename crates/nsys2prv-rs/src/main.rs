@@ -27,11 +27,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// past `--memory-limit` + 64 MB (1,180 MB at 1G on the one-10M benchmark) and
 /// the kernel re-zeroed pages it had kept. Purging at once kept it at 938 MB.
 /// (Nor does it ask for transparent huge pages: the `no_thp` feature, see
-/// Cargo.toml.)
+/// Cargo.toml.) `MIMALLOC_PURGE_DELAY` in the environment, mimalloc's own
+/// setting, is left to decide (to weigh faults against peak memory).
 #[cfg(feature = "mimalloc")]
 fn tune_allocator() {
     /// `mi_option_purge_delay` in mimalloc.h (v2, libmimalloc-sys 0.1.49).
     const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: sets an option value; mimalloc reads it at each purge.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
 }

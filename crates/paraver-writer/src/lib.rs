@@ -7,6 +7,8 @@
 mod chunked;
 mod cursor;
 mod cut;
+#[cfg(target_os = "linux")]
+pub mod direct;
 mod gather;
 mod kmerge;
 pub mod layout;

@@ -138,7 +138,7 @@ impl<'a> TraceWriter<'a> {
         }
 
         let prv_file = OutputFile::create(&paths.prv)?;
-        let mut out = TraceSink::new(prv_file.file(), paths.gzip);
+        let mut out = TraceSink::for_output(&prv_file, paths.gzip);
         // Lines of the cut and of the batches' ends, and the tallies of all.
         let mut lines = LineFormatter::new(catalog, LINE_BLOCK + 4096);
         let end_time = (end - origin) as u64;

@@ -109,6 +109,9 @@ impl OutputFile {
 /// thread of its own, so that compression overlaps formatting.
 pub enum TraceSink<'a> {
     Plain(BufWriter<Writeback<&'a File>>),
+    /// A plain trace written past the page cache (see [`crate::direct`]).
+    #[cfg(target_os = "linux")]
+    Direct(crate::direct::DirectWriter),
     Gzip(GzipMembers<'a>),
     ThreadedGzip(ThreadedGzip),
 }
@@ -119,6 +122,20 @@ const BUFFER: usize = 1 << 20;
 const PLAIN_BUFFER: usize = 64 << 10;
 
 impl<'a> TraceSink<'a> {
+    /// The sink of a new output file: a plain trace is written directly to
+    /// disk where the file system suits it (see [`crate::direct`]), through
+    /// the page cache otherwise.
+    pub fn for_output(output: &'a OutputFile, gzip: bool) -> Self {
+        #[cfg(target_os = "linux")]
+        if !gzip {
+            if let Some(direct) = crate::direct::DirectWriter::open(output.path(), output.file()) {
+                return TraceSink::Direct(direct);
+            }
+        }
+        Self::new(output.file(), gzip)
+    }
+
+    /// A sink writing `file` through the page cache.
     pub fn new(file: &'a File, gzip: bool) -> Self {
         if !gzip {
             let file = Writeback::new(file);
@@ -136,6 +153,8 @@ impl<'a> TraceSink<'a> {
     pub fn finish(self) -> std::io::Result<()> {
         match self {
             TraceSink::Plain(mut w) => w.flush(),
+            #[cfg(target_os = "linux")]
+            TraceSink::Direct(d) => d.finish().map(|_| ()),
             TraceSink::Gzip(gz) => gz.finish(),
             TraceSink::ThreadedGzip(t) => t.finish(),
         }
@@ -144,7 +163,7 @@ impl<'a> TraceSink<'a> {
     /// Whether the sink compresses: then text may be handed over already
     /// compressed, as members made by [`gzip_member`].
     pub fn compresses(&self) -> bool {
-        !matches!(self, TraceSink::Plain(_))
+        matches!(self, TraceSink::Gzip(_) | TraceSink::ThreadedGzip(_))
     }
 
     /// Appends a gzip member made by [`gzip_member`] after everything written so
@@ -152,6 +171,8 @@ impl<'a> TraceSink<'a> {
     pub fn write_member(&mut self, member: Vec<u8>) -> std::io::Result<()> {
         match self {
             TraceSink::Plain(w) => w.write_all(&member),
+            #[cfg(target_os = "linux")]
+            TraceSink::Direct(d) => d.write_all(&member),
             TraceSink::Gzip(gz) => gz.write_member(&member),
             TraceSink::ThreadedGzip(t) => t.write_member(member),
         }
@@ -160,6 +181,8 @@ impl<'a> TraceSink<'a> {
     fn writer(&mut self) -> &mut dyn Write {
         match self {
             TraceSink::Plain(w) => w,
+            #[cfg(target_os = "linux")]
+            TraceSink::Direct(w) => w,
             TraceSink::Gzip(w) => w,
             TraceSink::ThreadedGzip(w) => w,
         }
