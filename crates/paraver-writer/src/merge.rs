@@ -2,12 +2,12 @@
 //! the `.row`. [`TraceWriter`] takes the options and chooses how the body is
 //! merged; every way writes the same text:
 //!
-//! * runs in memory or spilled to chunks with their time index, each run's
+//! * runs in memory or spilled to chunks with their time index (or saved into
+//!   part files of a sharded conversion, which carry one), each run's
 //!   threads in the trace's order, plain or gzip: the trace is cut by time into
 //!   segments that every thread merges and formats on its own (`segments.rs`;
 //!   a `.prv.gz` gets the gathering merge's gzip members);
-//! * otherwise (part files of a sharded conversion, runs whose threads are not
-//!   in the trace's order): one thread merges record by record (`kmerge.rs`)
+//! * otherwise (runs whose threads are not in the trace's order): one thread merges record by record (`kmerge.rs`)
 //!   into batches that the others format (`gather.rs`);
 //! * with a cut: record by record through the window's bookkeeping
 //!   (`cut.rs`).

@@ -251,7 +251,7 @@ impl PartsDir {
                             saved,
                             Arc::clone(&file),
                             &path,
-                        )))
+                        )?))
                     }
                     SavedOutcome::Empty { why } => Outcome::Empty(why),
                     SavedOutcome::NotSelected { ranks } => Outcome::NotSelected(ranks),
@@ -477,7 +477,7 @@ pub(crate) fn with_checksums_made_right(bytes: &[u8]) -> Vec<u8> {
             continue;
         };
         if let Some(section) = range(saved.run.offset, saved.run.bytes) {
-            saved.run.checksum = crc32fast::hash(section);
+            saved.run.make_checksums_right(section);
         }
         let blob = postcard::to_stdvec(&saved).expect("a saved report serialises");
         *offset = out.len() as u64;
