@@ -176,7 +176,8 @@ pub struct Args {
     /// Sharded conversion (see SHARDED CONVERSION): translate shard I of N into
     /// NAME.parts/ (I/N, planning first if no plan is there), or, with `slurm`,
     /// do everything inside a Slurm job step (`srun nsys2prv-rs --shard slurm
-    /// ...`): task 0 plans, every task translates its shard, task 0 merges
+    /// ...`): task 0 plans, every task translates its shard and merges a time
+    /// slice of the trace, task 0 finishes and installs it
     #[arg(long, value_name = "I/N|slurm", value_parser = parse_shard, conflicts_with_all = ["dry_run", "plan_shards"])]
     pub shard: Option<ShardSpec>,
 
@@ -295,6 +296,15 @@ pub enum Command {
     /// Run after every `--shard I/N` has finished (e.g. a Slurm job with
     /// --dependency=afterok on the array). The options are the plan's; a missing
     /// or failed shard makes the merge refuse, naming the shards to run again.
+    ///
+    /// The merge can be split by time across tasks: `merge --shard I/N OUTPUT`
+    /// for every I (e.g. a job array) writes time slice I of N of the trace's
+    /// body into NAME.parts/, reading only that span of time of every part;
+    /// then a plain `merge OUTPUT` writes the header, copies the slices after
+    /// it, writes the .pcf, .row and views, and installs the set: the same
+    /// files as one merge (a .prv.gz: the same text; its gzip members end where
+    /// slices do). A missing or failed slice makes it refuse, naming the
+    /// `merge --shard I/N` to run again; nothing is installed.
     Merge(MergeArgs),
     /// Print a shell completion script (e.g. `nsys2prv-rs completions bash > /etc/bash_completion.d/nsys2prv-rs`)
     Completions {
@@ -327,6 +337,22 @@ pub struct MergeArgs {
     /// Print each phase's time and append it to timings.csv (BSC nsys2prv's --timing)
     #[arg(long)]
     pub timing: bool,
+
+    /// Merge only time slice I of N of the trace (from 0; every shard must be
+    /// done) into NAME.parts/; a plain `merge OUTPUT` then finishes the trace
+    #[arg(long, value_name = "I/N", value_parser = parse_slice)]
+    pub shard: Option<(u32, u32)>,
+}
+
+/// `merge --shard I/N`: slice I of N.
+fn parse_slice(text: &str) -> Result<(u32, u32), String> {
+    match parse_shard(text) {
+        Ok(ShardSpec::One { index, count }) => Ok((index, count)),
+        Ok(ShardSpec::Slurm) => Err(
+            "'slurm' is for conversions (srun nsys2prv-rs --shard slurm INPUT... OUTPUT merges by slices itself); merge takes I/N".into(),
+        ),
+        Err(e) => Err(e.replace("(shard I of N", "(slice I of N").replace(" or slurm", "")),
+    }
 }
 
 /// `--shard`: one shard of N, or every shard of a Slurm job step.
@@ -969,6 +995,7 @@ impl MergeArgs {
             keep_parts: self.keep_parts,
             timing: self.timing,
             quiet,
+            slice: self.shard,
         }
     }
 }

@@ -145,7 +145,6 @@ impl SpilledChunk {
     /// [`INDEX_STEP`]-th record's time and offset), the CRC-32 of each block
     /// of records it delimits, and the time of the last record. An index that
     /// does not fit the section (another program's file) is an error.
-    #[allow(clippy::too_many_arguments)] // the fields of a saved run, as saved
     pub(crate) fn indexed_section(
         section: SpilledChunk,
         index: Vec<IndexEntry>,

@@ -307,6 +307,7 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".part")
         || shard_file(".failed")
         || name.starts_with("slurm-step-")
+        || super::slices::is_slice_file(name)
         || (name.starts_with('.') && name.ends_with(".tmp"))
 }
 
@@ -521,6 +522,8 @@ mod tests {
             "shard-12.failed",
             "slurm-step-5.0",
             ".shard-1.part.node1.42.tmp",
+            "slice-1-of-3.body",
+            "slice-0-of-3.done",
         ] {
             assert!(is_ours(ours), "{ours}");
         }
