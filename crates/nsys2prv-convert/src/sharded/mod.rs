@@ -440,7 +440,7 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
             }
         };
         // Then this task merges its slice of the trace, once every part is there.
-        wait_for_shards(config, &parts, &plan, &step)?;
+        wait_for_shards(config, &parts, &plan, &step, task)?;
         slices::merge_slice(config, &parts, &plan, (task, tasks), &step, progress)?;
         return Ok(Finished::default());
     }
@@ -457,7 +457,7 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
     }
     let plan = planned?;
     translate_shard(config, &parts, &plan, task, &step, progress)?;
-    wait_for_shards(config, &parts, &plan, &step)?;
+    wait_for_shards(config, &parts, &plan, &step, task)?;
     check_every_shard_done(&parts, &plan, &plan.id(), Some(&step))?;
     // A failed slice is noted for the finishing merge below, which names it.
     let _ = slices::merge_slice(config, &parts, &plan, (0, tasks), &step, progress);
@@ -514,8 +514,14 @@ fn wait_for_plan(parts: &PartsDir, step: &str) -> Result<()> {
     }
 }
 
-/// Task 0 waits until every shard has its part, or one fails in this step.
-fn wait_for_shards(config: &Config, parts: &PartsDir, plan: &Plan, step: &str) -> Result<()> {
+/// Task `task` waits until every shard has its part, or one fails in this step.
+fn wait_for_shards(
+    config: &Config,
+    parts: &PartsDir,
+    plan: &Plan,
+    step: &str,
+    task: u32,
+) -> Result<()> {
     let mut said = false;
     loop {
         let listing = parts.listing();
@@ -535,7 +541,7 @@ fn wait_for_shards(config: &Config, parts: &PartsDir, plan: &Plan, step: &str) -
         }
         if !said && !config.quiet {
             eprintln!(
-                "task 0: waiting for {} of {} shards to finish",
+                "task {task}: waiting for {} of {} shards to finish",
                 waiting.len(),
                 plan.shards
             );
