@@ -614,9 +614,9 @@ fn merge_by_slices(trace: &Path, count: u32) {
 
 /// The merge split by time over any number of tasks, from parts of any number
 /// of shards, writes the single run's files: `.prv` byte for byte, `.prv.gz`
-/// the same text (its members end where slices do); slices with no records
-/// (more slices than records) and a cut (which the slices leave to the
-/// finishing merge) too.
+/// the same text (its members end where slices do); many small slices and a
+/// cut (which the slices leave to the finishing merge) too. (Empty slices:
+/// paraver-writer's `slices_written_apart_make_the_whole_trace`.)
 #[test]
 fn merge_split_by_time_slices_writes_the_single_runs_trace() {
     let tmp = tempfile::tempdir().unwrap();
