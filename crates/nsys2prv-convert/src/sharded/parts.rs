@@ -307,8 +307,28 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".part")
         || shard_file(".failed")
         || name.starts_with("slurm-step-")
-        || super::slices::is_slice_file(name)
+        || is_slice_file(name)
         || (name.starts_with('.') && name.ends_with(".tmp"))
+}
+
+/// Slice files of the merge split over tasks (`sharded::slices`):
+/// `slice-I-of-N.EXT`: (I, N, EXT).
+pub(crate) fn parse_slice_name(name: &str) -> Option<(u32, u32, &str)> {
+    let rest = name.strip_prefix("slice-")?;
+    let (index, rest) = rest.split_once("-of-")?;
+    let (count, ext) = rest.split_once('.')?;
+    let number = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    Some((number(index)?, number(count)?, ext))
+}
+
+/// Whether `name` is a slice file the tool writes.
+pub(crate) fn is_slice_file(name: &str) -> bool {
+    parse_slice_name(name)
+        .is_some_and(|(i, n, ext)| i < n && ["body", "done", "failed"].contains(&ext))
 }
 
 /// Writes a small file of the directory (a failure note, a Slurm step's word)
@@ -512,6 +532,22 @@ fn check_index(index: &Index, plan: &Plan, plan_id: &str, shard: u32) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slice_names_are_recognised() {
+        assert_eq!(parse_slice_name("slice-2-of-4.body"), Some((2, 4, "body")));
+        assert!(is_slice_file("slice-0-of-1.done"));
+        assert!(is_slice_file("slice-3-of-4.failed"));
+        for theirs in [
+            "slice-4-of-4.body",
+            "slice--of-4.body",
+            "slice-1-of-4.txt",
+            "slice-a-of-4.done",
+            "slice-1-of-4",
+        ] {
+            assert!(!is_slice_file(theirs), "{theirs}");
+        }
+    }
 
     #[test]
     fn only_our_names_are_removed() {

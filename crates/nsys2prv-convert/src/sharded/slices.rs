@@ -33,7 +33,7 @@ use anyhow::{bail, Context, Result};
 use paraver_writer::{OutputPaths, SliceBody, SliceTallies};
 use serde::{Deserialize, Serialize};
 
-use super::parts::{self, PartsDir};
+use super::parts::{self, is_slice_file, parse_slice_name as parse, PartsDir};
 use super::plan::Plan;
 use crate::config::Config;
 use crate::convert::{self, SliceOutcome};
@@ -62,24 +62,6 @@ fn name(index: u32, count: u32, ext: &str) -> String {
 
 fn path(parts: &PartsDir, index: u32, count: u32, ext: &str) -> PathBuf {
     parts.dir.join(name(index, count, ext))
-}
-
-/// `slice-I-of-N.EXT`: (I, N, EXT).
-fn parse(name: &str) -> Option<(u32, u32, &str)> {
-    let rest = name.strip_prefix("slice-")?;
-    let (index, rest) = rest.split_once("-of-")?;
-    let (count, ext) = rest.split_once('.')?;
-    let number = |s: &str| {
-        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    Some((number(index)?, number(count)?, ext))
-}
-
-/// Whether `name` is a slice file the tool writes.
-pub(crate) fn is_slice_file(name: &str) -> bool {
-    parse(name).is_some_and(|(i, n, ext)| i < n && ["body", "done", "failed"].contains(&ext))
 }
 
 /// The command that (re)makes slice `index` of `count`.
@@ -336,26 +318,5 @@ pub(crate) fn wait_for_slices(
         }
         checkpoint("waiting for the slices");
         std::thread::sleep(super::POLL);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slice_names_are_recognised() {
-        assert_eq!(parse("slice-2-of-4.body"), Some((2, 4, "body")));
-        assert!(is_slice_file("slice-0-of-1.done"));
-        assert!(is_slice_file("slice-3-of-4.failed"));
-        for theirs in [
-            "slice-4-of-4.body",
-            "slice--of-4.body",
-            "slice-1-of-4.txt",
-            "slice-a-of-4.done",
-            "slice-1-of-4",
-        ] {
-            assert!(!is_slice_file(theirs), "{theirs}");
-        }
     }
 }
