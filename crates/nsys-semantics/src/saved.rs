@@ -20,10 +20,19 @@ pub type SavedReport = ReportTranslation<SavedRun>;
 impl<R> ReportTranslation<R> {
     /// The same report with its records held by `f(run)`.
     fn map_run<S>(self, f: impl FnOnce(R) -> S) -> ReportTranslation<S> {
-        ReportTranslation {
+        self.try_map_run(|run| Ok::<S, std::convert::Infallible>(f(run)))
+            .unwrap_or_else(|never| match never {})
+    }
+
+    /// The same report with its records held by `f(run)`, unless `f` fails.
+    fn try_map_run<S, E>(
+        self,
+        f: impl FnOnce(R) -> Result<S, E>,
+    ) -> Result<ReportTranslation<S>, E> {
+        Ok(ReportTranslation {
             path: self.path,
             meta: self.meta,
-            run: f(self.run),
+            run: f(self.run)?,
             threads: self.threads,
             thread_names: self.thread_names,
             process_names: self.process_names,
@@ -38,7 +47,7 @@ impl<R> ReportTranslation<R> {
             sync_points: self.sync_points,
             cpus_seen: self.cpus_seen,
             recorded_tables: self.recorded_tables,
-        }
+        })
     }
 }
 
@@ -51,8 +60,13 @@ impl ReportTranslation {
     }
 
     /// The report `saved` describes, its records read from `file` (named
-    /// `origin` in errors) when merged.
-    pub fn restore(saved: SavedReport, file: Arc<File>, origin: &Path) -> ReportTranslation {
-        saved.map_run(|run| restore_run(run, file, origin))
+    /// `origin` in errors) when merged; a time index that does not fit its
+    /// records is an error.
+    pub fn restore(
+        saved: SavedReport,
+        file: Arc<File>,
+        origin: &Path,
+    ) -> std::io::Result<ReportTranslation> {
+        saved.try_map_run(|run| restore_run(run, file, origin))
     }
 }

@@ -25,8 +25,8 @@ use nsys_semantics::{
 use paraver_writer::layout::PARAVER_OBJECT_LIMIT;
 use paraver_writer::merge::{time_span, TraceSummary};
 use paraver_writer::{
-    write_trace_within, Cut, MemoryBudget, MergeInput, OutputPaths, PcfCatalog, SpillPolicy,
-    TimeWindow, WriteError,
+    Cut, MemoryBudget, MergeInput, OutputPaths, PcfCatalog, SliceTallies, SpillPolicy, TimeWindow,
+    TraceWriter, WriteError,
 };
 use rayon::prelude::*;
 
@@ -124,6 +124,7 @@ pub fn convert(config: &Config, progress: &dyn Progress) -> Result<Finished> {
         output_set,
         reports,
         &skipped,
+        Body::Merged,
         &mut timings,
         progress,
     )?;
@@ -254,68 +255,29 @@ fn check_read_window(config: &Config, cut: Option<&Cut>) -> Result<()> {
 /// MPI messages, the cut, the merge, the views, the list of `skipped` reports,
 /// installed as one unit. The single run and the merge of a sharded conversion
 /// both end here, so both write the same bytes.
+#[allow(clippy::too_many_arguments)] // each is what one caller decides
 pub fn write_output_set(
     config: &Config,
     paths: &OutputPaths,
     output_set: OutputSet,
     reports: Vec<ReportTranslation>,
     skipped: &[Skipped],
+    body: Body,
     timings: &mut Timings,
     progress: &dyn Progress,
 ) -> Result<Finished> {
-    let report_count = reports.len();
-    if let Some(conflict) = numbering_conflict(&reports) {
-        bail!("{conflict}");
-    }
-    let row_names = match config.output.bsc_row_names {
-        true => RowNames::Bsc,
-        false => RowNames::Ours,
-    };
-    let mut plan = plan_layout_named(&reports, &paths.stem(), row_names);
-    check_paraver_limits(&plan.layout)?;
-    let sync = align_clocks(&mut plan, &reports, sync_mode(config.sync));
-    report_alignment(&sync, &reports, config.quiet);
-    if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
-        tracing::warn!(
-            "all {} reports come from {host} and share its clock, so their session start times already align them exactly; --sync {} moved them by up to {:.3} us to make the {} coincide, which hides the ranks' real skew (leave --sync out to keep it)",
-            reports.len(),
-            config.sync.flag_value(),
-            sync.skew_before_ns as f64 / 1e3,
-            sync.mode.describe(),
-        );
-    }
-    let (messages, message_stats) =
-        match_messages_of(&reports, &plan, config.selection.ranks.as_ref());
-    report_messages(&message_stats);
-    let (nccl, nccl_stats) = match_nccl(&reports, &plan);
-    report_nccl(&nccl_stats);
-    timings.lap("Layout, clocks and messages");
-
-    let range = nvtx_range(config, &reports, &plan)?;
-    let mut trace_metadata = crate::pmf::TraceMetadata::new(config, paths, &reports, &plan)?;
-    let catalog = catalog_for_reports(&reports);
-    let type_owners = TypeOwners::of(&Registry::standard(), &reports);
-    let gpu_stream_rows = gpu_stream_rows(&reports, &plan);
-    let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
-    let mut merge_inputs: Vec<MergeInput> = plan
-        .order
-        .iter()
-        .map(|&r| {
-            let report = slots[r].take().expect("each report is merged once");
-            MergeInput {
-                run: report.run,
-                time_offset: plan.offsets[r],
-                threads: plan.threads[r].clone(),
-            }
-        })
-        .collect();
-    merge_inputs.extend(messages);
-    merge_inputs.extend(nccl);
-    checkpoint("layout planned");
-    // MPI messages are records of their own.
-    let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
-    let cut = cut_of(config, range.as_ref(), &merge_inputs);
-    check_read_window(config, cut.as_ref())?;
+    let Merging {
+        report_count,
+        plan,
+        merge_inputs,
+        cut,
+        mut trace_metadata,
+        catalog,
+        type_owners,
+        gpu_stream_rows,
+        message_stats,
+        records,
+    } = prepare_merge(config, paths, reports, timings)?;
     // With a cut the merge reads records up to the window's end and writes those
     // inside it (with the values in force at its start): the progress counts the
     // records read, the closing line the records in the cut.
@@ -326,18 +288,21 @@ pub fn write_output_set(
     // The runs are finished: half the limit buffers the readers of spilled records.
     let read_budget = usize::try_from(config.resources.memory_limit / 2).unwrap_or(usize::MAX);
     let first_record = first_record(&merge_inputs);
-    let summary = write_trace_within(
-        &output_set.staged_trace(),
-        &plan.layout,
-        &merge_inputs,
-        &catalog,
-        cut.as_ref(),
-        read_budget,
-        &mut |n| {
+    let staged = output_set.staged_trace();
+    let writer = TraceWriter::new(&staged, &plan.layout, &catalog)
+        .cut(cut.as_ref())
+        .read_budget(read_budget);
+    let summary = match body {
+        Body::Merged => writer.write(&merge_inputs, &mut |n| {
             writing.set(n);
             checkpoint("merging");
-        },
-    )
+        }),
+        Body::Slices(slices) => writer
+            .write_from_slices(&merge_inputs, slices)
+            .inspect(|_| {
+                writing.set(records);
+            }),
+    }
     .with_context(|| format!("{}: cannot write the trace", paths.prv.display()))?;
     writing.finish();
     timings.lap("Merge and write");
@@ -408,6 +373,156 @@ pub fn write_output_set(
         skipped: skipped.len(),
         trace: Some(paths.prv.clone()),
         dry_run: None,
+    })
+}
+
+/// Where the body of the trace comes from.
+pub enum Body {
+    /// Merged from the reports' runs.
+    Merged,
+    /// Copied from the time slices merge tasks wrote (`merge --shard I/N`),
+    /// in order.
+    Slices(Vec<paraver_writer::SliceBody>),
+}
+
+/// What the merge of reports needs, computed alike by every process that
+/// merges them (a single run, a whole merge, every merge task of a slice).
+struct Merging {
+    report_count: usize,
+    plan: TracePlan,
+    merge_inputs: Vec<MergeInput>,
+    cut: Option<Cut>,
+    trace_metadata: crate::pmf::TraceMetadata,
+    catalog: PcfCatalog,
+    type_owners: TypeOwners,
+    gpu_stream_rows: Vec<u32>,
+    message_stats: MessageStats,
+    records: u64,
+}
+
+/// The layout, clock offsets, MPI and NCCL pairing, value tables and cut of
+/// `reports`: everything the trace's writer takes.
+fn prepare_merge(
+    config: &Config,
+    paths: &OutputPaths,
+    reports: Vec<ReportTranslation>,
+    timings: &mut Timings,
+) -> Result<Merging> {
+    let report_count = reports.len();
+
+    if let Some(conflict) = numbering_conflict(&reports) {
+        bail!("{conflict}");
+    }
+    let row_names = match config.output.bsc_row_names {
+        true => RowNames::Bsc,
+        false => RowNames::Ours,
+    };
+    let mut plan = plan_layout_named(&reports, &paths.stem(), row_names);
+    check_paraver_limits(&plan.layout)?;
+    let sync = align_clocks(&mut plan, &reports, sync_mode(config.sync));
+    report_alignment(&sync, &reports, config.quiet);
+    if let Some(host) = one_host(&reports).filter(|_| sync.mode != SyncMode::Session) {
+        tracing::warn!(
+            "all {} reports come from {host} and share its clock, so their session start times already align them exactly; --sync {} moved them by up to {:.3} us to make the {} coincide, which hides the ranks' real skew (leave --sync out to keep it)",
+            reports.len(),
+            config.sync.flag_value(),
+            sync.skew_before_ns as f64 / 1e3,
+            sync.mode.describe(),
+        );
+    }
+    let (messages, message_stats) =
+        match_messages_of(&reports, &plan, config.selection.ranks.as_ref());
+    report_messages(&message_stats);
+    let (nccl, nccl_stats) = match_nccl(&reports, &plan);
+    report_nccl(&nccl_stats);
+    timings.lap("Layout, clocks and messages");
+
+    let range = nvtx_range(config, &reports, &plan)?;
+    let trace_metadata = crate::pmf::TraceMetadata::new(config, paths, &reports, &plan)?;
+    let catalog = catalog_for_reports(&reports);
+    let type_owners = TypeOwners::of(&Registry::standard(), &reports);
+    let gpu_stream_rows = gpu_stream_rows(&reports, &plan);
+    let mut slots: Vec<Option<ReportTranslation>> = reports.into_iter().map(Some).collect();
+    let mut merge_inputs: Vec<MergeInput> = plan
+        .order
+        .iter()
+        .map(|&r| {
+            let report = slots[r].take().expect("each report is merged once");
+            MergeInput {
+                run: report.run,
+                time_offset: plan.offsets[r],
+                threads: plan.threads[r].clone(),
+            }
+        })
+        .collect();
+    merge_inputs.extend(messages);
+    merge_inputs.extend(nccl);
+    checkpoint("layout planned");
+    // MPI messages are records of their own.
+    let records: u64 = merge_inputs.iter().map(|i| i.run.len() as u64).sum();
+    let cut = cut_of(config, range.as_ref(), &merge_inputs);
+    check_read_window(config, cut.as_ref())?;
+    Ok(Merging {
+        report_count,
+        plan,
+        merge_inputs,
+        cut,
+        trace_metadata,
+        catalog,
+        type_owners,
+        gpu_stream_rows,
+        message_stats,
+        records,
+    })
+}
+
+/// What a merge task wrote of its slice.
+pub enum SliceOutcome {
+    /// Its slice of the body, with its tallies.
+    Written(SliceTallies),
+    /// The body cannot be cut into time slices (a cut, or runs whose threads
+    /// are not in the trace's order): the finishing merge writes it whole.
+    Unsliced,
+}
+
+/// Merge task `index` of `count`: the slice of the body of the trace of
+/// `reports` (as [`write_output_set`] would write it) into `out` (named
+/// `named` in errors). Nothing else is written.
+pub fn write_slice(
+    config: &Config,
+    paths: &OutputPaths,
+    reports: Vec<ReportTranslation>,
+    (index, count): (u32, u32),
+    (out, named): (&std::fs::File, &Path),
+    timings: &mut Timings,
+    progress: &dyn Progress,
+) -> Result<SliceOutcome> {
+    let merging = prepare_merge(config, paths, reports, timings)?;
+    let read_budget = usize::try_from(config.resources.memory_limit / 2).unwrap_or(usize::MAX);
+    let writer = TraceWriter::new(paths, &merging.plan.layout, &merging.catalog)
+        .cut(merging.cut.as_ref())
+        .read_budget(read_budget);
+    let mut writing = progress.phase("writing", None, "records");
+    let written = writer
+        .write_slice(
+            &merging.merge_inputs,
+            (index, count),
+            (out, named),
+            &mut |n| {
+                writing.set(n);
+                checkpoint("merging");
+            },
+        )
+        .with_context(|| {
+            format!(
+                "{}: cannot write slice {index} of {count}",
+                paths.prv.display()
+            )
+        })?;
+    writing.finish();
+    Ok(match written {
+        Some(tallies) => SliceOutcome::Written(tallies),
+        None => SliceOutcome::Unsliced,
     })
 }
 

@@ -71,6 +71,9 @@ pub struct MergeSettings {
     pub keep_parts: bool,
     pub timing: bool,
     pub quiet: bool,
+    /// `merge --shard I/N`: write only time slice I of N of the body (the
+    /// plain merge then finishes the trace).
+    pub slice: Option<(u32, u32)>,
 }
 
 /// Merges the parts of the sharded conversion of `trace` (`NAME.parts/` beside

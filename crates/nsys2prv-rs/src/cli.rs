@@ -176,7 +176,8 @@ pub struct Args {
     /// Sharded conversion (see SHARDED CONVERSION): translate shard I of N into
     /// NAME.parts/ (I/N, planning first if no plan is there), or, with `slurm`,
     /// do everything inside a Slurm job step (`srun nsys2prv-rs --shard slurm
-    /// ...`): task 0 plans, every task translates its shard, task 0 merges
+    /// ...`): task 0 plans, every task translates its shard and merges a time
+    /// slice of the trace, task 0 finishes and installs it
     #[arg(long, value_name = "I/N|slurm", value_parser = parse_shard, conflicts_with_all = ["dry_run", "plan_shards"])]
     pub shard: Option<ShardSpec>,
 
@@ -295,6 +296,15 @@ pub enum Command {
     /// Run after every `--shard I/N` has finished (e.g. a Slurm job with
     /// --dependency=afterok on the array). The options are the plan's; a missing
     /// or failed shard makes the merge refuse, naming the shards to run again.
+    ///
+    /// The merge can be split by time across tasks: `merge --shard I/N OUTPUT`
+    /// for every I (e.g. a job array) writes time slice I of N of the trace's
+    /// body into NAME.parts/, reading only that span of time of every part;
+    /// then a plain `merge OUTPUT` writes the header, copies the slices after
+    /// it, writes the .pcf, .row and views, and installs the set: the same
+    /// files as one merge (a .prv.gz: the same text; its gzip members end where
+    /// slices do). A missing or failed slice makes it refuse, naming the
+    /// `merge --shard I/N` to run again; nothing is installed.
     Merge(MergeArgs),
     /// Print a shell completion script (e.g. `nsys2prv-rs completions bash > /etc/bash_completion.d/nsys2prv-rs`)
     Completions {
@@ -327,6 +337,22 @@ pub struct MergeArgs {
     /// Print each phase's time and append it to timings.csv (BSC nsys2prv's --timing)
     #[arg(long)]
     pub timing: bool,
+
+    /// Merge only time slice I of N of the trace (from 0; every shard must be
+    /// done) into NAME.parts/; a plain `merge OUTPUT` then finishes the trace
+    #[arg(long, value_name = "I/N", value_parser = parse_slice)]
+    pub shard: Option<(u32, u32)>,
+}
+
+/// `merge --shard I/N`: slice I of N.
+fn parse_slice(text: &str) -> Result<(u32, u32), String> {
+    match parse_shard(text) {
+        Ok(ShardSpec::One { index, count }) => Ok((index, count)),
+        Ok(ShardSpec::Slurm) => Err(
+            "'slurm' is for conversions (srun nsys2prv-rs --shard slurm INPUT... OUTPUT merges by slices itself); merge takes I/N".into(),
+        ),
+        Err(e) => Err(e.replace("(shard I of N", "(slice I of N").replace(" or slurm", "")),
+    }
 }
 
 /// `--shard`: one shard of N, or every shard of a Slurm job step.
@@ -554,7 +580,7 @@ fn short_guide() -> String {
 pub const GUIDE_SECTIONS: &[(&str, &str)] = &[
     ("INPUTS", "Nsight Systems exports (.sqlite) are read directly, with no nsys needed. A report (.nsys-rep, .qdrep) is read through the .sqlite beside it when that is a complete export at least as new; otherwise it is exported with `nsys export --type sqlite`, using the nsys of $NSYS_HOME/bin, else the one on PATH, into NAME.cache/ beside the output (never beside the reports), and reused while the report is unchanged. --force-sqlite exports again. Remove the cache with `rm -r NAME.cache` when the trace is written. A directory stands for every report in it and in its subdirectories, except those the tool made (with its .nsys2prv-rs file), hidden ones and links to directories. The rank of a process comes from the report (MPI_RANKS, MPI thread names, launcher variables), else from the last number of the report's file name as given (report_%q{SLURM_PROCID})."),
     ("OUTPUT", "NAME.prv (NAME.prv.gz with -z or that name), NAME.pcf, NAME.row, NAME.pmf (the trace's metadata in BSC nsys2prv 0.6's JSON format: the job's command, directory, modules and Slurm settings, nsys versions, the options, -L labels and --description-text/--description-file, and which report each row comes from) and the Paraver views in NAME.cfgs/ (or --cfgs-dir DIR): the views the trace has data for (all of them with --all-views), with NAME.cfgs/INDEX.md listing each with the question it answers; start with NAME.cfgs/views/start-here/. They are written into a hidden staging directory beside the output and renamed into place together at the end, the .prv last. The tool replaces only what it made: views and cache directories carry a .nsys2prv-rs file, and an existing directory without it is refused (exit 2), as is an existing NAME.prv, NAME.pcf or NAME.row that is not a Paraver file of its kind, and a NAME.pmf another tool wrote. Spilled records go to unnamed temporary files in --tmp-dir that vanish with the process. Nsight's own threads ([NSys], [NSys Comms], CUPTI worker thread) are left out unless --keep-nsys-threads."),
-    ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans and merges). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
+    ("SHARDED CONVERSION", "Thousands of reports convert on many nodes in three steps, each a plain command: plan (--plan-shards N, or the first shard to run) records the inputs (size, time, a hash of each), the options and which reports each shard translates, balanced by size, in NAME.parts/plan; translate (--shard I/N, any order, anywhere the files are) exports .nsys-rep reports on the node's $SLURM_TMPDIR or $TMPDIR and writes NAME.parts/shard-I.part atomically (a rerun of a finished shard does nothing); merge (nsys2prv-rs merge NAME.prv) reads every part and writes the same trace, byte for byte, as one process would, then removes NAME.parts/ unless --keep-parts; the merge splits by time across tasks with merge --shard I/N NAME.prv for every I, then a plain merge NAME.prv that finishes the trace. Inside an allocation, srun nsys2prv-rs --shard slurm INPUT... OUTPUT does all three (SLURM_PROCID of SLURM_NTASKS; task 0 plans, every task merges its time slice, task 0 finishes). A missing or failed shard makes the merge refuse, naming the shards to run again; parts of another plan, a changed input, or reports outside the plan are refused."),
     ("EXIT STATUS", "0 success; 1 failure, with one line naming the file and the cause; 2 usage error (a bad option, an output directory the tool did not make, or an output file that is not a Paraver file); 3 the trace was written but --skip-bad left out reports that cannot be read (listed in NAME.skipped.txt); 4 diff --fail-if-slower: NEW is slower than allowed; 130, 143, 129 interrupted by SIGINT, SIGTERM, SIGHUP."),
     ("SIGNALS", "SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP stop the run: the earlier output is left as it was (or, if the new set was already being renamed into place, the new set is complete), nsys exports in progress are stopped, and no temporary file is left. After SIGKILL or a crash, the next run on the same output removes what the killed run left (or finishes its renames)."),
     ("ENVIRONMENT", "NSYS_HOME: the Nsight Systems installation whose bin/nsys exports reports. NSYS2PRV_LOG: log filter (e.g. debug), overriding -q and -v."),
@@ -969,6 +995,7 @@ impl MergeArgs {
             keep_parts: self.keep_parts,
             timing: self.timing,
             quiet,
+            slice: self.shard,
         }
     }
 }

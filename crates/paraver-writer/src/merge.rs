@@ -2,24 +2,26 @@
 //! the `.row`. [`TraceWriter`] takes the options and chooses how the body is
 //! merged; every way writes the same text:
 //!
-//! * runs in memory or spilled to chunks with their time index, each run's
+//! * runs in memory or spilled to chunks with their time index (or saved into
+//!   part files of a sharded conversion, which carry one), each run's
 //!   threads in the trace's order, plain or gzip: the trace is cut by time into
 //!   segments that every thread merges and formats on its own (`segments.rs`;
 //!   a `.prv.gz` gets the gathering merge's gzip members);
-//! * otherwise (part files of a sharded conversion, runs whose threads are not
-//!   in the trace's order): one thread merges record by record (`kmerge.rs`)
+//! * otherwise (runs whose threads are not in the trace's order): one thread merges record by record (`kmerge.rs`)
 //!   into batches that the others format (`gather.rs`);
 //! * with a cut: record by record through the window's bookkeeping
 //!   (`cut.rs`).
 
+use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 
 use crate::cursor::RunCursor;
 use crate::layout::{GlobalThread, TraceLayout};
 use crate::lines::{LineFormatter, LINE_BLOCK};
 use crate::names::assign_values;
 use crate::output::{OutputFile, OutputPaths, TraceSink};
-use crate::pcf::PcfCatalog;
+use crate::pcf::{PcfCatalog, UsedLabels};
 use crate::run::Run;
 use crate::{cut, gather, kmerge, segments, WriteError};
 
@@ -108,7 +110,87 @@ impl<'a> TraceWriter<'a> {
         inputs: &[MergeInput],
         progress: &mut dyn FnMut(u64),
     ) -> Result<TraceSummary, WriteError> {
-        let (paths, layout, catalog) = (self.paths, self.layout, self.catalog);
+        self.write_with(inputs, Body::Merged(progress))
+    }
+
+    /// Writes the trace of `inputs` with the body the merge tasks wrote, slice by
+    /// slice ([`TraceWriter::write_slice`], every slice of one count, in order):
+    /// the header, then each slice's bytes copied as they are (the kernel copies
+    /// them, `copy_file_range`), then the `.pcf` (from the slices' tallies) and
+    /// the `.row`. The same files as [`TraceWriter::write`].
+    pub fn write_from_slices(
+        &self,
+        inputs: &[MergeInput],
+        slices: Vec<SliceBody>,
+    ) -> Result<TraceSummary, WriteError> {
+        self.write_with(inputs, Body::Slices(slices))
+    }
+
+    /// Whether the body of `inputs` can be written by time slices: no cut, and
+    /// every run merged by segments (runs in memory or with a time index, each
+    /// run's threads in the trace's order).
+    pub fn can_slice(&self, inputs: &[MergeInput]) -> Result<bool, WriteError> {
+        if self.cut.is_some() || self.record_by_record {
+            return Ok(false);
+        }
+        let mut prepared = self.prepare(inputs)?;
+        let cursors = prepared.cursors(inputs);
+        Ok(segments::can_merge(&cursors))
+    }
+
+    /// Writes slice `index` of `count` of the body into `out` (named `named` in
+    /// errors): the records of one span of trace time, as the whole merge
+    /// formats them (a `.prv.gz`: gzip members). The spans cut the records into
+    /// `count` slices of about as many records each, found from the runs' time
+    /// indexes alone, so every task that has the same inputs finds the same
+    /// ones; their texts, in order, are the whole body. `None` when the body
+    /// cannot be sliced ([`TraceWriter::can_slice`]).
+    pub fn write_slice(
+        &self,
+        inputs: &[MergeInput],
+        (index, count): (u32, u32),
+        (out, named): (&File, &Path),
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Option<SliceTallies>, WriteError> {
+        if self.cut.is_some() || self.record_by_record {
+            return Ok(None);
+        }
+        let mut prepared = self.prepare(inputs)?;
+        let cursors = prepared.cursors(inputs);
+        if !segments::can_merge(&cursors) {
+            return Ok(None);
+        }
+        let bounds = segments::slice_bounds(&cursors, count);
+        let from = (index as usize).checked_sub(1).map(|i| bounds[i]);
+        let to = bounds.get(index as usize).copied();
+        let mut sink = TraceSink::new(out, self.paths.gzip);
+        let mut lines = LineFormatter::new(self.catalog, LINE_BLOCK + 4096);
+        segments::write_span(
+            &mut sink,
+            &mut lines,
+            self.catalog,
+            &cursors,
+            self.batch_records,
+            (from, to),
+            progress,
+        )
+        .and_then(|()| sink.finish())
+        .map_err(|e| WriteError::io(named, e))?;
+        let (summary, used) = lines.finish();
+        Ok(Some(SliceTallies {
+            lines: summary.lines,
+            states: summary.states,
+            events: summary.events,
+            comms: summary.comms,
+            comm_tags: summary.comm_tags,
+            used,
+        }))
+    }
+
+    /// What every way of writing needs of `inputs`: the span, the cut's
+    /// window, the values of names.
+    fn prepare(&self, inputs: &[MergeInput]) -> Result<Prepared, WriteError> {
+        let catalog = self.catalog;
         let (mut origin, mut end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
         if end.saturating_sub(origin) >= MAX_SPAN {
             return Err(WriteError::SpanTooLong(end.saturating_sub(origin)));
@@ -136,39 +218,79 @@ impl<'a> TraceWriter<'a> {
                 values.share(ty, table);
             }
         }
+        Ok(Prepared {
+            origin,
+            end,
+            window,
+            empty,
+            global_names,
+            handle_values,
+        })
+    }
 
+    fn write_with(&self, inputs: &[MergeInput], body: Body) -> Result<TraceSummary, WriteError> {
+        let (paths, layout, catalog) = (self.paths, self.layout, self.catalog);
+        let mut prepared = self.prepare(inputs)?;
+        let (origin, end, window) = (prepared.origin, prepared.end, prepared.window);
+        let empty = prepared.empty.take();
         let prv_file = OutputFile::create(&paths.prv)?;
-        let mut out = TraceSink::for_output(&prv_file, paths.gzip);
-        // Lines of the cut and of the batches' ends, and the tallies of all.
-        let mut lines = LineFormatter::new(catalog, LINE_BLOCK + 4096);
+        // The slices' bytes are copied after the header through the file's own
+        // position, so their header goes through the page cache too; a merged
+        // body is written past it where the file system suits (see `direct`).
+        let mut out = match body {
+            Body::Slices(_) => TraceSink::new(prv_file.file(), paths.gzip),
+            Body::Merged(_) => TraceSink::for_output(&prv_file, paths.gzip),
+        };
         let end_time = (end - origin) as u64;
         out.write_all(layout.header(end_time).as_bytes())
             .map_err(|e| WriteError::io(&paths.prv, e))?;
-        let cursors: Vec<RunCursor> = inputs
-            .iter()
-            .zip(handle_values)
-            .map(|(i, values)| RunCursor::new(&i.run, i.time_offset, &i.threads, values, origin))
-            .collect();
-        // Segments merge runs in memory and spilled chunks with their time
-        // index, when each run orders its threads as the trace does (they merge
-        // by the trace's order only); a `.prv.gz` gets the gathering merge's
-        // gzip members either way.
-        let by_segments = !self.record_by_record && segments::can_merge(&cursors);
-        let (budget, batch) = (self.read_budget, self.batch_records);
-        let written = match window {
-            Some(length) => cut::write_body(
-                &mut out, &mut lines, catalog, &cursors, length, budget, progress,
-            ),
-            None if by_segments => {
-                segments::write_body(&mut out, &mut lines, catalog, &cursors, batch, progress)
+        let (mut summary, used) = match body {
+            Body::Merged(progress) => {
+                // Lines of the cut and of the batches' ends, and the tallies of all.
+                let mut lines = LineFormatter::new(catalog, LINE_BLOCK + 4096);
+                let cursors = prepared.cursors(inputs);
+                // Segments merge runs in memory and spilled chunks with their time
+                // index, when each run orders its threads as the trace does (they merge
+                // by the trace's order only); a `.prv.gz` gets the gathering merge's
+                // gzip members either way.
+                let by_segments = !self.record_by_record && segments::can_merge(&cursors);
+                let (budget, batch) = (self.read_budget, self.batch_records);
+                let written = match window {
+                    Some(length) => cut::write_body(
+                        &mut out, &mut lines, catalog, &cursors, length, budget, progress,
+                    ),
+                    None if by_segments => segments::write_body(
+                        &mut out, &mut lines, catalog, &cursors, batch, progress,
+                    ),
+                    None => gather::write_body(
+                        &mut out, &mut lines, catalog, &cursors, batch, budget, progress,
+                    ),
+                };
+                written.map_err(|e| WriteError::io(&paths.prv, e))?;
+                out.finish().map_err(|e| WriteError::io(&paths.prv, e))?;
+                lines.finish()
             }
-            None => gather::write_body(
-                &mut out, &mut lines, catalog, &cursors, batch, budget, progress,
-            ),
+            Body::Slices(slices) => {
+                // The header is whole (a gzip member of its own) before the
+                // slices' bytes follow it.
+                out.finish().map_err(|e| WriteError::io(&paths.prv, e))?;
+                let mut summary = TraceSummary::default();
+                let mut used = UsedLabels::default();
+                for slice in slices {
+                    // `io::copy` between files is `copy_file_range`.
+                    std::io::copy(&mut &slice.file, &mut prv_file.file())
+                        .map_err(|e| WriteError::io(&paths.prv, e))?;
+                    let t = slice.tallies;
+                    summary.lines += t.lines;
+                    summary.states += t.states;
+                    summary.events += t.events;
+                    summary.comms += t.comms;
+                    summary.comm_tags.extend(t.comm_tags);
+                    used.extend(t.used);
+                }
+                (summary, used)
+            }
         };
-        written.map_err(|e| WriteError::io(&paths.prv, e))?;
-        let (mut summary, used) = lines.finish();
-        out.finish().map_err(|e| WriteError::io(&paths.prv, e))?;
         if let (Some(empty), 0) = (empty, summary.lines) {
             // Nothing happens in the window (Paraver rejects an empty body).
             return Err(empty);
@@ -180,7 +302,7 @@ impl<'a> TraceWriter<'a> {
         let pcf_file = OutputFile::create(&paths.pcf)?;
         let mut pcf = std::io::BufWriter::new(pcf_file.file());
         catalog
-            .write(&mut pcf, &used, &global_names)
+            .write(&mut pcf, &used, &prepared.global_names)
             .and_then(|_| pcf.flush())
             .map_err(|e| WriteError::io(&paths.pcf, e))?;
         drop(pcf);
@@ -197,6 +319,56 @@ impl<'a> TraceWriter<'a> {
         prv_file.finish()?;
         Ok(summary)
     }
+}
+
+/// Where the body of a trace comes from.
+enum Body<'p> {
+    /// Merged from the runs here.
+    Merged(&'p mut dyn FnMut(u64)),
+    /// Copied from the slices merge tasks wrote.
+    Slices(Vec<SliceBody>),
+}
+
+/// What the ways of writing share (see [`TraceWriter::prepare`]).
+struct Prepared {
+    origin: i64,
+    end: i64,
+    /// The cut's length, with a cut.
+    window: Option<i64>,
+    /// The error of a cut with nothing in it.
+    empty: Option<WriteError>,
+    global_names: crate::names::GlobalNames,
+    handle_values: Vec<crate::names::HandleValues>,
+}
+
+impl Prepared {
+    fn cursors<'a>(&mut self, inputs: &'a [MergeInput]) -> Vec<RunCursor<'a>> {
+        inputs
+            .iter()
+            .zip(std::mem::take(&mut self.handle_values))
+            .map(|(i, values)| {
+                RunCursor::new(&i.run, i.time_offset, &i.threads, values, self.origin)
+            })
+            .collect()
+    }
+}
+
+/// What a merge task counted of its slice of the body: what the step that
+/// writes the trace from the slices needs for the `.pcf` and its summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SliceTallies {
+    pub lines: u64,
+    pub states: u64,
+    pub events: u64,
+    pub comms: u64,
+    pub comm_tags: std::collections::BTreeSet<i64>,
+    pub used: UsedLabels,
+}
+
+/// A slice of the body as a merge task wrote it, and its tallies.
+pub struct SliceBody {
+    pub file: File,
+    pub tallies: SliceTallies,
 }
 
 /// [`TraceWriter::write`] of the whole trace.
@@ -716,6 +888,70 @@ mod tests {
                             assert!(bytes == gz, "gzip bytes, {how:?}, chunks of {chunk_bytes}");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The body written slice by slice (any count, slices of runs in memory
+    /// and of spilled chunks; empty slices) and copied after the header gives
+    /// the whole merge's files: `.prv` byte for byte, `.prv.gz` decompressed.
+    #[test]
+    fn slices_written_apart_make_the_whole_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = TraceLayout {
+            tasks: (0..2)
+                .map(|t| TaskInfo {
+                    name: format!("t{t}"),
+                    node: 0,
+                    threads: (0..3).map(|t| format!("{t}")).collect(),
+                })
+                .collect(),
+            ..layout()
+        };
+        let catalog = catalog();
+        let read = |paths: &OutputPaths| {
+            let mut bytes = std::fs::read(&paths.prv).unwrap();
+            if paths.gzip {
+                let mut text = Vec::new();
+                let mut gz = flate2::read::MultiGzDecoder::new(&bytes[..]);
+                std::io::Read::read_to_end(&mut gz, &mut text).unwrap();
+                bytes = text;
+            }
+            (bytes, std::fs::read(&paths.pcf).unwrap())
+        };
+        for gzip in [false, true] {
+            let ext = if gzip { "prv.gz" } else { "prv" };
+            let whole = OutputPaths::for_trace(&dir.path().join(format!("whole.{ext}"))).unwrap();
+            let inputs = large_runs(None);
+            let expected_summary = TraceWriter::new(&whole, &layout, &catalog)
+                .write(&inputs, &mut |_| {})
+                .unwrap();
+            let expected = read(&whole);
+            for spill in [None, Some((dir.path(), 16 << 10, 0))] {
+                let inputs = large_runs(spill);
+                for count in [1u32, 2, 3, 4, 7, 1000] {
+                    let name = format!("s{count}{}.{ext}", spill.is_some());
+                    let paths = OutputPaths::for_trace(&dir.path().join(name)).unwrap();
+                    let writer = TraceWriter::new(&paths, &layout, &catalog).batch_records(500);
+                    assert!(writer.can_slice(&inputs).unwrap());
+                    let mut slices = Vec::new();
+                    let mut empty = 0;
+                    for index in 0..count {
+                        let file = tempfile::tempfile_in(dir.path()).unwrap();
+                        let tallies = writer
+                            .write_slice(&inputs, (index, count), (&file, dir.path()), &mut |_| {})
+                            .unwrap()
+                            .expect("sliced");
+                        empty += usize::from(tallies.lines == 0);
+                        std::io::Seek::rewind(&mut &file).unwrap();
+                        slices.push(SliceBody { file, tallies });
+                    }
+                    // More slices than records: most are empty.
+                    assert_eq!(count < 10, empty == 0, "{count} slices, {empty} empty");
+                    let summary = writer.write_from_slices(&inputs, slices).unwrap();
+                    assert_eq!(summary, expected_summary, "{count} slices");
+                    assert!(read(&paths) == expected, "{count} slices, gzip {gzip}");
                 }
             }
         }

@@ -72,11 +72,22 @@ pub struct PcfCatalog {
 }
 
 /// What the merge saw: states, event types, and the values of fixed-table types.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UsedLabels {
     pub states: BTreeSet<u32>,
     pub types: BTreeSet<u32>,
     pub fixed_values: BTreeMap<u32, BTreeSet<i64>>,
+}
+
+impl UsedLabels {
+    /// Adds what `other` saw (another slice of the same trace).
+    pub fn extend(&mut self, other: UsedLabels) {
+        self.states.extend(other.states);
+        self.types.extend(other.types);
+        for (ty, values) in other.fixed_values {
+            self.fixed_values.entry(ty).or_default().extend(values);
+        }
+    }
 }
 
 const HEADER: &str = "DEFAULT_OPTIONS

@@ -58,9 +58,33 @@ pub(crate) fn write_body(
     batch_records: usize,
     progress: &mut dyn FnMut(u64),
 ) -> std::io::Result<()> {
+    write_span(
+        out,
+        lines,
+        catalog,
+        cursors,
+        batch_records,
+        (None, None),
+        progress,
+    )
+}
+
+/// [`write_body`] of the records at trace times `from..to` only (each end
+/// open when `None`). A `.prv.gz` span is cut into members from its own first
+/// record (so its members depend on where the span starts), and its last
+/// member ends with the span.
+pub(crate) fn write_span(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    batch_records: usize,
+    (from, to): (Option<i64>, Option<i64>),
+    progress: &mut dyn FnMut(u64),
+) -> std::io::Result<()> {
     let slots = SEGMENTS_PER_THREAD * rayon::current_num_threads().max(1);
     let places = places_in_trace(cursors);
-    let mut segments = Segmenter::new(cursors, &places, batch_records);
+    let mut segments = Segmenter::within(cursors, &places, batch_records, from, to);
     let compress = out.compresses();
     let new_slots = || -> Vec<Slot> {
         (0..slots)
@@ -307,55 +331,117 @@ pub(crate) struct Segmenter<'a> {
     /// of tens of thousands of threads.
     waiting: BinaryHeap<Reverse<(i64, usize)>>,
     /// Trace times where segments end (exclusive), increasing; the last segment
-    /// ends with the runs.
+    /// ends with the runs, or at the last bound when `open_end` is false.
     bounds: std::vec::IntoIter<i64>,
+    open_end: bool,
     done: bool,
 }
 
-impl<'a> Segmenter<'a> {
-    /// Segments of about `target` records each; `places` are the threads'
-    /// places in the trace ([`places_in_trace`]).
-    pub(crate) fn new(cursors: &[RunCursor<'a>], places: &[Vec<u32>], target: usize) -> Self {
-        let mut parts = Vec::new();
-        for (run, (c, places)) in cursors.iter().zip(places).enumerate() {
-            for chunk in &c.run.chunks {
-                if chunk.records > 0 {
-                    parts.push(Part::Chunk {
-                        run,
-                        shift: c.shift,
-                        chunk,
-                        from: 0,
-                        span: chunk.span(0, 0),
-                        after: None,
-                        before: None,
-                        done: false,
-                    });
-                }
-            }
-            for (thread, records) in c.blocks() {
-                if !records.is_empty() {
-                    parts.push(Part::Block {
-                        run,
-                        thread,
-                        place: places[thread as usize],
-                        shift: c.shift,
-                        records,
-                    });
-                }
+/// Every sorted stream of every run, in run order, then stream order.
+fn streams<'a>(cursors: &[RunCursor<'a>], places: &[Vec<u32>]) -> Vec<Part<'a>> {
+    let mut parts = Vec::new();
+    for (run, (c, places)) in cursors.iter().zip(places).enumerate() {
+        for chunk in &c.run.chunks {
+            if chunk.records > 0 {
+                parts.push(Part::Chunk {
+                    run,
+                    shift: c.shift,
+                    chunk,
+                    from: 0,
+                    span: chunk.span(0, 0),
+                    after: None,
+                    before: None,
+                    done: false,
+                });
             }
         }
+        for (thread, records) in c.blocks() {
+            if !records.is_empty() {
+                parts.push(Part::Block {
+                    run,
+                    thread,
+                    place: places[thread as usize],
+                    shift: c.shift,
+                    records,
+                });
+            }
+        }
+    }
+    parts
+}
+
+impl<'a> Segmenter<'a> {
+    /// Segments of about `target` records each of the records at trace times
+    /// `from..to` (each end open when `None`); `places` are the threads' places
+    /// in the trace ([`places_in_trace`]).
+    pub(crate) fn within(
+        cursors: &[RunCursor<'a>],
+        places: &[Vec<u32>],
+        target: usize,
+        from: Option<i64>,
+        to: Option<i64>,
+    ) -> Self {
+        let mut parts = streams(cursors, places);
+        if from.is_some() {
+            // Records before the span: left behind unread (a chunk moves to
+            // the index entry before `from`).
+            for part in &mut parts {
+                part.take_before(from);
+            }
+        }
+        let inside = |t: &i64| from.is_none_or(|f| *t > f) && to.is_none_or(|e| *t < e);
+        let mut bounds: Vec<i64> = segment_bounds(&parts, target.max(1))
+            .into_iter()
+            .filter(inside)
+            .collect();
+        bounds.extend(to);
         let waiting = parts
             .iter()
             .enumerate()
             .filter_map(|(i, p)| p.next_time().map(|t| Reverse((t, i))))
             .collect();
         Segmenter {
-            bounds: segment_bounds(&parts, target.max(1)).into_iter(),
+            bounds: bounds.into_iter(),
+            open_end: to.is_none(),
             parts,
             waiting,
             done: false,
         }
     }
+}
+
+/// The trace times that cut the records of `cursors` into `count` slices of
+/// about as many records each (`count - 1` of them, non-decreasing: slice `i`
+/// is from bound `i - 1` to bound `i`, the first and last open; equal bounds
+/// make an empty slice). Computed from the runs' blocks and their chunks' time
+/// indexes only (no record is read), so every process that has the same runs
+/// finds the same bounds; every record of one time falls in one slice.
+pub(crate) fn slice_bounds(cursors: &[RunCursor], count: u32) -> Vec<i64> {
+    let places = places_in_trace(cursors);
+    let parts = streams(cursors, &places);
+    let samples = samples(&parts, INDEX_STEP);
+    let total: u64 = samples.iter().map(|&(_, w)| u64::from(w)).sum();
+    let count = u64::from(count.max(1));
+    let mut bounds = Vec::with_capacity(count as usize - 1);
+    let mut before = 0u64;
+    let mut samples = samples.iter().peekable();
+    for k in 1..count {
+        // The first sample with at least k/count of the records before it.
+        let wanted = (u128::from(total) * u128::from(k)).div_ceil(u128::from(count)) as u64;
+        while before < wanted {
+            match samples.next() {
+                Some(&(_, weight)) => before += u64::from(weight),
+                None => break,
+            }
+        }
+        // Records of one time stay together: a bound is a sample's time.
+        let bound = match samples.peek() {
+            Some(&&(time, _)) => time,
+            None => i64::MAX,
+        };
+        bounds.push(bounds.last().map_or(bound, |&last: &i64| last.max(bound)));
+    }
+    bounds
 }
 
 impl<'a> Iterator for Segmenter<'a> {
@@ -365,6 +451,9 @@ impl<'a> Iterator for Segmenter<'a> {
         while !self.done {
             let bound = self.bounds.next();
             self.done = bound.is_none();
+            if bound.is_none() && !self.open_end {
+                break;
+            }
             // The streams with a record before the bound (the others would
             // give nothing), in their order in `parts`.
             let mut visited = Vec::new();
@@ -499,6 +588,23 @@ fn segment_bounds(parts: &[Part], target: usize) -> Vec<i64> {
     // A few samples per block and segment keep the sizes near `target` without
     // sorting every time.
     let step = (target / (4 * parts.len().max(1))).clamp(1, 1024);
+    let samples = samples(parts, step);
+    let mut bounds: Vec<i64> = Vec::with_capacity(samples.len() * step / target + 1);
+    let mut records = 0;
+    for &(time, weight) in &samples {
+        if records >= target && bounds.last() < Some(&time) {
+            bounds.push(time);
+            records = 0;
+        }
+        records += weight as usize;
+    }
+    bounds
+}
+
+/// A sorted sample of the times of the records of `parts`: every `step`-th
+/// record of each block, each entry of each chunk's index, each with the
+/// records it stands for.
+fn samples(parts: &[Part], step: usize) -> Vec<(i64, u32)> {
     let mut samples: Vec<(i64, u32)> = Vec::new();
     for part in parts {
         match *part {
@@ -517,16 +623,7 @@ fn segment_bounds(parts: &[Part], target: usize) -> Vec<i64> {
         }
     }
     samples.sort_unstable_by_key(|&(time, _)| time);
-    let mut bounds: Vec<i64> = Vec::with_capacity(samples.len() * step / target + 1);
-    let mut records = 0;
-    for &(time, weight) in &samples {
-        if records >= target && bounds.last() < Some(&time) {
-            bounds.push(time);
-            records = 0;
-        }
-        records += weight as usize;
-    }
-    bounds
+    samples
 }
 
 /// Merges the records of `segment` in trace order (time, rank, thread's place in

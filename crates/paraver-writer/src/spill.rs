@@ -77,8 +77,12 @@ pub struct SpilledChunk {
     origin: Option<PathBuf>,
     /// Every [`INDEX_STEP`]-th record's time and place, from the first: what lets
     /// the merge read only one span of time of the chunk. Empty for a section of
-    /// a part file (read whole, in order).
+    /// a part file without one (then read whole, in order).
     index: Vec<IndexEntry>,
+    /// For a section of a part file with an index: the CRC-32 of each block of
+    /// records between two index entries (the last up to the end), checked as a
+    /// span of time is read (the whole section's `checksum` covers whole reads).
+    block_checksums: Vec<u32>,
     /// The time of the last record (`i64::MAX` when not known).
     last_time: i64,
     /// Records name threads (and receivers) below this: checked as a section of a
@@ -94,7 +98,7 @@ pub(crate) const INDEX_STEP: usize = 64;
 
 /// A record of a spilled chunk: its time (on its run's clock) and where it
 /// starts, from the chunk's start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct IndexEntry {
     pub time: i64,
     pub offset: u64,
@@ -131,9 +135,41 @@ impl SpilledChunk {
             checksum: Some(checksum),
             origin: Some(origin),
             index: Vec::new(),
+            block_checksums: Vec::new(),
             last_time: i64::MAX,
             threads,
         }
+    }
+
+    /// A [`SpilledChunk::section`] with its time index: `index` (every
+    /// [`INDEX_STEP`]-th record's time and offset), the CRC-32 of each block
+    /// of records it delimits, and the time of the last record. An index that
+    /// does not fit the section (another program's file) is an error.
+    pub(crate) fn indexed_section(
+        section: SpilledChunk,
+        index: Vec<IndexEntry>,
+        block_checksums: Vec<u32>,
+        last_time: i64,
+    ) -> Result<Self, String> {
+        let blocks = section.records.div_ceil(INDEX_STEP as u64);
+        let offsets_fit = index.first().is_none_or(|e| e.offset == 0)
+            && index
+                .windows(2)
+                .all(|w| w[0].offset < w[1].offset && w[0].time <= w[1].time)
+            && index.last().is_none_or(|e| e.offset < section.bytes);
+        if index.len() as u64 != blocks || block_checksums.len() != index.len() || !offsets_fit {
+            return Err(format!(
+                "a time index of {} entries for {} records",
+                index.len(),
+                section.records
+            ));
+        }
+        Ok(SpilledChunk {
+            index,
+            block_checksums,
+            last_time,
+            ..section
+        })
     }
 
     /// The time of the chunk's last record, on its run's clock (`i64::MAX` when
@@ -246,6 +282,7 @@ pub(crate) fn write_chunk(
         checksum: None,
         origin: None,
         index,
+        block_checksums: Vec::new(),
         last_time,
         threads: u32::MAX,
     })
@@ -301,8 +338,60 @@ struct SectionReader {
     buf: Vec<u8>,
     pos: usize,
     len: usize,
-    crc: Option<(crc32fast::Hasher, u32)>,
+    /// The whole section's checksum (boxed, as `blocks`: a chunk reader
+    /// stays small next to a block in memory).
+    crc: Option<Box<(crc32fast::Hasher, u32)>>,
+    /// A span of an indexed section: its blocks' checksums.
+    blocks: Option<Box<BlockChecks>>,
     origin: Option<PathBuf>,
+}
+
+/// The blocks of records a span of an indexed section covers: where each ends
+/// in the file and its CRC-32, checked as the span is read.
+struct BlockChecks {
+    ends: Vec<(u64, u32)>,
+    next: usize,
+    crc: crc32fast::Hasher,
+}
+
+impl BlockChecks {
+    /// The blocks of `chunk` that bytes `start..end` cover (an indexed span
+    /// starts and ends where blocks do).
+    fn of(chunk: &SpilledChunk, start: u64, end: u64) -> Self {
+        let first = chunk.index.partition_point(|e| e.offset < start);
+        let ends = (first..chunk.index.len())
+            .map(|b| {
+                let block_end = chunk.index.get(b + 1).map_or(chunk.bytes, |e| e.offset);
+                (chunk.offset + block_end, chunk.block_checksums[b])
+            })
+            .take_while(|&(block_end, _)| block_end <= chunk.offset + end)
+            .collect();
+        BlockChecks {
+            ends,
+            next: 0,
+            crc: crc32fast::Hasher::new(),
+        }
+    }
+
+    /// Checks `bytes`, read at file offset `at`: false on a block whose bytes
+    /// do not match its checksum.
+    fn check(&mut self, mut at: u64, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            let Some(&(end, expected)) = self.ends.get(self.next) else {
+                return false;
+            };
+            let take = (end - at).min(bytes.len() as u64) as usize;
+            self.crc.update(&bytes[..take]);
+            (at, bytes) = (at + take as u64, &bytes[take..]);
+            if at == end {
+                if std::mem::take(&mut self.crc).finalize() != expected {
+                    return false;
+                }
+                self.next += 1;
+            }
+        }
+        true
+    }
 }
 
 impl SectionReader {
@@ -313,7 +402,9 @@ impl SectionReader {
     /// A reader of the chunk's bytes `start..end` (a checked section is read
     /// whole) into `buf` (not empty; its length is what one read asks for).
     fn of_bytes(chunk: &SpilledChunk, start: u64, end: u64, buf: Vec<u8>) -> Self {
-        debug_assert!(chunk.checksum.is_none() || (start, end) == (0, chunk.bytes));
+        let whole = (start, end) == (0, chunk.bytes);
+        let by_blocks = chunk.checksum.is_some() && !whole;
+        debug_assert!(!by_blocks || !chunk.block_checksums.is_empty());
         debug_assert!(!buf.is_empty());
         SectionReader {
             file: Arc::clone(&chunk.file),
@@ -322,7 +413,11 @@ impl SectionReader {
             buf,
             pos: 0,
             len: 0,
-            crc: chunk.checksum.map(|c| (crc32fast::Hasher::new(), c)),
+            crc: chunk
+                .checksum
+                .filter(|_| !by_blocks)
+                .map(|c| Box::new((crc32fast::Hasher::new(), c))),
+            blocks: by_blocks.then(|| Box::new(BlockChecks::of(chunk, start, end))),
             origin: chunk.origin.clone(),
         }
     }
@@ -339,9 +434,18 @@ impl SectionReader {
         self.file
             .read_exact_at(&mut self.buf[..want], self.next)
             .map_err(|e| self.damaged(e))?;
+        if let Some(blocks) = &mut self.blocks {
+            if !blocks.check(self.next, &self.buf[..want]) {
+                return Err(self.damaged(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "checksum mismatch",
+                )));
+            }
+        }
         self.next += want as u64;
         (self.pos, self.len) = (0, want);
-        if let Some((crc, expected)) = &mut self.crc {
+        if let Some(check) = &mut self.crc {
+            let (crc, expected) = &mut **check;
             crc.update(&self.buf[..want]);
             if self.next == self.end && crc.clone().finalize() != *expected {
                 return Err(self.damaged(io::Error::new(

@@ -568,3 +568,160 @@ fn metric_numbering_is_the_same_sharded_and_shards_that_number_apart_are_refused
     convert_sharded(&mixed, &out.join("t.prv"), 2, &by_name);
     assert_same_files(&expected, &out);
 }
+
+/// The files of `dir` as Paraver reads them (a `.prv.gz` decompressed), the
+/// parts directory left out.
+fn as_read(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    contents(dir)
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("t.parts"))
+        .map(|(name, bytes)| {
+            if name.to_string_lossy().ends_with(".prv.gz") {
+                let mut text = Vec::new();
+                let mut gz = flate2::read::MultiGzDecoder::new(&bytes[..]);
+                std::io::Read::read_to_end(&mut gz, &mut text).unwrap();
+                (name, text)
+            } else {
+                (name, bytes)
+            }
+        })
+        .collect()
+}
+
+/// `merge --shard I/N` for every slice (last first), then the finishing merge
+/// (keeping the parts); the slice files are removed after, for another count.
+fn merge_by_slices(trace: &Path, count: u32) {
+    for index in (0..count).rev() {
+        assert_ok(
+            &merge(trace, &[&format!("--shard={index}/{count}")]),
+            &format!("merge --shard {index}/{count}"),
+        );
+    }
+    assert_ok(&merge(trace, &["--keep-parts"]), "finishing merge");
+    let parts = trace.with_file_name("t.parts");
+    for entry in fs::read_dir(&parts).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("slice-")
+        {
+            fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+/// The merge split by time over any number of tasks, from parts of any number
+/// of shards, writes the single run's files: `.prv` byte for byte, `.prv.gz`
+/// the same text (its members end where slices do); many small slices and a
+/// cut (which the slices leave to the finishing merge) too. (Empty slices:
+/// paraver-writer's `slices_written_apart_make_the_whole_trace`.)
+#[test]
+fn merge_split_by_time_slices_writes_the_single_runs_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    for (extra, trace, shards, counts) in [
+        (&[][..], "t.prv", 2, &[1, 2, 3, 4, 400][..]),
+        (&["--sync", "mpi-init"][..], "t.prv.gz", 3, &[1, 3][..]),
+        (&["--time-window", "1ms:300ms"][..], "t.prv", 1, &[2][..]),
+    ] {
+        let label = format!("{extra:?}").replace(['[', ']', '"', ',', ' '], "");
+        let expected = single(&inputs, tmp.path(), &format!("single{label}"), trace, extra);
+        let out = tmp.path().join(format!("sliced{label}"));
+        fs::create_dir(&out).unwrap();
+        let trace = out.join(trace);
+        for index in 0..shards {
+            assert_ok(&shard(&inputs, &trace, index, shards, extra), "shard");
+        }
+        for &count in counts {
+            merge_by_slices(&trace, count);
+            let (left, right) = (as_read(&expected), as_read(&out));
+            assert_eq!(left.len(), right.len(), "{count} slices {label}");
+            for ((name, x), (other, y)) in left.iter().zip(&right) {
+                assert_eq!(name, other);
+                assert!(x == y, "{} differs, {count} slices {label}", name.display());
+            }
+        }
+    }
+}
+
+/// A slice missing or failed: the finishing merge names it and the command to
+/// run, and installs nothing; merging only that slice completes it. Parts of
+/// another version (plan format) are refused as such.
+#[test]
+fn a_missing_or_failed_slice_is_named_and_nothing_is_installed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let expected = single(&inputs, tmp.path(), "single", "t.prv", &[]);
+    let out = tmp.path().join("sliced");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    // Before every shard is there, a slice cannot be merged.
+    fs::rename(out.join("t.parts/shard-1.part"), out.join("shard-1.part")).unwrap();
+    failure_line(
+        &merge(&trace, &["--shard=0/3"]),
+        1,
+        &["shard 1", "--shard 1/2"],
+    );
+    fs::rename(out.join("shard-1.part"), out.join("t.parts/shard-1.part")).unwrap();
+    assert_ok(&merge(&trace, &["--shard=0/3"]), "slice 0");
+    // A slice that failed (as a task that ran out of time notes it).
+    fs::write(
+        out.join("t.parts/slice-2-of-3.failed"),
+        "step 7.0\nkilled\n",
+    )
+    .unwrap();
+    let line = failure_line(&merge(&trace, &[]), 1, &["slice 1 of 3", "slice 2 of 3"]);
+    assert!(line.contains("failed (killed)"), "{line}");
+    assert!(line.contains("merge --shard 1/3"), "{line}");
+    assert!(line.contains("merge --shard 2/3"), "{line}");
+    assert!(!line.contains("--shard 0/3"), "{line}");
+    let installed: Vec<PathBuf> = files_under(&out)
+        .into_iter()
+        .filter(|p| !p.starts_with(out.join("t.parts")))
+        .collect();
+    assert!(installed.is_empty(), "nothing installed: {installed:?}");
+    // A slice body cut short is refused too.
+    for index in [1, 2] {
+        assert_ok(&merge(&trace, &[&format!("--shard={index}/3")]), "slice");
+    }
+    let body = out.join("t.parts/slice-1-of-3.body");
+    let len = fs::metadata(&body).unwrap().len();
+    let file = fs::OpenOptions::new().write(true).open(&body).unwrap();
+    file.set_len(len - 1).unwrap();
+    drop(file);
+    failure_line(
+        &merge(&trace, &[]),
+        1,
+        &["slice 1 of 3", "merge --shard 1/3"],
+    );
+    assert!(!trace.exists());
+    assert_ok(&merge(&trace, &["--shard=1/3"]), "slice 1 again");
+    assert_ok(&merge(&trace, &[]), "finishing merge");
+    assert_same_files(&expected, &out);
+
+    // Parts of another version: the plan's format says so.
+    let old = tmp.path().join("old");
+    fs::create_dir(&old).unwrap();
+    let trace = old.join("t.prv");
+    assert_ok(&shard(&inputs, &trace, 0, 1, &[]), "shard");
+    let plan = old.join("t.parts/plan");
+    let text = fs::read_to_string(&plan).unwrap();
+    assert!(text.contains("\"format\": 3"), "{text}");
+    fs::write(&plan, text.replace("\"format\": 3", "\"format\": 2")).unwrap();
+    for args in [&[][..], &["--shard=0/2"][..]] {
+        failure_line(
+            &merge(&trace, args),
+            1,
+            &[
+                "parts of another version",
+                "plan format 2",
+                "run the shards again",
+            ],
+        );
+    }
+}

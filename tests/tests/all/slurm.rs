@@ -441,10 +441,12 @@ fn every_slurm_script_of_the_documents_runs_as_written() {
             job_logs(&dir)
         );
         assert!(out.status.success(), "{said}");
+        // A merge split over tasks cuts the .prv.gz into gzip members where
+        // its slices end: the text Paraver reads is one process's.
         for file in ["run.prv.gz", "run.pcf", "run.row"] {
             let (got, want) = (dir.join(file), reference.join(file));
             assert!(
-                std::fs::read(&got).ok() == std::fs::read(&want).ok(),
+                as_read(&got) == as_read(&want),
                 "{file} differs from one process's: {said}"
             );
         }
@@ -452,6 +454,119 @@ fn every_slurm_script_of_the_documents_runs_as_written() {
         ran.push(block.origin.clone());
     }
     eprintln!("ran as written: {}", ran.join(", "));
+}
+
+/// The bytes of `file` as Paraver reads them (a `.prv.gz` decompressed);
+/// `None` when it cannot be read.
+fn as_read(file: &Path) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(file).ok()?;
+    if !file.to_string_lossy().ends_with(".gz") {
+        return Some(bytes);
+    }
+    let mut text = Vec::new();
+    let mut gz = flate2::read::MultiGzDecoder::new(&bytes[..]);
+    std::io::Read::read_to_end(&mut gz, &mut text).ok()?;
+    Some(text)
+}
+
+/// The recorded samples, converted by `srun` with three tasks: each translates
+/// its shard and merges its time slice of the trace (kept with --keep-parts to
+/// show it), task 0 finishes: one process's files, byte for byte.
+#[test]
+fn srun_with_three_tasks_merges_by_time_slices() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, inputs) = input_sets(tmp.path()).remove(0);
+    let expected = single_run(&inputs, tmp.path());
+    let out = tmp.path().join("srun");
+    std::fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    let mut args = vec![binary_path().to_str().unwrap(), "-q", "--keep-parts"];
+    args.extend(["--shard", "slurm"]);
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    args.push(trace.to_str().unwrap());
+    assert_ok(&srun(3, &args), "srun -n 3 --shard slurm");
+    let parts = out.join("t.parts");
+    for slice in 0..3 {
+        let done = parts.join(format!("slice-{slice}-of-3.done"));
+        let note = std::fs::read_to_string(&done).unwrap_or_default();
+        assert!(note.contains("\"lines\""), "{}: {note}", done.display());
+    }
+    std::fs::remove_dir_all(&parts).unwrap();
+    assert_same_files(&expected, &out);
+}
+
+/// A job array translates, a second array (after it) merges one time slice
+/// per task, a job after that finishes the trace: one process's files.
+#[test]
+fn a_job_array_then_a_merge_array_then_a_merge_write_what_one_process_writes() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (_, inputs) = input_sets(dir).remove(0);
+    let expected = single_run(&inputs, dir);
+    let out = dir.join("arrays");
+    std::fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    let script = |name: &str, command: String| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/bash
+{command}
+"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let binary = binary_path().display().to_string();
+    let tasks = "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT";
+    let translate = script(
+        "translate.sh",
+        format!(
+            "{binary} -q --shard {tasks} {} {}",
+            names.join(" "),
+            trace.display()
+        ),
+    );
+    let slice = script(
+        "slice.sh",
+        format!("{binary} merge -q --shard {tasks} {}", trace.display()),
+    );
+    let logs = format!("--output={}", dir.join("slurm-%A_%a.out").display());
+    let array = sbatch(&["--array=0-1", &logs, translate.to_str().unwrap()]);
+    let merges = sbatch(&[
+        "--array=0-2",
+        &format!("--dependency=afterok:{array}"),
+        &logs,
+        slice.to_str().unwrap(),
+    ]);
+    let merge_log = dir.join("merge.out");
+    sbatch(&[
+        "--wait",
+        &format!("--dependency=afterok:{merges}"),
+        &format!("--output={}", merge_log.display()),
+        "--wrap",
+        &format!("{binary} merge -q {}", trace.display()),
+    ]);
+    let log = std::fs::read_to_string(&merge_log).unwrap_or_default();
+    assert!(
+        trace.is_file(),
+        "no trace from the finishing merge: {log}{}",
+        job_logs(dir)
+    );
+    assert!(
+        !out.join("t.parts").exists(),
+        "parts removed after the merge"
+    );
+    assert_same_files(&expected, &out);
 }
 
 /// `--ranks` under srun: the plan stores the list, every task translates only its

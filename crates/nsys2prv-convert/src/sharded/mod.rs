@@ -11,12 +11,17 @@
 //!   go through the single run's own code from the layout on
 //!   ([`crate::convert::gather`] and [`crate::convert::write_output_set`]),
 //!   their records read from the parts: the same trace, byte for byte.
+//! * merge split by time (`merge --shard I/N`, then `merge NAME.prv`): each
+//!   merge task writes one time slice of the body, the plain merge writes the
+//!   trace around them ([`slices`]).
 //! * `--shard slurm`: task 0 plans and the others wait for its word, every task
-//!   translates shard `SLURM_PROCID` of `SLURM_NTASKS`, task 0 waits for every
-//!   part and merges.
+//!   translates shard `SLURM_PROCID` of `SLURM_NTASKS`, then, once every part
+//!   is there, merges slice `SLURM_PROCID` of `SLURM_NTASKS`; task 0 waits for
+//!   every slice and finishes the trace.
 
 pub mod parts;
 pub mod plan;
+pub mod slices;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -297,7 +302,12 @@ pub fn merge_command(
     let plan = Plan::read(&plan_path)?;
     let config = plan.config_for_merge(settings);
     let pool = convert::worker_pool(settings.resources.jobs)?;
-    pool.install(|| merge(&config, &parts, &plan, None, progress))
+    match settings.slice {
+        Some(slice) => pool
+            .install(|| slices::merge_slice(&config, &parts, &plan, slice, "-", progress))
+            .map(|()| Finished::default()),
+        None => pool.install(|| merge(&config, &parts, &plan, None, progress)),
+    }
 }
 
 /// Merges every part into the trace (once every shard is done; else the error
@@ -313,6 +323,11 @@ fn merge(
     let mut timings = Timings::new(Instant::now());
     let plan_id = plan.id();
     check_every_shard_done(parts, plan, &plan_id, step)?;
+    // Slices that merge tasks wrote: all of them, whole, or the merge refuses.
+    let body = match slices::find(parts, plan, &plan_id, step)? {
+        slices::Found::Slices(slices) => convert::Body::Slices(slices),
+        slices::Found::None | slices::Found::Unsliced => convert::Body::Merged,
+    };
     raise_open_file_limit(u64::from(plan.shards));
     let paths = OutputPaths::for_trace(Path::new(&plan.trace))?;
     let output_set = OutputSet::prepare(&paths, &config.views_dir(&paths))?;
@@ -327,6 +342,7 @@ fn merge(
         output_set,
         reports,
         &skipped,
+        body,
         &mut timings,
         progress,
     )?;
@@ -412,13 +428,21 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
             .and_then(|()| Plan::read(&parts.plan_path()))
             .and_then(|plan| {
                 check_task_count(&parts, &plan, tasks)?;
-                translate_shard(config, &parts, &plan, task, &step, progress)
+                translate_shard(config, &parts, &plan, task, &step, progress)?;
+                Ok(plan)
             });
         // Task 0 waits for this shard: whatever went wrong, it must hear of it.
-        if let Err(e) = &translated {
-            parts.write_failure(task, &step, &one_line(e));
-        }
-        return translated.map(|()| Finished::default());
+        let plan = match translated {
+            Ok(plan) => plan,
+            Err(e) => {
+                parts.write_failure(task, &step, &one_line(&e));
+                return Err(e);
+            }
+        };
+        // Then this task merges its slice of the trace, once every part is there.
+        wait_for_shards(config, &parts, &plan, &step, task)?;
+        slices::merge_slice(config, &parts, &plan, (task, tasks), &step, progress)?;
+        return Ok(Finished::default());
     }
     let planned = settle_plan(config, tasks).and_then(|(_, plan)| {
         check_task_count(&parts, &plan, tasks)?;
@@ -433,7 +457,11 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
     }
     let plan = planned?;
     translate_shard(config, &parts, &plan, task, &step, progress)?;
-    wait_for_shards(config, &parts, &plan, &step)?;
+    wait_for_shards(config, &parts, &plan, &step, task)?;
+    check_every_shard_done(&parts, &plan, &plan.id(), Some(&step))?;
+    // A failed slice is noted for the finishing merge below, which names it.
+    let _ = slices::merge_slice(config, &parts, &plan, (0, tasks), &step, progress);
+    slices::wait_for_slices(config, &parts, tasks, &step)?;
     merge(config, &parts, &plan, Some(&step), progress)
 }
 
@@ -486,8 +514,14 @@ fn wait_for_plan(parts: &PartsDir, step: &str) -> Result<()> {
     }
 }
 
-/// Task 0 waits until every shard has its part, or one fails in this step.
-fn wait_for_shards(config: &Config, parts: &PartsDir, plan: &Plan, step: &str) -> Result<()> {
+/// Task `task` waits until every shard has its part, or one fails in this step.
+fn wait_for_shards(
+    config: &Config,
+    parts: &PartsDir,
+    plan: &Plan,
+    step: &str,
+    task: u32,
+) -> Result<()> {
     let mut said = false;
     loop {
         let listing = parts.listing();
@@ -507,7 +541,7 @@ fn wait_for_shards(config: &Config, parts: &PartsDir, plan: &Plan, step: &str) -
         }
         if !said && !config.quiet {
             eprintln!(
-                "task 0: waiting for {} of {} shards to finish",
+                "task {task}: waiting for {} of {} shards to finish",
                 waiting.len(),
                 plan.shards
             );
@@ -554,6 +588,7 @@ mod tests {
             keep_parts: true,
             timing: false,
             quiet: false,
+            slice: None,
         };
         let merged = read.config_for_merge(&settings);
         assert_eq!(merged.inputs.reports, vec![report]);

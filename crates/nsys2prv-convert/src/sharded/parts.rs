@@ -251,7 +251,7 @@ impl PartsDir {
                             saved,
                             Arc::clone(&file),
                             &path,
-                        )))
+                        )?))
                     }
                     SavedOutcome::Empty { why } => Outcome::Empty(why),
                     SavedOutcome::NotSelected { ranks } => Outcome::NotSelected(ranks),
@@ -307,7 +307,28 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".part")
         || shard_file(".failed")
         || name.starts_with("slurm-step-")
+        || is_slice_file(name)
         || (name.starts_with('.') && name.ends_with(".tmp"))
+}
+
+/// Slice files of the merge split over tasks (`sharded::slices`):
+/// `slice-I-of-N.EXT`: (I, N, EXT).
+pub(crate) fn parse_slice_name(name: &str) -> Option<(u32, u32, &str)> {
+    let rest = name.strip_prefix("slice-")?;
+    let (index, rest) = rest.split_once("-of-")?;
+    let (count, ext) = rest.split_once('.')?;
+    let number = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    Some((number(index)?, number(count)?, ext))
+}
+
+/// Whether `name` is a slice file the tool writes.
+pub(crate) fn is_slice_file(name: &str) -> bool {
+    parse_slice_name(name)
+        .is_some_and(|(i, n, ext)| i < n && ["body", "done", "failed"].contains(&ext))
 }
 
 /// Writes a small file of the directory (a failure note, a Slurm step's word)
@@ -477,7 +498,7 @@ pub(crate) fn with_checksums_made_right(bytes: &[u8]) -> Vec<u8> {
             continue;
         };
         if let Some(section) = range(saved.run.offset, saved.run.bytes) {
-            saved.run.checksum = crc32fast::hash(section);
+            saved.run.make_checksums_right(section);
         }
         let blob = postcard::to_stdvec(&saved).expect("a saved report serialises");
         *offset = out.len() as u64;
@@ -513,6 +534,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn slice_names_are_recognised() {
+        assert_eq!(parse_slice_name("slice-2-of-4.body"), Some((2, 4, "body")));
+        assert!(is_slice_file("slice-0-of-1.done"));
+        assert!(is_slice_file("slice-3-of-4.failed"));
+        for theirs in [
+            "slice-4-of-4.body",
+            "slice--of-4.body",
+            "slice-1-of-4.txt",
+            "slice-a-of-4.done",
+            "slice-1-of-4",
+        ] {
+            assert!(!is_slice_file(theirs), "{theirs}");
+        }
+    }
+
+    #[test]
     fn only_our_names_are_removed() {
         for ours in [
             ".nsys2prv-rs",
@@ -521,6 +558,8 @@ mod tests {
             "shard-12.failed",
             "slurm-step-5.0",
             ".shard-1.part.node1.42.tmp",
+            "slice-1-of-3.body",
+            "slice-0-of-3.done",
         ] {
             assert!(is_ours(ours), "{ours}");
         }

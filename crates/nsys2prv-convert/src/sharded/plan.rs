@@ -21,7 +21,10 @@ use crate::MergeSettings;
 
 /// Version of the plan and part formats; another version is another plan.
 /// 2: the plan stores the `Config` (1 stored command-line options).
-pub const FORMAT: u32 = 2;
+/// 3: each part's record sections carry a time index (read by time slices).
+/// A plan of another format (so its parts) is refused when read: parts of
+/// another version.
+pub const FORMAT: u32 = 3;
 /// Bytes hashed at each end of an input.
 const HASHED_BYTES: u64 = 64 << 10;
 
@@ -127,7 +130,7 @@ impl Plan {
             .with_context(|| format!("{}: not a plan of nsys2prv-rs", path.display()))?;
         if plan.format != FORMAT || plan.tool != env!("CARGO_PKG_VERSION") {
             bail!(
-                "{}: made by nsys2prv-rs {} (plan format {}), not by this version ({}): remove {} and run the shards again",
+                "{}: parts of another version: made by nsys2prv-rs {} (plan format {}), not by this version ({}, plan format {FORMAT}): remove {} and run the shards again",
                 path.display(),
                 plan.tool,
                 plan.format,
