@@ -25,7 +25,7 @@ use crate::spill::{encode_view, Checksummed, IndexEntry, SpilledChunk, INDEX_STE
 use crate::view::View;
 
 /// Where a saved run's records lie, and what else the merge needs of the run.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SavedRun {
     /// The section of records: its offset in the file, its size, its record count
     /// and the CRC-32 of its bytes.
@@ -150,6 +150,20 @@ impl<W: Write> Write for BlockChecksummed<'_, W> {
 /// errors) when merged; an index that does not fit its section is an error
 /// naming `origin`.
 pub fn restore_run(saved: SavedRun, file: Arc<File>, origin: &Path) -> io::Result<Run> {
+    // The merge renumbers each record's thread through `new_of_old` and indexes
+    // by the result: a part another program wrote (or damaged under a right
+    // checksum) must hold two inverse permutations, or a record would name a
+    // thread the run does not have (found by the `parts` fuzz target).
+    if !inverse_permutations(&saved.old_of_new, &saved.new_of_old) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: damaged part file (its order of {} threads is not a permutation)",
+                origin.display(),
+                saved.new_of_old.len()
+            ),
+        ));
+    }
     let section = SpilledChunk::section(
         file,
         saved.offset,
@@ -179,6 +193,16 @@ pub fn restore_run(saved: SavedRun, file: Arc<File>, origin: &Path) -> io::Resul
         saved.names,
         (saved.min_time, saved.max_time),
     ))
+}
+
+/// Whether `old_of_new` and `new_of_old` number the same threads, each the
+/// other's inverse.
+fn inverse_permutations(old_of_new: &[LocalThread], new_of_old: &[LocalThread]) -> bool {
+    old_of_new.len() == new_of_old.len()
+        && old_of_new
+            .iter()
+            .enumerate()
+            .all(|(new, &old)| new_of_old.get(old as usize).copied() == Some(new as LocalThread))
 }
 
 #[cfg(test)]
@@ -379,6 +403,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("run.part: damaged part file"), "{err}");
+    }
+
+    /// The `parts` fuzz target's crash of 2026-11-28: a part whose thread order
+    /// (under a right checksum) renumbered a record to thread 122 of a run of 2
+    /// made the merge index past its threads; now the part is refused on reading.
+    #[test]
+    fn a_thread_order_that_is_not_a_permutation_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run(None);
+        let path = dir.path().join("run.part");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let saved = save_run(&run, &mut file, 0).unwrap();
+        drop(file);
+        let mangled = [
+            |s: &mut SavedRun| s.new_of_old[0] = 122,
+            |s: &mut SavedRun| s.new_of_old[1] = s.new_of_old[0],
+            |s: &mut SavedRun| {
+                s.old_of_new.pop();
+            },
+            |s: &mut SavedRun| s.old_of_new.swap(0, 1),
+        ];
+        for mangle in mangled {
+            let mut bad = saved.clone();
+            mangle(&mut bad);
+            let file = Arc::new(File::open(&path).unwrap());
+            let err = restore_run(bad, file, &path).err().expect("refused");
+            assert!(
+                err.to_string()
+                    .contains("run.part: damaged part file (its order of"),
+                "{err}"
+            );
+        }
+        let file = Arc::new(File::open(&path).unwrap());
+        restore_run(saved, file, &path).expect("the part as saved is read");
     }
 
     #[test]
