@@ -841,13 +841,9 @@ mod tests {
             .collect()
     }
 
-    /// Segments read the spans of spilled chunks their times fall in (chunks of
-    /// hundreds of records, segments of fewer): the gathering merge's text, and
-    /// for a `.prv.gz` its bytes, for any segment size and thread count.
-    #[test]
-    fn segments_read_spans_of_spilled_chunks() {
-        let dir = tempfile::tempdir().unwrap();
-        let layout = TraceLayout {
+    /// The layout of [`large_runs`]: two tasks of three threads.
+    fn two_tasks_of_three_threads() -> TraceLayout {
+        TraceLayout {
             tasks: (0..2)
                 .map(|t| TaskInfo {
                     name: format!("t{t}"),
@@ -856,7 +852,16 @@ mod tests {
                 })
                 .collect(),
             ..layout()
-        };
+        }
+    }
+
+    /// Segments read the spans of spilled chunks their times fall in (chunks of
+    /// hundreds of records, segments of fewer): the gathering merge's text, and
+    /// for a `.prv.gz` its bytes, for any segment size and thread count.
+    #[test]
+    fn segments_read_spans_of_spilled_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = two_tasks_of_three_threads();
         let in_memory = large_runs(None);
         for batch in [100, 1000, 1 << 14] {
             let gathered = |gzip| Writing {
@@ -899,16 +904,7 @@ mod tests {
     #[test]
     fn slices_written_apart_make_the_whole_trace() {
         let dir = tempfile::tempdir().unwrap();
-        let layout = TraceLayout {
-            tasks: (0..2)
-                .map(|t| TaskInfo {
-                    name: format!("t{t}"),
-                    node: 0,
-                    threads: (0..3).map(|t| format!("{t}")).collect(),
-                })
-                .collect(),
-            ..layout()
-        };
+        let layout = two_tasks_of_three_threads();
         let catalog = catalog();
         let read = |paths: &OutputPaths| {
             let mut bytes = std::fs::read(&paths.prv).unwrap();
