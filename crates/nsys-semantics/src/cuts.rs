@@ -329,15 +329,142 @@ mod tests {
     /// The report translated with the range categories alone, as the pass that
     /// finds the window before translating does, with `steps` training steps.
     fn training_report(dir: &std::path::Path, steps: u64) -> ReportTranslation {
+        translated_ranges(&training_export(dir, steps), None)
+    }
+
+    fn training_export(dir: &std::path::Path, steps: u64) -> std::path::PathBuf {
         let path = dir.join(format!("steps{steps}.sqlite"));
         let mut synth = nsys_synth::SynthSpec::small(nsys_synth::SchemaVersion::V3_24);
         synth.training = Some(nsys_synth::SynthTraining::new(steps));
         nsys_synth::write_export(&synth, &path).unwrap();
+        path
+    }
+
+    fn translated_ranges(
+        path: &std::path::Path,
+        spill: Option<paraver_writer::SpillPolicy>,
+    ) -> ReportTranslation {
         let options = crate::options::Options {
             categories: range_categories().into_iter().collect(),
+            spill,
             ..Default::default()
         };
-        crate::translate_report(&path, &path, &options).unwrap_or_else(|e| panic!("{e}"))
+        crate::translate_report(path, path, &options).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Every range of `spec`'s name of one report, per run thread, found as the
+    /// window did before it was summed up per report: (begin, end) in found order.
+    fn every_range(report: &ReportTranslation, spec: &NvtxRangeSpec) -> Vec<(u32, i64, i64)> {
+        let mut types = RangeTypes::new();
+        let names = &report.run.names;
+        let targets: FxHashSet<(u32, u32)> = names
+            .types()
+            .filter(|&ty| types.contains(ty))
+            .flat_map(|ty| {
+                let hits = names.names_of(ty).iter().enumerate();
+                hits.filter(|(_, l)| label_matches(l, &spec.name))
+                    .map(move |(h, _)| (ty, h as u32))
+            })
+            .collect();
+        let mut open: FxHashMap<(u32, u32), Vec<Option<i64>>> = FxHashMap::default();
+        let mut found = Vec::new();
+        for_each_event(&report.run, &mut |time, thread, closing, pairs| {
+            for pair in pairs.iter().filter(|p| types.contains(p.ty)) {
+                let stack = open.entry((thread, pair.ty)).or_default();
+                if closing {
+                    if let Some(Some(begin)) = stack.pop() {
+                        found.push((thread, begin, time));
+                    }
+                } else {
+                    let hit =
+                        matches!(pair.value(), Value::Name(h) if targets.contains(&(pair.ty, h)));
+                    stack.push(hit.then_some(time));
+                }
+            }
+        })
+        .unwrap();
+        found
+    }
+
+    /// The summary's window is the one every range gives: the N-th by (begin,
+    /// end) of each thread that has N, or from the first begin to the last end.
+    #[test]
+    fn the_summed_up_window_is_the_window_of_every_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let reports = [training_report(dir.path(), 10)];
+        let plan = crate::layout::plan_layout(&reports, "t");
+        for spec in [
+            "train_step",
+            "train_step#1",
+            "train_step#7",
+            "forward#4",
+            "backward#10",
+        ] {
+            let spec: NvtxRangeSpec = spec.parse().unwrap();
+            let all = every_range(&reports[0], &spec);
+            let mut per_thread: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
+            for &(thread, begin, end) in &all {
+                per_thread.entry(thread).or_default().push((begin, end));
+            }
+            let chosen: Vec<(i64, i64)> = match spec.occurrence {
+                None => all.iter().map(|&(_, b, e)| (b, e)).collect(),
+                Some(n) => per_thread
+                    .into_values()
+                    .filter_map(|mut ranges| {
+                        ranges.sort();
+                        ranges.get(n - 1).copied()
+                    })
+                    .collect(),
+            };
+            assert!(!chosen.is_empty(), "{spec}");
+            let offset = plan.offsets[0];
+            let window = nvtx_range_window(&reports, &plan, &spec).unwrap();
+            assert_eq!(window.ranges, chosen.len(), "{spec}");
+            let start = chosen.iter().map(|r| r.0).min().unwrap() + offset;
+            let end = chosen.iter().map(|r| r.1).max().unwrap() + offset;
+            assert_eq!((window.start, window.end), (start, end), "{spec}");
+        }
+    }
+
+    /// The window pass spills under the memory limit like any translation: a
+    /// report whose ranges were all spilled gives the window of one held in
+    /// memory.
+    #[test]
+    fn spilled_ranges_give_the_same_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = training_export(dir.path(), 12);
+        let held = [translated_ranges(&path, None)];
+        let spilled = [translated_ranges(
+            &path,
+            Some(paraver_writer::SpillPolicy {
+                dir: dir.path().to_path_buf(),
+                chunk_bytes: 1 << 12,
+                budget: paraver_writer::MemoryBudget::new(0),
+            }),
+        )];
+        assert!(held[0].run.chunks.is_empty());
+        assert!(
+            spilled[0].run.chunks.len() > 1,
+            "{}",
+            spilled[0].run.chunks.len()
+        );
+        assert_eq!(spilled[0].run.len(), held[0].run.len());
+        let plan = crate::layout::plan_layout(&held, "t");
+        let specs = [
+            ("train_step#3", true),
+            ("train_step", true),
+            ("forward#12", true),
+            ("backward#13", false),
+            ("nothing", false),
+        ];
+        for (spec, found) in specs {
+            let spec: NvtxRangeSpec = spec.parse().unwrap();
+            let window = |reports: &[ReportTranslation]| {
+                nvtx_range_window(reports, &plan, &spec).map_err(|e| e.to_string())
+            };
+            assert_eq!(window(&held).is_ok(), found, "{spec}");
+            assert_eq!(window(&held), window(&spilled), "{spec}");
+        }
     }
 
     /// What the window pass holds of a report grows with its threads and N,

@@ -224,7 +224,7 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
 /// ranges; the translation itself spills under `--memory-limit` like any
 /// other. `None` when a report cannot be translated (the translation of the
 /// conversion says why).
-pub fn range_summaries(
+fn range_summaries(
     config: &Config,
     inputs: &[Input],
     reports: usize,
