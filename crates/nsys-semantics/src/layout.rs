@@ -42,13 +42,13 @@ pub enum RowNames {
     Bsc,
 }
 
-pub fn plan_layout(reports: &[ReportTranslation], application: &str) -> TracePlan {
+pub fn plan_layout<R>(reports: &[ReportTranslation<R>], application: &str) -> TracePlan {
     plan_layout_named(reports, application, RowNames::Ours)
 }
 
 /// [`plan_layout`] with the `.row` names of `names`.
-pub fn plan_layout_named(
-    reports: &[ReportTranslation],
+pub fn plan_layout_named<R>(
+    reports: &[ReportTranslation<R>],
     application: &str,
     row_names: RowNames,
 ) -> TracePlan {
@@ -169,9 +169,9 @@ pub fn plan_layout_named(
 
 /// Last resort for merged per-rank reports: the number in the file name.
 /// Only for a report of one process (`processes` is how many it has).
-fn file_rank(
-    reports: &[ReportTranslation],
-    report: &ReportTranslation,
+fn file_rank<R>(
+    reports: &[ReportTranslation<R>],
+    report: &ReportTranslation<R>,
     processes: usize,
 ) -> Option<u32> {
     if reports.len() < 2 || processes != 1 {
@@ -180,16 +180,17 @@ fn file_rank(
     crate::ranks::rank_in_file_name(&report.path)
 }
 
-fn host_of(report: &ReportTranslation) -> &str {
+fn host_of<R>(report: &ReportTranslation<R>) -> &str {
     report.meta.hostname.as_deref().unwrap_or(UNKNOWN_HOST)
 }
 
 /// Sort key that does not depend on the order the inputs were given in.
-fn canonical_order(reports: &[ReportTranslation]) -> Vec<usize> {
+fn canonical_order<R>(reports: &[ReportTranslation<R>]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..reports.len()).collect();
     order.sort_by(|&a, &b| {
-        let key =
-            |r: &ReportTranslation| (host_of(r).to_string(), r.meta.utc_offset(), r.path.clone());
+        let key = |r: &ReportTranslation<R>| {
+            (host_of(r).to_string(), r.meta.utc_offset(), r.path.clone())
+        };
         key(&reports[a]).cmp(&key(&reports[b]))
     });
     order
@@ -197,7 +198,7 @@ fn canonical_order(reports: &[ReportTranslation]) -> Vec<usize> {
 
 /// CPUs of a host: the most any of its reports declares or ran threads on (1
 /// when none says).
-fn cpus_of(reports: &[ReportTranslation], host: &str) -> u32 {
+fn cpus_of<R>(reports: &[ReportTranslation<R>], host: &str) -> u32 {
     reports
         .iter()
         .filter(|r| host_of(r) == host)
@@ -209,7 +210,7 @@ fn cpus_of(reports: &[ReportTranslation], host: &str) -> u32 {
 
 /// Each report's offset to the common clock: its session start in UTC. Reports
 /// that do not record one are aligned with the earliest report that does.
-fn clock_offsets(reports: &[ReportTranslation]) -> Vec<i64> {
+fn clock_offsets<R>(reports: &[ReportTranslation<R>]) -> Vec<i64> {
     let earliest = reports
         .iter()
         .filter_map(|r| r.meta.utc_offset())
@@ -221,7 +222,7 @@ fn clock_offsets(reports: &[ReportTranslation]) -> Vec<i64> {
         .collect()
 }
 
-fn task_name(report: &ReportTranslation, key: &TaskKey) -> String {
+fn task_name<R>(report: &ReportTranslation<R>, key: &TaskKey) -> String {
     match (key.rank, process_name(report, key.pid)) {
         (Some(rank), _) => format!("rank {rank} ({}:{})", key.host, key.pid),
         (None, Some(name)) => format!("{name} ({}:{})", key.host, key.pid),
@@ -230,13 +231,13 @@ fn task_name(report: &ReportTranslation, key: &TaskKey) -> String {
 }
 
 /// The process's name without its directory (`../bin/app` → `app`).
-fn process_name(report: &ReportTranslation, pid: u32) -> Option<String> {
+fn process_name<R>(report: &ReportTranslation<R>, pid: u32) -> Option<String> {
     let name = report.process_names.get(&pid)?;
     Some(name.rsplit('/').next().unwrap_or(name).to_string())
 }
 
 /// A CPU thread's name: the name nsys or NVTX gave it, else its process's.
-fn cpu_thread_name(report: &ReportTranslation, pid: u32, tid: u32) -> String {
+fn cpu_thread_name<R>(report: &ReportTranslation<R>, pid: u32, tid: u32) -> String {
     let name = report
         .thread_names
         .get(&(pid, tid))
@@ -246,7 +247,7 @@ fn cpu_thread_name(report: &ReportTranslation, pid: u32, tid: u32) -> String {
     name.replace(['\n', '\r'], " ")
 }
 
-fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
+fn thread_name<R>(report: &ReportTranslation<R>, thread: &ThreadKey) -> String {
     let pid = thread.pid;
     match thread.kind {
         ThreadKind::Cpu { tid } => format!("{} ({tid})", cpu_thread_name(report, pid, tid)),
@@ -261,7 +262,7 @@ fn thread_name(report: &ReportTranslation, thread: &ThreadKey) -> String {
 }
 
 /// `row (label)` when the export names the device behind the row.
-fn labelled(row: String, report: &ReportTranslation, thread: &ThreadKey) -> String {
+fn labelled<R>(row: String, report: &ReportTranslation<R>, thread: &ThreadKey) -> String {
     match report.row_labels.get(thread) {
         Some(label) if !label.trim().is_empty() => {
             format!("{row} ({})", label.replace(['\n', '\r'], " "))

@@ -19,7 +19,7 @@ pub type SavedReport = ReportTranslation<SavedRun>;
 
 impl<R> ReportTranslation<R> {
     /// The same report with its records held by `f(run)`.
-    fn map_run<S>(self, f: impl FnOnce(R) -> S) -> ReportTranslation<S> {
+    pub fn map_run<S>(self, f: impl FnOnce(R) -> S) -> ReportTranslation<S> {
         self.try_map_run(|run| Ok::<S, std::convert::Infallible>(f(run)))
             .unwrap_or_else(|never| match never {})
     }

@@ -8,7 +8,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use nsys_semantics::catalog::{catalog_for_reports, TypeOwners};
 use nsys_semantics::clock::{align_clocks, SyncMode, SyncReport};
-use nsys_semantics::cuts::{nvtx_range_window, RangeWindow};
+use nsys_semantics::cuts::{
+    nvtx_range_window, range_window, summarize_ranges, NvtxRangeSpec, RangeSummary, RangeWindow,
+};
 use nsys_semantics::layout::total_counts;
 use nsys_semantics::messages::{match_messages_of, MessageStats};
 use nsys_semantics::metric_sets::{
@@ -204,19 +206,48 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
         });
     }
     let spec = config.cuts.nvtx_range.as_ref()?;
+    let (reports, summaries) = range_summaries(config, inputs, reports, spec)?;
+    let plan = plan_layout_named(&reports, "ranges", RowNames::Ours);
+    // An unknown name, or an N no thread reaches: the merge says so.
+    let window = range_window(&summaries, &plan, spec).ok()?;
+    Some(ReadWindow {
+        start: Some(window.start),
+        end: Some(window.end),
+    })
+}
+
+/// The reports of `inputs` translated with only the categories that make
+/// ranges (NVTX, NCCL), each reduced as soon as it is translated to what the
+/// window of `spec` needs: its summary of the ranges of that name, and the
+/// report without records (what lays out the threads and aligns the clocks).
+/// What is held grows with the reports and their threads, not with their
+/// ranges; the translation itself spills under `--memory-limit` like any
+/// other. `None` when a report cannot be translated (the translation of the
+/// conversion says why).
+fn range_summaries(
+    config: &Config,
+    inputs: &[Input],
+    reports: usize,
+    spec: &NvtxRangeSpec,
+) -> Option<(Vec<ReportTranslation<()>>, Vec<RangeSummary>)> {
     let mut ranges_only = options(config, reports).ok()?;
-    ranges_only.spill = None;
     ranges_only.read_window = None;
     let ranged = nsys_semantics::cuts::range_categories();
     ranges_only.categories.retain(|c| ranged.contains(c));
     if ranges_only.categories.is_empty() {
         return None;
     }
-    let translated: Vec<ReportTranslation> = inputs
+    let summed: Vec<(ReportTranslation<()>, RangeSummary)> = inputs
         .par_iter()
         .map(
             |i| match translate_report(&i.export, &i.name, &ranges_only) {
-                Ok(report) => Some(Some(report)),
+                Ok(report) => {
+                    let summary = summarize_ranges(&report, spec).ok()?;
+                    let mut report = report.map_run(drop);
+                    report.p2p = Vec::new();
+                    report.nccl_ops = Vec::new();
+                    Some(Some((report, summary)))
+                }
                 Err(TranslateError::Empty(_) | TranslateError::NotSelected(..)) => Some(None),
                 // The translation says what is wrong.
                 Err(_) => None,
@@ -226,13 +257,7 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
         .into_iter()
         .flatten()
         .collect();
-    let plan = plan_layout_named(&translated, "ranges", RowNames::Ours);
-    // An unknown name, or an N no thread reaches: the merge says so.
-    let window = nvtx_range_window(&translated, &plan, spec).ok()?;
-    Some(ReadWindow {
-        start: Some(window.start),
-        end: Some(window.end),
-    })
+    Some(summed.into_iter().unzip())
 }
 
 /// The merge's cut must lie inside the window rows were read in: else (a
