@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::chunked::{ChunkedRecords, Pairs};
+use crate::chunked::{ChunkPool, ChunkedRecords, Pairs};
 use crate::loser_tree::{merge_key, LoserTree, DONE};
 use crate::names::NameTables;
 use rustc_hash::FxHashMap;
@@ -33,6 +33,8 @@ pub struct RunBuilder {
     /// Records of each thread (by the producer's thread number), in push order
     /// but for the pending ones.
     threads: Vec<ThreadRecords>,
+    /// The record chunks a spill emptied, for the records that follow.
+    pool: ChunkPool,
     /// Records in `threads`, pending ones included.
     held: usize,
     pairs: Pairs,
@@ -129,19 +131,19 @@ impl ThreadRecords {
     /// time and kind keep the order they were pushed in: the sort in `finish`
     /// gives what it would have given on the records in push order.
     #[inline]
-    fn release(&mut self, time: i64) {
+    fn release(&mut self, time: i64, pool: &mut ChunkPool) {
         while let Some(p) = self.few_pending.last() {
             if p.record.time > time {
                 break;
             }
-            self.records.push(p.record);
+            self.records.push(p.record, pool);
             self.few_pending.pop();
         }
         while let Some(Reverse(p)) = self.pending.peek() {
             if p.record.time > time {
                 break;
             }
-            self.records.push(p.record);
+            self.records.push(p.record, pool);
             self.pending.pop();
         }
     }
@@ -164,8 +166,8 @@ impl ThreadRecords {
     /// sorted stretches they make end (indices over the chunks in order). A
     /// thread fed by a few passes holds a few stretches, each in order; one
     /// with more is sorted (stably: ties keep push order) into one.
-    fn take_stretches(&mut self) -> (Vec<Vec<Record>>, Vec<usize>) {
-        self.release(i64::MAX);
+    fn take_stretches(&mut self, pool: &mut ChunkPool) -> (Vec<Vec<Record>>, Vec<usize>) {
+        self.release(i64::MAX, pool);
         let ends = stretch_ends(self.records.iter());
         let chunks = self.records.take();
         if ends.len() > MAX_STRETCHES {
@@ -174,6 +176,7 @@ impl ThreadRecords {
             let mut all = Vec::with_capacity(chunks.iter().map(Vec::len).sum());
             for chunk in chunks {
                 all.extend_from_slice(&chunk);
+                pool.give_back(chunk);
             }
             all.sort_by_key(sort_key);
             let len = all.len();
@@ -331,9 +334,10 @@ impl RunBuilder {
     #[inline]
     fn push(&mut self, thread: LocalThread, record: Record, last: i64) {
         self.note(thread, record.time, last);
-        let thread = self.thread_mut(thread);
-        thread.release(record.time);
-        thread.records.push(record);
+        self.thread_mut(thread);
+        let thread = &mut self.threads[thread as usize];
+        thread.release(record.time, &mut self.pool);
+        thread.records.push(record, &mut self.pool);
     }
 
     /// Holds `record` back until a record at or after its time is pushed on its thread.
@@ -552,7 +556,7 @@ impl RunBuilder {
         let mut blocks = Vec::new();
         let mut taken = Vec::new();
         for (t, thread) in self.threads.iter_mut().enumerate() {
-            let (chunks, ends) = thread.take_stretches();
+            let (chunks, ends) = thread.take_stretches(&mut self.pool);
             push_blocks(&mut blocks, t as LocalThread, &chunks, &ends);
             taken.push(chunks);
         }
@@ -564,9 +568,13 @@ impl RunBuilder {
             shared: &self.shared,
         };
         let chunk = write_chunk(&policy.dir, merged, self.held, &payload)?;
-        // The threads' buffers go too: kept, a buffer each (up to a chunk) would
-        // stay resident without being counted, for every thread of every run.
-        drop(taken);
+        // The full-size buffers are kept for the records that follow (the run
+        // held them a moment ago, so its memory does not grow); the others go:
+        // kept, a buffer each would stay resident without being counted, for
+        // every thread of every run.
+        for chunk in taken.into_iter().flatten() {
+            self.pool.give_back(chunk);
+        }
         self.chunks.push(chunk);
         self.held = 0;
         self.pairs.clear();
@@ -601,6 +609,8 @@ impl RunBuilder {
         if let Some(e) = self.spill_error.take() {
             return Err(spill_failed(e));
         }
+        // Nothing more is pushed: the spare chunks go before the run waits.
+        self.pool = ChunkPool::default();
         // The run waits for the merge: keep only what it holds, not the buffers'
         // peak capacity.
         self.pairs.shrink_to_fit();
@@ -610,7 +620,7 @@ impl RunBuilder {
         let mut blocks = Vec::new();
         for &old in &old_of_new {
             let (mut chunks, ends) = match self.threads.get_mut(old as usize) {
-                Some(thread) => thread.take_stretches(),
+                Some(thread) => thread.take_stretches(&mut self.pool),
                 None => Default::default(),
             };
             // The run waits for the merge: a last chunk mostly empty gives back
@@ -629,6 +639,8 @@ impl RunBuilder {
             thread_records.push(chunks);
         }
         drop(self.threads);
+        // (Sorting a thread gave its chunks back.)
+        self.pool = ChunkPool::default();
         for c in &mut self.comms {
             c.receiver = new_of_old[c.receiver as usize];
         }
@@ -1075,6 +1087,56 @@ mod tests {
                 expected.iter().map(|(t, r)| (r.time, *t)).collect();
             assert_eq!(times, want, "chunks of {chunk_bytes} bytes");
         }
+    }
+
+    /// A run that spills several times reuses its full-size record chunks (and
+    /// pair chunks) for the records after each spill: every record comes back
+    /// once, with its own pairs, none left over from a chunk's earlier use.
+    #[test]
+    fn chunks_reused_after_a_spill_keep_records_intact() {
+        use crate::chunked::RECORDS_PER_CHUNK;
+        let dir = tempfile::tempdir().unwrap();
+        // About three full chunks per thread before each spill (records and the
+        // buffer they may be sorted in count twice).
+        let policy = SpillPolicy {
+            dir: dir.path().to_path_buf(),
+            chunk_bytes: 2 * 2 * 3 * RECORDS_PER_CHUNK * std::mem::size_of::<Record>(),
+            budget: crate::spill::MemoryBudget::new(0),
+        };
+        let mut b = RunBuilder::with_spill(policy);
+        let mut expected = Vec::new();
+        let mut reused = false;
+        let mut spare_after_spill = 0;
+        let mut next = numbers(99);
+        for i in 0..(16 * RECORDS_PER_CHUNK) as i64 {
+            let thread = (i % 2) as LocalThread;
+            // Every tenth record carries a second pair: pair chunks fill unevenly.
+            let pairs: Vec<EventPair> = (0..1 + (next(10) == 0) as i64)
+                .map(|k| EventPair::raw(1 + k as u32, i * 2 + k))
+                .collect();
+            let spills = b.spills;
+            b.events(thread, i, &pairs);
+            expected.push((i, thread, pairs));
+            if b.spills > spills {
+                spare_after_spill = b.pool.spare();
+                assert!(spare_after_spill > 0, "a spill keeps its full-size chunks");
+            } else if b.pool.spare() < spare_after_spill {
+                reused = true;
+            }
+        }
+        assert!(b.spills >= 2, "{} spills", b.spills);
+        assert!(reused, "chunks taken from the pool after a spill");
+        let run = b.finish().unwrap();
+        let mut seen = Vec::new();
+        crate::kmerge::for_each_record(&run, &mut |time, thread, view| match view {
+            crate::view::View::Events { pairs, .. } => {
+                seen.push((time, thread, pairs.iter().copied().collect()))
+            }
+            _ => unreachable!(),
+        })
+        .unwrap();
+        assert_eq!(seen.len(), expected.len());
+        assert!(seen == expected, "records changed by chunk reuse");
     }
 
     /// Lists of pairs given to `shared_pairs` are stored once, and records
