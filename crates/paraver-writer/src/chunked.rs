@@ -45,6 +45,11 @@ impl ChunkPool {
         }
     }
 
+    /// Frees spare chunks beyond `most`.
+    pub fn trim(&mut self, most: usize) {
+        self.spare.truncate(most);
+    }
+
     /// Spare chunks held.
     #[cfg(test)]
     pub fn spare(&self) -> usize {
@@ -182,9 +187,14 @@ impl Pairs {
         self.len = 0;
     }
 
+    /// Frees the spare chunks.
+    pub(crate) fn drop_spare(&mut self) {
+        self.spare = Vec::new();
+    }
+
     /// Frees the unused end of the last chunk, and the spare chunks.
     pub(crate) fn shrink_to_fit(&mut self) {
-        self.spare = Vec::new();
+        self.drop_spare();
         if let Some(last) = self.chunks.last_mut() {
             last.shrink_to_fit();
         }
