@@ -12,25 +12,73 @@ pub(crate) const RECORDS_PER_CHUNK: usize = 1 << 16;
 #[derive(Default)]
 pub(crate) struct ChunkedRecords {
     chunks: Vec<Vec<Record>>,
+    /// Whether this thread ever filled a chunk: after a spill its first chunk
+    /// is then made full-size at once rather than grown again by doubling.
+    large: bool,
+}
+
+/// Emptied full-size record chunks of a run, reused after a spill instead of
+/// being freed and allocated again: each fresh chunk is faulted in (and
+/// zeroed) page by page, and the static binary's allocator returns a freed
+/// one to the system at once. Chunks only come back here from a spill, so
+/// what the pool and a run's records hold together never exceeds what the run
+/// held when it last spilled (which its share of the memory limit bounds).
+#[derive(Default)]
+pub(crate) struct ChunkPool {
+    spare: Vec<Vec<Record>>,
+}
+
+impl ChunkPool {
+    /// An empty full-size chunk: a spare one if any.
+    fn full_size(&mut self) -> Vec<Record> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(RECORDS_PER_CHUNK))
+    }
+
+    /// Keeps `chunk`'s buffer for reuse if it is a full-size one; frees it
+    /// otherwise (a first chunk grown by doubling, a sort buffer).
+    pub fn give_back(&mut self, mut chunk: Vec<Record>) {
+        if chunk.capacity() == RECORDS_PER_CHUNK {
+            chunk.clear();
+            self.spare.push(chunk);
+        }
+    }
+
+    /// Frees spare chunks beyond `most`.
+    pub fn trim(&mut self, most: usize) {
+        self.spare.truncate(most);
+    }
+
+    /// Spare chunks held.
+    #[cfg(test)]
+    pub fn spare(&self) -> usize {
+        self.spare.len()
+    }
 }
 
 impl ChunkedRecords {
     #[inline]
-    pub fn push(&mut self, record: Record) {
+    pub fn push(&mut self, record: Record, pool: &mut ChunkPool) {
         match self.chunks.last_mut() {
-            // The first chunk grows as a vector does (most threads have few
-            // records); later ones are made full-size.
             Some(last) if last.len() < RECORDS_PER_CHUNK => last.push(record),
-            _ => {
-                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() {
-                    16
-                } else {
-                    RECORDS_PER_CHUNK
-                });
-                chunk.push(record);
-                self.chunks.push(chunk);
-            }
+            _ => self.push_to_new_chunk(record, pool),
         }
+    }
+
+    #[cold]
+    fn push_to_new_chunk(&mut self, record: Record, pool: &mut ChunkPool) {
+        // The first chunk grows as a vector does (most threads have few
+        // records); later ones, and the first of a thread that filled one
+        // before, are made full-size.
+        let mut chunk = if self.chunks.is_empty() && !self.large {
+            Vec::with_capacity(16)
+        } else {
+            self.large = true;
+            pool.full_size()
+        };
+        chunk.push(record);
+        self.chunks.push(chunk);
     }
 
     /// The records in push order.
@@ -57,6 +105,9 @@ pub struct Pairs {
     /// By slot; the slots that a long list covers hold empty chunks.
     chunks: Vec<Vec<EventPair>>,
     len: usize,
+    /// Emptied full-size chunks kept by [`Pairs::clear`] for reuse (as the
+    /// record chunks are, see [`ChunkPool`]).
+    spare: Vec<Vec<EventPair>>,
 }
 
 impl Pairs {
@@ -89,12 +140,19 @@ impl Pairs {
         }
         // The first chunk grows as a vector does (small runs hold few pairs);
         // later ones are made full-size.
-        let size = if self.chunks.is_empty() {
-            16
-        } else {
-            PAIRS_PER_CHUNK
+        let chunk = match self.spare.pop() {
+            Some(spare) if !self.chunks.is_empty() && room <= PAIRS_PER_CHUNK => spare,
+            spare => {
+                self.spare.extend(spare);
+                let size = if self.chunks.is_empty() {
+                    16
+                } else {
+                    PAIRS_PER_CHUNK
+                };
+                Vec::with_capacity(room.max(size))
+            }
         };
-        self.chunks.push(Vec::with_capacity(room.max(size)));
+        self.chunks.push(chunk);
     }
 
     /// The list at `first` of `count` pairs.
@@ -114,17 +172,29 @@ impl Pairs {
         self.len == 0
     }
 
-    /// Forgets every pair, keeping the first chunk's buffer.
+    /// Forgets every pair, keeping the first chunk's buffer, and the others of
+    /// full size for reuse.
     pub(crate) fn clear(&mut self) {
-        self.chunks.truncate(1);
+        for mut chunk in self.chunks.drain(1.min(self.chunks.len())..) {
+            if chunk.capacity() == PAIRS_PER_CHUNK {
+                chunk.clear();
+                self.spare.push(chunk);
+            }
+        }
         if let Some(first) = self.chunks.first_mut() {
             first.clear();
         }
         self.len = 0;
     }
 
-    /// Frees the unused end of the last chunk.
+    /// Frees the spare chunks.
+    pub(crate) fn drop_spare(&mut self) {
+        self.spare = Vec::new();
+    }
+
+    /// Frees the unused end of the last chunk, and the spare chunks.
     pub(crate) fn shrink_to_fit(&mut self) {
+        self.drop_spare();
         if let Some(last) = self.chunks.last_mut() {
             last.shrink_to_fit();
         }
@@ -165,11 +235,15 @@ mod tests {
     #[test]
     fn records_keep_push_order_across_chunks() {
         let mut records = ChunkedRecords::default();
+        let mut pool = ChunkPool::default();
         for t in 0..(3 * RECORDS_PER_CHUNK + 5) as i64 {
-            records.push(Record {
-                time: t,
-                body: Body::Comm { index: 0 },
-            });
+            records.push(
+                Record {
+                    time: t,
+                    body: Body::Comm { index: 0 },
+                },
+                &mut pool,
+            );
         }
         let n = 3 * RECORDS_PER_CHUNK + 5;
         assert!(records.iter().map(|r| r.time).eq(0..n as i64));

@@ -13,7 +13,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::chunked::{ChunkedRecords, Pairs};
+use crate::chunked::{ChunkPool, ChunkedRecords, Pairs, RECORDS_PER_CHUNK};
 use crate::loser_tree::{merge_key, LoserTree, DONE};
 use crate::names::NameTables;
 use rustc_hash::FxHashMap;
@@ -33,6 +33,11 @@ pub struct RunBuilder {
     /// Records of each thread (by the producer's thread number), in push order
     /// but for the pending ones.
     threads: Vec<ThreadRecords>,
+    /// The record chunks a spill emptied, for the records that follow.
+    pool: ChunkPool,
+    /// What a spill sorts a thread's records in when they came in too many
+    /// stretches, kept for the next spill.
+    sort_scratch: Vec<Record>,
     /// Records in `threads`, pending ones included.
     held: usize,
     pairs: Pairs,
@@ -129,19 +134,19 @@ impl ThreadRecords {
     /// time and kind keep the order they were pushed in: the sort in `finish`
     /// gives what it would have given on the records in push order.
     #[inline]
-    fn release(&mut self, time: i64) {
+    fn release(&mut self, time: i64, pool: &mut ChunkPool) {
         while let Some(p) = self.few_pending.last() {
             if p.record.time > time {
                 break;
             }
-            self.records.push(p.record);
+            self.records.push(p.record, pool);
             self.few_pending.pop();
         }
         while let Some(Reverse(p)) = self.pending.peek() {
             if p.record.time > time {
                 break;
             }
-            self.records.push(p.record);
+            self.records.push(p.record, pool);
             self.pending.pop();
         }
     }
@@ -163,23 +168,46 @@ impl ThreadRecords {
     /// Takes every record (pending ones released), in chunks, and where the
     /// sorted stretches they make end (indices over the chunks in order). A
     /// thread fed by a few passes holds a few stretches, each in order; one
-    /// with more is sorted (stably: ties keep push order) into one.
-    fn take_stretches(&mut self) -> (Vec<Vec<Record>>, Vec<usize>) {
-        self.release(i64::MAX);
+    /// with more is sorted (stably: ties keep push order) into one: in
+    /// `scratch` and back into its chunks when given one (a spill: the chunks
+    /// are kept for reuse, and the buffer for the next spill's sort), else into
+    /// one new vector (the chunks freed as they are copied).
+    fn take_stretches(
+        &mut self,
+        pool: &mut ChunkPool,
+        scratch: Option<&mut Vec<Record>>,
+    ) -> (Vec<Vec<Record>>, Vec<usize>) {
+        self.release(i64::MAX, pool);
         let ends = stretch_ends(self.records.iter());
-        let chunks = self.records.take();
-        if ends.len() > MAX_STRETCHES {
-            // Sized at once: collecting the chunks grew the vector by doubling,
-            // copying and faulting in its records again each time.
-            let mut all = Vec::with_capacity(chunks.iter().map(Vec::len).sum());
-            for chunk in chunks {
-                all.extend_from_slice(&chunk);
-            }
-            all.sort_by_key(sort_key);
-            let len = all.len();
-            return (vec![all], vec![len]);
+        let mut chunks = self.records.take();
+        if ends.len() <= MAX_STRETCHES {
+            return (chunks, ends);
         }
-        (chunks, ends)
+        let len = chunks.iter().map(Vec::len).sum();
+        if let Some(scratch) = scratch {
+            scratch.clear();
+            // (Exactly: an amortized reserve could double it.)
+            scratch.reserve_exact(len);
+            for chunk in &chunks {
+                scratch.extend_from_slice(chunk);
+            }
+            scratch.sort_by_key(sort_key);
+            let mut at = 0;
+            for chunk in &mut chunks {
+                let n = chunk.len();
+                chunk.copy_from_slice(&scratch[at..at + n]);
+                at += n;
+            }
+            return (chunks, vec![len]);
+        }
+        // Sized at once: collecting the chunks grew the vector by doubling,
+        // copying and faulting in its records again each time.
+        let mut all = Vec::with_capacity(len);
+        for chunk in chunks {
+            all.extend_from_slice(&chunk);
+        }
+        all.sort_by_key(sort_key);
+        (vec![all], vec![len])
     }
 }
 
@@ -331,9 +359,10 @@ impl RunBuilder {
     #[inline]
     fn push(&mut self, thread: LocalThread, record: Record, last: i64) {
         self.note(thread, record.time, last);
-        let thread = self.thread_mut(thread);
-        thread.release(record.time);
-        thread.records.push(record);
+        self.thread_mut(thread);
+        let thread = &mut self.threads[thread as usize];
+        thread.release(record.time, &mut self.pool);
+        thread.records.push(record, &mut self.pool);
     }
 
     /// Holds `record` back until a record at or after its time is pushed on its thread.
@@ -524,7 +553,32 @@ impl RunBuilder {
     /// sooner. The run keeps at least an eighth of its share, so that chunks do not
     /// become tiny when the producer holds more than the share.
     pub fn set_outside_bytes(&mut self, bytes: usize) {
+        let grew = bytes > self.outside_bytes;
         self.outside_bytes = bytes;
+        if grew {
+            self.trim_spares();
+        }
+    }
+
+    /// Frees what the run keeps from its last spill (spare chunks, the sort
+    /// buffer) beyond what its share allows now that the producer holds more
+    /// outside the run: records held at a spill take at most half the run's
+    /// room (the sort's buffer the other half), and so may the spare chunks.
+    fn trim_spares(&mut self) {
+        let Some(p) = &self.spill else {
+            return;
+        };
+        let room = p
+            .chunk_bytes
+            .saturating_sub(self.outside_bytes)
+            .max(p.chunk_bytes / 8);
+        let half = room / 2;
+        self.pool
+            .trim(half / (RECORDS_PER_CHUNK * std::mem::size_of::<Record>()));
+        if self.sort_scratch.capacity() * std::mem::size_of::<Record>() > half {
+            self.sort_scratch = Vec::new();
+        }
+        self.pairs.drop_spare();
     }
 
     fn spill_if_full(&mut self) {
@@ -552,7 +606,8 @@ impl RunBuilder {
         let mut blocks = Vec::new();
         let mut taken = Vec::new();
         for (t, thread) in self.threads.iter_mut().enumerate() {
-            let (chunks, ends) = thread.take_stretches();
+            let (chunks, ends) =
+                thread.take_stretches(&mut self.pool, Some(&mut self.sort_scratch));
             push_blocks(&mut blocks, t as LocalThread, &chunks, &ends);
             taken.push(chunks);
         }
@@ -564,9 +619,13 @@ impl RunBuilder {
             shared: &self.shared,
         };
         let chunk = write_chunk(&policy.dir, merged, self.held, &payload)?;
-        // The threads' buffers go too: kept, a buffer each (up to a chunk) would
-        // stay resident without being counted, for every thread of every run.
-        drop(taken);
+        // The full-size buffers are kept for the records that follow (the run
+        // held them a moment ago, so its memory does not grow); the others go:
+        // kept, a buffer each would stay resident without being counted, for
+        // every thread of every run.
+        for chunk in taken.into_iter().flatten() {
+            self.pool.give_back(chunk);
+        }
         self.chunks.push(chunk);
         self.held = 0;
         self.pairs.clear();
@@ -601,6 +660,9 @@ impl RunBuilder {
         if let Some(e) = self.spill_error.take() {
             return Err(spill_failed(e));
         }
+        // Nothing more is pushed: the spare chunks go before the run waits.
+        self.pool = ChunkPool::default();
+        self.sort_scratch = Vec::new();
         // The run waits for the merge: keep only what it holds, not the buffers'
         // peak capacity.
         self.pairs.shrink_to_fit();
@@ -610,7 +672,7 @@ impl RunBuilder {
         let mut blocks = Vec::new();
         for &old in &old_of_new {
             let (mut chunks, ends) = match self.threads.get_mut(old as usize) {
-                Some(thread) => thread.take_stretches(),
+                Some(thread) => thread.take_stretches(&mut self.pool, None),
                 None => Default::default(),
             };
             // The run waits for the merge: a last chunk mostly empty gives back
@@ -1075,6 +1137,65 @@ mod tests {
                 expected.iter().map(|(t, r)| (r.time, *t)).collect();
             assert_eq!(times, want, "chunks of {chunk_bytes} bytes");
         }
+    }
+
+    /// A run that spills several times reuses its full-size record chunks (and
+    /// pair chunks) for the records after each spill: every record comes back
+    /// once, with its own pairs, none left over from a chunk's earlier use.
+    #[test]
+    fn chunks_reused_after_a_spill_keep_records_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        // A few full chunks in all before each spill (records and the buffer
+        // they may be sorted in count twice).
+        let policy = SpillPolicy {
+            dir: dir.path().to_path_buf(),
+            chunk_bytes: 2 * 2 * 3 * RECORDS_PER_CHUNK * std::mem::size_of::<Record>(),
+            budget: crate::spill::MemoryBudget::new(0),
+        };
+        let mut b = RunBuilder::with_spill(policy);
+        let mut expected = Vec::new();
+        let mut reused = false;
+        let mut spare_after_spill = 0;
+        let mut next = numbers(99);
+        for i in 0..(16 * RECORDS_PER_CHUNK) as i64 {
+            let thread = (i % 3) as LocalThread;
+            // Threads 0 and 1 in time order; thread 2 scrambled (sorted at
+            // each spill in the buffer kept for the next one).
+            let time = if thread == 2 {
+                i - next(5_000) as i64
+            } else {
+                i
+            };
+            // Every tenth record carries a second pair: pair chunks fill unevenly.
+            let pairs: Vec<EventPair> = (0..1 + (next(10) == 0) as i64)
+                .map(|k| EventPair::raw(1 + k as u32, i * 2 + k))
+                .collect();
+            let spills = b.spills;
+            b.events(thread, time, &pairs);
+            expected.push((time, thread, pairs));
+            if b.spills > spills {
+                spare_after_spill = b.pool.spare();
+                assert!(spare_after_spill > 0, "a spill keeps its full-size chunks");
+            } else if b.pool.spare() < spare_after_spill {
+                reused = true;
+            }
+        }
+        assert!(b.spills >= 2, "{} spills", b.spills);
+        assert!(reused, "chunks taken from the pool after a spill");
+        assert!(!b.sort_scratch.is_empty(), "a thread sorted at a spill");
+        // The merge's order: (time, thread), ties in push order.
+        expected.sort_by_key(|(time, thread, _)| (*time, *thread));
+        let run = b.finish().unwrap();
+        let mut seen = Vec::new();
+        crate::kmerge::for_each_record(&run, &mut |time, thread, view| match view {
+            crate::view::View::Events { pairs, .. } => {
+                seen.push((time, thread, pairs.iter().copied().collect()))
+            }
+            _ => unreachable!(),
+        })
+        .unwrap();
+        assert_eq!(seen.len(), expected.len());
+        assert!(seen == expected, "records changed by chunk reuse");
     }
 
     /// Lists of pairs given to `shared_pairs` are stored once, and records

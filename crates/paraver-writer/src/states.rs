@@ -175,11 +175,20 @@ impl StateTiler {
         if self.spill.is_none() || self.spill_error.is_some() {
             return Ok(());
         }
-        let sorted = self.take_sorted();
+        self.sort_threads();
         let Some((dir, _)) = &self.spill else {
             return Ok(());
         };
-        self.chunks.push(IntervalChunk::write(dir, &sorted)?);
+        // Written from each thread's own buffer, in thread order (what
+        // `take_sorted` would gather): no buffer as large as all of them
+        // allocated, faulted in and freed at each spill, and the threads'
+        // buffers keep their room for what follows.
+        let chunk = IntervalChunk::write(dir, self.threads.iter().flatten(), self.held);
+        for intervals in &mut self.threads {
+            intervals.clear();
+        }
+        self.held = 0;
+        self.chunks.push(chunk?);
         Ok(())
     }
 
@@ -395,7 +404,12 @@ struct IntervalChunk {
 const INTERVAL_BYTES: usize = 24;
 
 impl IntervalChunk {
-    fn write(dir: &std::path::Path, intervals: &[Interval]) -> io::Result<Self> {
+    /// Writes the `count` intervals of `intervals`.
+    fn write<'a>(
+        dir: &std::path::Path,
+        intervals: impl Iterator<Item = &'a Interval>,
+        count: usize,
+    ) -> io::Result<Self> {
         let (file, mut out) = spill_file(dir)?;
         for iv in intervals {
             let mut bytes = [0u8; INTERVAL_BYTES];
@@ -409,7 +423,7 @@ impl IntervalChunk {
         drop(out);
         Ok(IntervalChunk {
             file,
-            intervals: intervals.len() as u64,
+            intervals: count as u64,
         })
     }
 
