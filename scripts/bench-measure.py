@@ -7,8 +7,9 @@ FILE gets one line of key=value pairs: wall (s), user and sys (s, the command an
 and child it waited for), rss (peak, KiB), faults (minor), rchar and wchar (bytes the command
 read and wrote through system calls, page cache or not: /proc/PID/io, read while the finished
 process is still a zombie, so nothing it did is missed), and, with --mark, mark_user and
-mark_sys: its CPU time when it printed a stderr line starting with PREFIX (e.g. "reading:", the
-end of nsys2prv-rs -v's reading phase), so that the phase after it can be told apart.
+mark_sys: its CPU time when it printed the last stderr line starting with PREFIX (e.g.
+"reading:": nsys2prv-rs -v's reading phase ends with "reading: N reports in T s", after its
+progress lines), so that the phase after it can be told apart.
 The command's stdout and stderr pass through. Exits with the command's status.
 
 /usr/bin/time cannot do this: it sees neither the bytes nor the time at a phase's end; and
@@ -40,7 +41,9 @@ def main(argv):
     marked = {}
     if mark:
         for line in child.stderr:
-            if not marked and line.startswith(mark):
+            # The last such line: -v prints progress lines with the same prefix before the
+            # phase's closing one ("reading: 482/1024 (96/s)", then "reading: 1024 reports in").
+            if line.startswith(mark):
                 marked["mark_user"], marked["mark_sys"] = proc_cpu(child.pid)
             sys.stderr.buffer.write(line)
         sys.stderr.flush()

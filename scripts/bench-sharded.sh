@@ -42,7 +42,7 @@
 #                   are kept there and reused, the outputs removed as soon as compared)
 #
 # Disk: the sharded runs hold the inputs, the single run's trace, one set of parts, the slices and
-# the sharded trace at once (about 10 GB at the default sizes); the one-10M runs two traces of
+# the sharded trace at once (about 11 GB at the default sizes, measured); the one-10M runs two traces of
 # ~2.2 GB and the report (~0.6 GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -211,7 +211,7 @@ if wants sharded; then
     read_cpu=$(echo "$(field "$results/single.m" mark_user) + $(field "$results/single.m" mark_sys)" | bc)
     lines=$(lines_of "$out/single/t.prv")
     prv_bytes=$(stat -c %s "$out/single/t.prv")
-    echo "Uncut: $lines lines, $(mb "$prv_bytes") MB of .prv; single process with \`-v\`: $(grep -h '^reading:\|^writing:' "$results/single.log" | paste -sd';' | sed 's/;/; /'), the reading phase's CPU $read_cpu s of $cpu s; $(mb "$wchar") MB written in all."
+    echo "Uncut: $lines lines, $(mb "$prv_bytes") MB of .prv; single process with \`-v\`: $(grep -h '^reading: .* in \|^writing: .* in ' "$results/single.log" | paste -sd';' | sed 's/;/; /'), the reading phase's CPU $read_cpu s of $cpu s; $(mb "$wchar") MB written in all."
     echo
     table_head
     row "single process" "all reports, one command" "$prv_bytes" "$lines"
