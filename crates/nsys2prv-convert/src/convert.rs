@@ -677,8 +677,14 @@ fn nvtx_range(
 
 /// The cut of `--time-window` or `--nvtx-range`, on the common clock. A time
 /// window is given in the uncut trace's time (from its origin).
+/// Whether the merge cuts the trace (`--time-window`, `--nvtx-range`): known
+/// from the options alone, before any part is read.
+pub(crate) fn asks_for_cut(config: &Config) -> bool {
+    config.cuts.time_window.is_some() || config.cuts.nvtx_range.is_some()
+}
+
 fn cut_of(config: &Config, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Option<Cut> {
-    if range.is_none() && config.cuts.time_window.is_none() {
+    if !asks_for_cut(config) {
         return None;
     }
     let (origin, end) = time_span(inputs)?;

@@ -103,10 +103,18 @@ fn write(
     super::check_every_shard_done(parts, plan, &plan_id, None)?;
     super::raise_open_file_limit(u64::from(plan.shards));
     let paths = OutputPaths::for_trace(Path::new(&plan.trace))?;
-    let outcomes = parts.load_all(plan, &plan_id)?;
-    let options = convert::options(config, 1)?;
-    let (reports, _) = convert::gather(outcomes, &options, config.inputs.skip_bad)?;
-    checkpoint("parts read");
+    // A cut body is not sliced (the finishing merge writes it whole): say so
+    // without reading the parts, which would cost each task their whole size.
+    let reports = match convert::asks_for_cut(config) {
+        true => None,
+        false => {
+            let outcomes = parts.load_all(plan, &plan_id)?;
+            let options = convert::options(config, 1)?;
+            let (reports, _) = convert::gather(outcomes, &options, config.inputs.skip_bad)?;
+            checkpoint("parts read");
+            Some(reports)
+        }
+    };
     let done = path(parts, index, count, "done");
     // No note of an earlier body while this one is written.
     let _ = std::fs::remove_file(&done);
@@ -118,15 +126,18 @@ fn write(
     };
     let mut outcome = None;
     let installed = atomic_output::write_file_with(&body, |file: &mut File| {
-        let written = convert::write_slice(
-            &quiet,
-            &paths,
-            reports,
-            (index, count),
-            (file, &body),
-            &mut timings,
-            progress,
-        );
+        let written = match reports {
+            Some(reports) => convert::write_slice(
+                &quiet,
+                &paths,
+                reports,
+                (index, count),
+                (file, &body),
+                &mut timings,
+                progress,
+            ),
+            None => Ok(SliceOutcome::Unsliced),
+        };
         let failed = written.is_err();
         outcome = Some(written);
         // The error itself is in `outcome`: this one only stops the rename.
