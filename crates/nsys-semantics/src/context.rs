@@ -412,6 +412,12 @@ impl<'a> ReportContext<'a> {
         self.run.set_outside_bytes(self.held_bytes());
     }
 
+    /// [`Self::count_held`], with `beside` bytes that a pass holds outside the
+    /// context (what it took from the handoff, what it gathers).
+    pub fn count_held_beside(&mut self, beside: usize) {
+        self.run.set_outside_bytes(self.held_bytes() + beside);
+    }
+
     fn held_bytes(&self) -> usize {
         self.handoff.bytes()
             + self.gpu_idle.bytes()

@@ -94,11 +94,13 @@ fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
     };
     let mut handoff = std::mem::take(&mut ctx.handoff);
     handoff.links.sort();
+    let handoff_bytes = handoff.bytes();
     let result = translate(
         ctx,
         &handoff.links,
         &handoff.syncs,
         &handoff.nccl_ranges,
+        handoff_bytes,
         outputs,
     );
     // No pass after this one reads them: the run gets their share back.
@@ -121,6 +123,7 @@ fn translate(
     links: &GpuLinks,
     syncs: &SyncCalls,
     nccl: &NcclRanges,
+    handoff_bytes: usize,
     outputs: ApiOutputs,
 ) -> Result<(), ReadError> {
     let export = ctx.export;
@@ -129,7 +132,17 @@ fn translate(
     let (mut arrows, mut synced, mut filtered, mut emitted) = (0u64, 0u64, 0u64, 0u64);
     let mut launched = links.finder();
     let mut matcher = syncs.matcher();
-    let mut queues = LaunchQueues::default();
+    // What the pass gathers per launch (the idle causes' arrows, the launch
+    // queues) is reserved from the links up front and counted in the run's
+    // share with what the passes handed over, so the run spills sooner rather
+    // than the report growing past the limit.
+    ctx.gpu_idle.reserve_arrows(links.len());
+    let mut queues = if outputs.calls {
+        LaunchQueues::for_links(links)
+    } else {
+        LaunchQueues::default()
+    };
+    ctx.count_held_beside(handoff_bytes + queues.bytes());
     let sync_pair = |s: &SyncCall| [EventPair::name(CUDA_SYNC, s.kind)];
     let scan = export.api_calls(|call| {
         let thread = ctx.cpu_thread(call.global_tid);

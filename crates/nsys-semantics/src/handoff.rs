@@ -141,9 +141,22 @@ impl GpuLinks {
     }
 
     /// Room for `n` more links, so the vector does not grow by doubling (and
-    /// copying) while the run's share counts what it holds.
+    /// copying) while the run's share counts what it holds. Exactly `n`: a
+    /// second pass's reserve on top of the kernels' would otherwise double the
+    /// capacity (`Vec::reserve` grows to at least twice what it holds), half of
+    /// it never used (issue 28: 32 MiB of 67 on a 3 M-row report).
     pub fn reserve(&mut self, n: u64) {
-        self.0.reserve(usize::try_from(n).unwrap_or(0));
+        self.0.reserve_exact(usize::try_from(n).unwrap_or(0));
+    }
+
+    /// How many links there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The links, in the order they are held.
+    pub fn iter(&self) -> impl Iterator<Item = &GpuLink> {
+        self.0.iter()
     }
 
     /// Bytes held (allocated, used or not).
@@ -305,7 +318,17 @@ impl IdleInputs {
     /// run's share from the first on (as [`GpuLinks::reserve`]).
     pub fn reserve_operations(&mut self, n: u64) {
         if self.enabled {
-            self.ops.reserve(usize::try_from(n).unwrap_or(0));
+            // Exactly: see `GpuLinks::reserve`.
+            self.ops.reserve_exact(usize::try_from(n).unwrap_or(0));
+        }
+    }
+
+    /// Room for `n` more launch arrows (at most one per launch link), reserved
+    /// before the API calls are read so that the vector does not grow by
+    /// doubling to twice what it needs.
+    pub fn reserve_arrows(&mut self, n: usize) {
+        if self.enabled {
+            self.arrows.reserve_exact(n);
         }
     }
 
@@ -646,6 +669,41 @@ mod tests {
         assert_eq!(links.find(1, 5)[0].tag(), TAG_LAUNCH);
         assert!(links.find(3, 5).is_empty());
         assert_eq!(std::mem::size_of::<GpuLink>(), 32);
+    }
+
+    /// What a pass reserves on top of what an earlier pass added is what it
+    /// holds: the kernels' pass reserves for its rows, the memory pass for its
+    /// own on top of them, and neither capacity doubles (issue 28: `Vec::reserve`
+    /// grew the links to twice the report's GPU operations, all of it counted
+    /// in the run's share and half of it never used).
+    #[test]
+    fn reserving_for_a_second_pass_holds_what_both_need() {
+        let kernel = |corr| GpuPlace {
+            global_pid: 1 << 24,
+            correlation_id: Some(corr),
+            ..Default::default()
+        };
+        let mut links = GpuLinks::default();
+        let mut idle = IdleInputs::new(true);
+        links.reserve(1000);
+        idle.reserve_operations(1000);
+        for corr in 0..1000 {
+            links.add_kernel(&kernel(corr), 0, false);
+            idle.operation(0, corr, corr + 1);
+        }
+        links.reserve(10);
+        idle.reserve_operations(10);
+        idle.reserve_arrows(links.len());
+        assert_eq!(links.bytes(), 1010 * std::mem::size_of::<GpuLink>());
+        assert_eq!(
+            idle.bytes(),
+            1010 * std::mem::size_of::<BusyOp>() + 1000 * std::mem::size_of::<Arrow>()
+        );
+        // Without the idle causes nothing is reserved for them.
+        let mut off = IdleInputs::new(false);
+        off.reserve_operations(1000);
+        off.reserve_arrows(1000);
+        assert_eq!(off.bytes(), 0);
     }
 
     /// Searching from where the last search ended finds what a binary search finds,

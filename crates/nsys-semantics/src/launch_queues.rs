@@ -15,6 +15,7 @@
 use paraver_writer::{EventPair, LocalThread};
 
 use crate::context::ReportContext;
+use crate::handoff::GpuLinks;
 
 pub use nsys2prv_events::{LAUNCH_LATENCY, LAUNCH_QUEUE_DEPTH};
 
@@ -40,6 +41,34 @@ pub(crate) struct LaunchQueues {
 }
 
 impl LaunchQueues {
+    /// Queues with room for every kernel of `links` on its stream, so that the
+    /// lists never grow by doubling to twice what they hold (issue 28: they are
+    /// held, 24 bytes per kernel, until the API calls are read, and count in
+    /// the run's share through [`LaunchQueues::bytes`]).
+    pub fn for_links(links: &GpuLinks) -> Self {
+        let mut per_stream: Vec<usize> = Vec::new();
+        for link in links.iter().filter(|l| l.kernel_end().is_some()) {
+            let s = link.thread as usize;
+            if s >= per_stream.len() {
+                per_stream.resize(s + 1, 0);
+            }
+            per_stream[s] += 1;
+        }
+        LaunchQueues {
+            streams: per_stream.into_iter().map(Vec::with_capacity).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Bytes held (allocated, used or not).
+    pub fn bytes(&self) -> usize {
+        self.streams
+            .iter()
+            .map(|s| s.capacity() * std::mem::size_of::<Launch>())
+            .sum::<usize>()
+            + self.streams.capacity() * std::mem::size_of::<Vec<Launch>>()
+    }
+
     /// A kernel `[start, end]` on `stream`, launched by a call that began at `call`.
     pub fn add(&mut self, stream: LocalThread, call: i64, start: i64, end: i64) {
         if start <= call {
@@ -168,6 +197,38 @@ mod tests {
     use crate::cuda_api::API;
     use crate::kernels::KERNELS;
     use crate::testing::{check, GLOBAL_PID};
+
+    /// The queues are sized from the links before the calls are read: room
+    /// for each stream's kernels (memory operations and plain launches have no
+    /// queue), counted as held from the start, and never grown by doubling.
+    #[test]
+    fn queues_hold_what_the_links_launch() {
+        use crate::handoff::GpuLinks;
+        use nsys_reader::cuda::GpuPlace;
+        let place = |corr, start, end| GpuPlace {
+            global_pid: 1 << 24,
+            correlation_id: Some(corr),
+            start,
+            end,
+            ..Default::default()
+        };
+        let mut links = GpuLinks::default();
+        for corr in 0..300 {
+            let stream = if corr % 3 == 0 { 2 } else { 5 };
+            links.add_kernel(&place(corr, 1000 + corr, 1001 + corr), stream, corr == 7);
+        }
+        links.add_memory(&place(300, 10, 20), 2, 64);
+        links.add_launch(&place(301, 10, 20), 2, false);
+        let mut queues = LaunchQueues::for_links(&links);
+        let launch = std::mem::size_of::<Launch>();
+        let lists = 6 * std::mem::size_of::<Vec<Launch>>();
+        assert_eq!(queues.bytes(), 300 * launch + lists);
+        for l in links.iter().filter(|l| l.kernel_end().is_some()) {
+            queues.add(l.thread, 0, l.start, l.kernel_end().unwrap());
+        }
+        assert_eq!(queues.launches, 300);
+        assert_eq!(queues.bytes(), 300 * launch + lists);
+    }
 
     /// Three kernels on stream 7 launched in a burst (calls at 100, 200, 300;
     /// kernels at 1000, 2000, 3000) queue up to 3 deep; a kernel on stream 8
