@@ -61,7 +61,10 @@ pub(crate) fn write(ctx: &mut ReportContext) {
     if ops.is_empty() {
         return;
     }
-    let order_of = |t: LocalThread| ctx.thread_keys[t as usize].order_key();
+    // Computed once per thread: the sorts below would compute them at every
+    // comparison (2.4 % of the instructions of a training run).
+    let orders: Vec<u128> = ctx.thread_keys.iter().map(|k| k.order_key()).collect();
+    let order_of = |t: LocalThread| orders[t as usize];
     // A GPU is a device of a process: its streams' order keys without the stream.
     let gpu_of = |t: LocalThread| order_of(t) & !u128::from(u32::MAX);
     stream_waits.sort_unstable();
