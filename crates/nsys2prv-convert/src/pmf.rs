@@ -459,7 +459,9 @@ fn translation_time() -> String {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64)
     });
-    // time_t is 64 bits on the targets the tool is built for.
+    // time_t is 64 bits on the targets the tool is built for. (The libc crate
+    // marks the alias deprecated on musl targets only, for that very change.)
+    #[allow(deprecated)]
     let time = seconds as libc::time_t;
     // SAFETY: `tm` is plain data that the call fills; both pointers are valid
     // for the call.

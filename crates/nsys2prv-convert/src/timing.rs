@@ -129,6 +129,9 @@ fn local_offset_seconds(t: i64) -> i32 {
     // SAFETY: localtime_r writes only into `tm`, which outlives the call.
     unsafe {
         let mut tm: libc::tm = std::mem::zeroed();
+        // (The libc crate marks `time_t` deprecated on musl targets only: it
+        // is to become 64-bit there, which it already is for our builds.)
+        #[allow(deprecated)]
         let time: libc::time_t = t as libc::time_t;
         if libc::localtime_r(&time, &mut tm).is_null() {
             return 0;
