@@ -12,10 +12,10 @@
 //! A kernel that began before its call did (clocks of the CPU and the GPU
 //! apart) has no latency and does not count in the queue: it is counted.
 
-use paraver_writer::{EventPair, LocalThread};
+use paraver_writer::{EventPair, LocalThread, DISCARDED};
 
 use crate::context::ReportContext;
-use crate::handoff::GpuLinks;
+use crate::handoff::{GpuLink, GpuLinks};
 
 pub use nsys2prv_events::{LAUNCH_LATENCY, LAUNCH_QUEUE_DEPTH};
 
@@ -47,7 +47,9 @@ impl LaunchQueues {
     /// the run's share through [`LaunchQueues::bytes`]).
     pub fn for_links(links: &GpuLinks) -> Self {
         let mut per_stream: Vec<usize> = Vec::new();
-        for link in links.iter().filter(|l| l.kernel_end().is_some()) {
+        // A left-out process's kernels are on the discarded thread: no queue.
+        let queued = |l: &&GpuLink| l.kernel_end().is_some() && l.thread != DISCARDED;
+        for link in links.iter().filter(queued) {
             let s = link.thread as usize;
             if s >= per_stream.len() {
                 per_stream.resize(s + 1, 0);
@@ -71,6 +73,11 @@ impl LaunchQueues {
 
     /// A kernel `[start, end]` on `stream`, launched by a call that began at `call`.
     pub fn add(&mut self, stream: LocalThread, call: i64, start: i64, end: i64) {
+        // A left-out process's kernel: not written, and no list up to its
+        // thread number.
+        if stream == DISCARDED {
+            return;
+        }
         if start <= call {
             self.not_after_call += 1;
             return;
@@ -228,6 +235,32 @@ mod tests {
         }
         assert_eq!(queues.launches, 300);
         assert_eq!(queues.bytes(), 300 * launch + lists);
+    }
+
+    /// Kernels of a process left out by `--ranks` are linked on the discarded
+    /// thread (`u32::MAX`): they have no queue, and sizing the queues must not
+    /// make a list per thread number up to it (4 G lists, 32 GiB of counts).
+    #[test]
+    fn queues_leave_out_the_discarded_thread() {
+        use crate::handoff::GpuLinks;
+        use nsys_reader::cuda::GpuPlace;
+        let place = |corr| GpuPlace {
+            global_pid: 1 << 24,
+            correlation_id: Some(corr),
+            start: 1000 + corr,
+            end: 1001 + corr,
+            ..Default::default()
+        };
+        let mut links = GpuLinks::default();
+        links.add_kernel(&place(1), 3, false);
+        links.add_kernel(&place(2), paraver_writer::DISCARDED, false);
+        let mut queues = LaunchQueues::for_links(&links);
+        let lists = 4 * std::mem::size_of::<Vec<Launch>>();
+        assert_eq!(queues.bytes(), std::mem::size_of::<Launch>() + lists);
+        // Nor does a call of that process add one (its launch, on that thread).
+        queues.add(paraver_writer::DISCARDED, 0, 1002, 1003);
+        assert_eq!(queues.bytes(), std::mem::size_of::<Launch>() + lists);
+        assert_eq!(queues.launches, 0);
     }
 
     /// Three kernels on stream 7 launched in a burst (calls at 100, 200, 300;

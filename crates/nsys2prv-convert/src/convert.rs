@@ -675,14 +675,14 @@ fn nvtx_range(
     Ok(Some(window))
 }
 
-/// The cut of `--time-window` or `--nvtx-range`, on the common clock. A time
-/// window is given in the uncut trace's time (from its origin).
 /// Whether the merge cuts the trace (`--time-window`, `--nvtx-range`): known
 /// from the options alone, before any part is read.
 pub(crate) fn asks_for_cut(config: &Config) -> bool {
     config.cuts.time_window.is_some() || config.cuts.nvtx_range.is_some()
 }
 
+/// The cut of `--time-window` or `--nvtx-range`, on the common clock. A time
+/// window is given in the uncut trace's time (from its origin).
 fn cut_of(config: &Config, range: Option<&RangeWindow>, inputs: &[MergeInput]) -> Option<Cut> {
     if !asks_for_cut(config) {
         return None;

@@ -70,15 +70,23 @@ impl ChunkedRecords {
     fn push_to_new_chunk(&mut self, record: Record, pool: &mut ChunkPool) {
         // The first chunk grows as a vector does (most threads have few
         // records); later ones, and the first of a thread that filled one
-        // before, are made full-size.
+        // before, are made full-size. A spare chunk is taken even for a first
+        // one: it is held already, and a new thread's chunk grown beside the
+        // spares would take the run past what it held when it spilled.
         let mut chunk = if self.chunks.is_empty() && !self.large {
-            Vec::with_capacity(16)
+            pool.spare.pop().unwrap_or_else(|| Vec::with_capacity(16))
         } else {
             self.large = true;
             pool.full_size()
         };
         chunk.push(record);
         self.chunks.push(chunk);
+    }
+
+    /// Records the chunks have room for (held or not).
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum()
     }
 
     /// The records in push order.

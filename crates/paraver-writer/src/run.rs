@@ -1198,6 +1198,51 @@ mod tests {
         assert!(seen == expected, "records changed by chunk reuse");
     }
 
+    /// Records of threads that never filled a chunk before a spill (a later
+    /// pass's threads) take the chunks the spill emptied rather than fresh
+    /// memory: what the run's record chunks and its spare ones hold together
+    /// stays within what they held when it spilled (docs/memory.md: "from its
+    /// first spill to its end it holds about its share").
+    #[test]
+    fn new_threads_after_a_spill_take_the_spare_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = SpillPolicy {
+            dir: dir.path().to_path_buf(),
+            chunk_bytes: 16 * RECORDS_PER_CHUNK * std::mem::size_of::<Record>(),
+            budget: crate::spill::MemoryBudget::new(0),
+        };
+        let mut b = RunBuilder::with_spill(policy);
+        let resident = |b: &RunBuilder| {
+            b.pool.spare() * RECORDS_PER_CHUNK
+                + b.threads
+                    .iter()
+                    .map(|t| t.records.capacity())
+                    .sum::<usize>()
+        };
+        let mut time = 0i64;
+        while b.spills == 0 {
+            b.events(0, time, &[EventPair::raw(1, time)]);
+            time += 1;
+        }
+        let at_spill = resident(&b);
+        let spare = b.pool.spare();
+        assert!(spare > 3, "{spare} spare chunks");
+        // A chunk's worth of records on each of threads that had none, fewer
+        // in all than the spill emptied (so that no spill follows).
+        for thread in 1..spare as LocalThread {
+            for _ in 0..RECORDS_PER_CHUNK {
+                b.events(thread, time, &[EventPair::raw(1, time)]);
+                time += 1;
+            }
+        }
+        assert_eq!(b.spills, 1);
+        assert!(
+            resident(&b) <= at_spill,
+            "{} records of room after the spill, {at_spill} at it",
+            resident(&b)
+        );
+    }
+
     /// Lists of pairs given to `shared_pairs` are stored once, and records
     /// that use one read it before their own pairs.
     #[test]
