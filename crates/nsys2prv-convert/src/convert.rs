@@ -239,8 +239,16 @@ fn range_summaries(
     }
     let summed: Vec<(ReportTranslation<()>, RangeSummary)> = inputs
         .par_iter()
-        .map(
-            |i| match translate_report(&i.export, &i.name, &ranges_only) {
+        .map(|i| {
+            // Each report's records are dropped as soon as they are summed up:
+            // a budget of its own lets its run keep at its end what it holds
+            // (at most its share of the translation) instead of spilling it
+            // because reports dropped long ago used up a shared one.
+            let mut own = ranges_only.clone();
+            if let Some(spill) = &mut own.spill {
+                spill.budget = paraver_writer::MemoryBudget::new(spill.budget.limit());
+            }
+            match translate_report(&i.export, &i.name, &own) {
                 Ok(report) => {
                     let summary = summarize_ranges(&report, spec).ok()?;
                     let mut report = report.map_run(drop);
@@ -251,8 +259,8 @@ fn range_summaries(
                 Err(TranslateError::Empty(_) | TranslateError::NotSelected(..)) => Some(None),
                 // The translation says what is wrong.
                 Err(_) => None,
-            },
-        )
+            }
+        })
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .flatten()
