@@ -898,6 +898,61 @@ mod tests {
         }
     }
 
+    /// Merging many spilled runs, segments grow so that the block of records
+    /// each re-reads from every chunk before its start stays a small share of
+    /// what it reads: 16 runs of one chunk, batches of 1,024 records (whose
+    /// segments re-read 16 x 64 records each, the records read twice over).
+    #[test]
+    fn segments_of_many_chunks_read_them_about_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = 16u32;
+        let inputs: Vec<MergeInput> = (0..runs)
+            .map(|r| {
+                let mut b = RunBuilder::with_spill(SpillPolicy {
+                    dir: dir.path().to_path_buf(),
+                    chunk_bytes: 1 << 30,
+                    budget: MemoryBudget::new(0),
+                });
+                b.add_thread(0);
+                for i in 0..4000i64 {
+                    b.events(0, i * 16 + i64::from(r), &[EventPair::raw(MARK, i)]);
+                }
+                MergeInput {
+                    run: b.finish().unwrap(),
+                    time_offset: 0,
+                    threads: vec![GlobalThread { task: r, thread: 0 }],
+                }
+            })
+            .collect();
+        assert!(inputs.iter().all(|i| i.run.chunks.len() == 1));
+        let layout = TraceLayout {
+            tasks: (0..runs)
+                .map(|t| TaskInfo {
+                    name: format!("t{t}"),
+                    node: 0,
+                    threads: vec!["0".into()],
+                })
+                .collect(),
+            ..layout()
+        };
+        let paths = OutputPaths::for_trace(&dir.path().join("many.prv")).unwrap();
+        let catalog = catalog();
+        let writer = TraceWriter::new(&paths, &layout, &catalog).batch_records(1024);
+        let mut prepared = writer.prepare(&inputs).unwrap();
+        let cursors = prepared.cursors(&inputs);
+        let places = crate::cursor::places_in_trace(&cursors);
+        let segments = segments::Segmenter::within(&cursors, &places, 1024, None, None);
+        assert_eq!(segments.records, 8 * 1024);
+        let (mut count, mut read) = (0, 0);
+        for segment in segments {
+            count += 1;
+            read += segment.chunk_records();
+        }
+        let records = u64::from(runs) * 4000;
+        assert!(count >= 6, "{count} segments");
+        assert!(read * 8 <= records * 9, "{read} records read for {records}");
+    }
+
     /// The body written slice by slice (any count, slices of runs in memory
     /// and of spilled chunks; empty slices) and copied after the header gives
     /// the whole merge's files: `.prv` byte for byte, `.prv.gz` decompressed.

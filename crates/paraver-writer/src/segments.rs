@@ -29,8 +29,40 @@ use crate::spill::{ChunkReader, ChunkSpan, SpilledChunk, INDEX_STEP, READ_BUFFER
 use crate::view::View;
 
 /// Segments per thread in a round: a few, so that a thread that finishes early
-/// (or writes the previous round) finds work.
+/// (or writes the previous round) finds work. Fewer when segments grow
+/// ([`segment_records`]): the records in flight stay about the same.
 const SEGMENTS_PER_THREAD: usize = 4;
+
+/// A segment reads, from every spilled chunk it merges, the index block of
+/// [`INDEX_STEP`] records before its start again (the previous segment read
+/// them): segments hold at least this many times those records, so that the
+/// re-read stays a small share of what is read (an eighth).
+const REREAD_SHARE: usize = 8;
+
+/// Segments grow to at most this many batches (see [`segment_records`]).
+const MAX_GROWTH: usize = 8;
+
+/// Records per segment when merging `chunks` spilled chunks (or part files of
+/// a sharded conversion) in batches of `batch_records`: a batch, or more with
+/// many chunks, so that each segment's re-read of the block before its start in
+/// every chunk ([`REREAD_SHARE`]) does not read the chunks many times over (a
+/// segment of 16 K records re-read 64 K records at 1,024 reports); at most
+/// [`MAX_GROWTH`] batches, to bound the text in flight.
+pub(crate) fn segment_records(batch_records: usize, chunks: usize) -> usize {
+    let batch = batch_records.max(1);
+    chunks
+        .saturating_mul(INDEX_STEP * REREAD_SHARE)
+        .clamp(batch, batch.saturating_mul(MAX_GROWTH))
+}
+
+/// Segments formatted in a round on `threads` threads when they hold
+/// `segment` records and batches `batch_records`: [`SEGMENTS_PER_THREAD`] per
+/// thread of one batch each, fewer of larger segments (so that about as many
+/// records are in flight), one per thread at least.
+fn segments_per_round(threads: usize, batch_records: usize, segment: usize) -> usize {
+    let records = SEGMENTS_PER_THREAD * threads * batch_records.max(1);
+    records.div_ceil(segment.max(1)).max(threads)
+}
 
 /// Whether the segments can merge `cursors`: every spilled chunk has its time
 /// index, and each run's threads follow the trace's order (strictly when it
@@ -82,9 +114,10 @@ pub(crate) fn write_span(
     (from, to): (Option<i64>, Option<i64>),
     progress: &mut dyn FnMut(u64),
 ) -> std::io::Result<()> {
-    let slots = SEGMENTS_PER_THREAD * rayon::current_num_threads().max(1);
+    let threads = rayon::current_num_threads().max(1);
     let places = places_in_trace(cursors);
     let mut segments = Segmenter::within(cursors, &places, batch_records, from, to);
+    let slots = segments_per_round(threads, batch_records, segments.records);
     let compress = out.compresses();
     let new_slots = || -> Vec<Slot> {
         (0..slots)
@@ -98,6 +131,7 @@ pub(crate) fn write_span(
     // Two sets: one formats a round while the other's texts, of the round
     // before, are written.
     let (mut formatting, mut writing) = (new_slots(), new_slots());
+    // Members are cut by batches, whatever the segments' size.
     let mut members = MemberCutter::new(batch_records);
     let mut to_write = 0;
     let mut merged: u64 = 0;
@@ -321,6 +355,21 @@ pub(crate) struct Segment<'a> {
     parts: Vec<Part<'a>>,
 }
 
+#[cfg(test)]
+impl Segment<'_> {
+    /// The records the segment reads from spilled chunks (the spans of its
+    /// chunks, re-read blocks included).
+    pub(crate) fn chunk_records(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Chunk { span, .. } => span.records,
+                Part::Block { .. } => 0,
+            })
+            .sum()
+    }
+}
+
 /// Cuts the runs of `cursors` into consecutive segments.
 pub(crate) struct Segmenter<'a> {
     /// What is left of every stream of every run, in run order, then stream order.
@@ -335,6 +384,8 @@ pub(crate) struct Segmenter<'a> {
     bounds: std::vec::IntoIter<i64>,
     open_end: bool,
     done: bool,
+    /// Records per segment aimed at ([`segment_records`]).
+    pub(crate) records: usize,
 }
 
 /// Every sorted stream of every run, in run order, then stream order.
@@ -371,13 +422,14 @@ fn streams<'a>(cursors: &[RunCursor<'a>], places: &[Vec<u32>]) -> Vec<Part<'a>> 
 }
 
 impl<'a> Segmenter<'a> {
-    /// Segments of about `target` records each of the records at trace times
-    /// `from..to` (each end open when `None`); `places` are the threads' places
-    /// in the trace ([`places_in_trace`]).
+    /// Segments of about `batch_records` records each (more when many chunks
+    /// spilled: [`segment_records`]) of the records at trace times `from..to`
+    /// (each end open when `None`); `places` are the threads' places in the
+    /// trace ([`places_in_trace`]).
     pub(crate) fn within(
         cursors: &[RunCursor<'a>],
         places: &[Vec<u32>],
-        target: usize,
+        batch_records: usize,
         from: Option<i64>,
         to: Option<i64>,
     ) -> Self {
@@ -389,8 +441,13 @@ impl<'a> Segmenter<'a> {
                 part.take_before(from);
             }
         }
+        let chunks = parts
+            .iter()
+            .filter(|p| matches!(p, Part::Chunk { .. }) && p.next_time().is_some())
+            .count();
+        let target = segment_records(batch_records, chunks);
         let inside = |t: &i64| from.is_none_or(|f| *t > f) && to.is_none_or(|e| *t < e);
-        let mut bounds: Vec<i64> = segment_bounds(&parts, target.max(1))
+        let mut bounds: Vec<i64> = segment_bounds(&parts, target)
             .into_iter()
             .filter(inside)
             .collect();
@@ -406,6 +463,7 @@ impl<'a> Segmenter<'a> {
             parts,
             waiting,
             done: false,
+            records: target,
         }
     }
 }
@@ -839,7 +897,25 @@ fn merge_streams(
 
 #[cfg(test)]
 mod tests {
-    use super::records_before;
+    use super::{records_before, segment_records, segments_per_round};
+
+    /// Segments grow with the chunks they merge, up to eight batches, and
+    /// fewer are formatted at once: about as many records in flight.
+    #[test]
+    fn segments_grow_with_the_chunks_they_merge() {
+        let batch = 1 << 14;
+        assert_eq!(segment_records(batch, 0), batch);
+        assert_eq!(segment_records(batch, 32), batch);
+        assert_eq!(segment_records(batch, 64), 2 * batch);
+        assert_eq!(segment_records(batch, 256), 8 * batch);
+        assert_eq!(segment_records(batch, 1024), 8 * batch);
+        assert_eq!(segment_records(batch, usize::MAX), 8 * batch);
+        assert_eq!(segment_records(0, 0), 1);
+        assert_eq!(segments_per_round(2, batch, batch), 8);
+        assert_eq!(segments_per_round(2, batch, 2 * batch), 4);
+        assert_eq!(segments_per_round(2, batch, 8 * batch), 2);
+        assert_eq!(segments_per_round(3, batch, 3 * batch), 4);
+    }
 
     #[test]
     fn records_before_agrees_with_a_binary_search() {
