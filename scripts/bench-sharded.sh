@@ -186,17 +186,24 @@ row() {
 echo "- Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); binary $bin ($(md5sum <"$bin" | cut -c1-12))"
 echo "- Started $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
+# synthesise DIR LOG ARGS...: nsys-synth ARGS into DIR once (kept, with a .done marker, for the
+# next run of this script); prints the rows it made, from LOG.
+synthesise() {
+    local target=$1 log=$2
+    shift 2
+    if [ ! -f "$target/.done" ]; then
+        rm -rf "$target"
+        "$synth" "$@" --out "$target" >"$log" 2>&1
+        touch "$target/.done"
+    fi
+    sed -n 's/^.* file(s), \([0-9]*\) rows.*/\1/p' "$log"
+}
+
 # ---- many reports: single process, sharded, cut ----
 if wants sharded || wants cut; then
     inputs=$dir/inputs-$reports-$rows
     synth_args="--schema 3.24 --ranks $reports --rows $rows --hosts 16 --training --streams 4 --mpi ring"
-    if [ ! -f "$inputs/.done" ]; then
-        rm -rf "$inputs"
-        # shellcheck disable=SC2086
-        "$synth" $synth_args --out "$inputs" >"$dir/synth-$reports-$rows.log" 2>&1
-        touch "$inputs/.done"
-    fi
-    input_rows=$(sed -n 's/^.* file(s), \([0-9]*\) rows.*/\1/p' "$dir/synth-$reports-$rows.log")
+    input_rows=$(synthesise "$inputs" "$dir/synth-$reports-$rows.log" $synth_args)
     cd "$inputs"
     shopt -s nullglob
     files=(rank*.sqlite)
@@ -276,13 +283,7 @@ rm -rf "$out/single"
 if wants one; then
     one=$dir/one-$one_rows
     one_args="--schema 3.24 --ranks 1 --rows $one_rows --training --streams 4"
-    if [ ! -f "$one/.done" ]; then
-        rm -rf "$one"
-        # shellcheck disable=SC2086
-        "$synth" $one_args --out "$one" >"$dir/synth-one-$one_rows.log" 2>&1
-        touch "$one/.done"
-    fi
-    one_input_rows=$(sed -n 's/^.* file(s), \([0-9]*\) rows.*/\1/p' "$dir/synth-one-$one_rows.log")
+    one_input_rows=$(synthesise "$one" "$dir/synth-one-$one_rows.log" $one_args)
     echo "One report: \`nsys-synth $one_args\` ($one_input_rows rows, $(mb "$(stat -c %s "$one/rank0.sqlite")") MB); \`nsys2prv-rs -v -j 2 --memory-limit LIMIT rank0.sqlite t.prv\`. Reading and writing as \`-v\` reports them (wall) and their CPU time (at the \`reading:\` line, and after it); spilled: bytes written beyond the output set."
     echo
     echo "| limit | load | wall s | user s | sys s | faults | peak RSS MB | limit + 64 MB | spilled MB | reading wall s (CPU s) | writing wall s (CPU s) | records | writing: M records per CPU-s | per wall-s | CPU µs per input row |"
