@@ -746,3 +746,43 @@ fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_f
     assert_ok(&merge(&trace, &[]), "merge after the step");
     assert_same_files(&expected, &out);
 }
+
+/// `srun -n 3 nsys2prv-rs merge --shard $SLURM_PROCID/$SLURM_NTASKS` after the
+/// shards: the slices' tasks run at once, so each places its slice in the
+/// trace, and the finishing merge only writes the header: one process's files.
+#[test]
+fn srun_of_merge_slices_places_them_for_the_finishing_merge() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, inputs) = input_sets(tmp.path()).remove(0);
+    let expected = single_run(&inputs, tmp.path());
+    let out = tmp.path().join("split");
+    std::fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    let script = format!(
+        "exec {} merge -q --shard $SLURM_PROCID/$SLURM_NTASKS {}",
+        binary_path().display(),
+        trace.display()
+    );
+    assert_ok(
+        &srun(3, &["bash", "-c", &script]),
+        "srun -n 3 merge --shard",
+    );
+    for slice in 0..3 {
+        let placed = out.join(format!("t.parts/slice-{slice}-of-3.placed"));
+        assert!(placed.is_file(), "{}", placed.display());
+    }
+    let finished = binary().args(["merge", "-v"]).arg(&trace).output().unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(finished.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("3 of 3 slices placed by their tasks"),
+        "{stderr}"
+    );
+    assert_same_files(&expected, &out);
+}

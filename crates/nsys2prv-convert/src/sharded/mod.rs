@@ -303,6 +303,18 @@ pub fn merge_command(
     let config = plan.config_for_merge(settings);
     let pool = convert::worker_pool(settings.resources.jobs)?;
     match settings.slice {
+        // Task I of an N-task step (`srun -n N ... merge --shard
+        // $SLURM_PROCID/$SLURM_NTASKS`): every slice's task runs at once, so
+        // each places its slice in the trace as `--shard slurm` does, and the
+        // finishing merge after the step only writes the header.
+        Some(slice) if slurm_task().is_ok_and(|task| task == slice) => {
+            let step = slurm_step();
+            pool.install(|| {
+                slices::merge_slice(&config, &parts, &plan, slice, &step, progress)?;
+                slices::place(&config, &parts, &plan, slice, &step)
+            })
+            .map(|()| Finished::default())
+        }
         Some(slice) => pool
             .install(|| slices::merge_slice(&config, &parts, &plan, slice, "-", progress))
             .map(|()| Finished::default()),
