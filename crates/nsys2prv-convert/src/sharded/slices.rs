@@ -340,7 +340,9 @@ fn slice(
     Ok((file, note))
 }
 
-/// Task `index` of a Slurm step (`--shard slurm`), its slice written: once
+/// Task `index` of a Slurm step whose merge tasks all run at once (`--shard
+/// slurm`, or `srun ... merge --shard $SLURM_PROCID/$SLURM_NTASKS`), its slice
+/// written: once
 /// every earlier slice is written (their notes give their sizes, its own the
 /// header's), copies it into `NAME.parts/slices-of-N.trace` at its offset and
 /// notes that in `slice-I-of-N.placed`, for the finishing merge, which then
