@@ -205,34 +205,49 @@ fn held<T>(
 /// (`INT`, `TERM`, `HUP`, `KILL`) sends that signal to the process at the N-th
 /// checkpoint and, outside a critical section, stops the calling thread there,
 /// so the handler acts on a known moment. Checkpoints are passed by the
-/// converting thread only, so their numbering is the same in every run.
+/// converting thread only, so their numbering is the same in every run, but
+/// for the waits of sharded runs on other processes' files, which pass one
+/// checkpoint per look: `NSYS2PRV_TEST_INTERRUPT=NAME:SIGNAL` (a name, not a
+/// number) signals at the first checkpoint of that name.
 pub fn checkpoint(name: &str) {
-    static PLAN: OnceLock<Option<(Option<u64>, i32)>> = OnceLock::new();
+    static PLAN: OnceLock<Option<(At, i32)>> = OnceLock::new();
     static PASSED: AtomicU64 = AtomicU64::new(0);
-    let Some((at, signal)) = *PLAN.get_or_init(test_plan) else {
+    let Some((at, signal)) = PLAN.get_or_init(test_plan) else {
         return;
     };
     let n = PASSED.fetch_add(1, Ordering::SeqCst) + 1;
-    match at {
-        None => eprintln!("checkpoint {n} {name}"),
-        Some(at) if at == n => {
-            let _ = signal_hook::low_level::raise(signal);
-            if !IN_CRITICAL.with(Cell::get) {
-                loop {
-                    std::thread::park();
-                }
+    let now = match at {
+        At::List => {
+            eprintln!("checkpoint {n} {name}");
+            false
+        }
+        At::Nth(at) => *at == n,
+        At::Named(at) => at == name,
+    };
+    if now {
+        let _ = signal_hook::low_level::raise(*signal);
+        if !IN_CRITICAL.with(Cell::get) {
+            loop {
+                std::thread::park();
             }
         }
-        Some(_) => {}
     }
 }
 
-fn test_plan() -> Option<(Option<u64>, i32)> {
+/// Where [`checkpoint`] signals.
+enum At {
+    /// Nowhere: it lists the checkpoints.
+    List,
+    Nth(u64),
+    Named(String),
+}
+
+fn test_plan() -> Option<(At, i32)> {
     let text = std::env::var("NSYS2PRV_TEST_INTERRUPT").ok()?;
     if text == "list" {
-        return Some((None, 0));
+        return Some((At::List, 0));
     }
-    let (n, signal) = text.split_once(':')?;
+    let (at, signal) = text.rsplit_once(':')?;
     let signal = match signal {
         "INT" => SIGINT,
         "TERM" => SIGTERM,
@@ -240,5 +255,9 @@ fn test_plan() -> Option<(Option<u64>, i32)> {
         "KILL" => SIGKILL,
         _ => return None,
     };
-    Some((Some(n.parse().ok()?), signal))
+    let at = match at.parse() {
+        Ok(n) => At::Nth(n),
+        Err(_) => At::Named(at.to_string()),
+    };
+    Some((at, signal))
 }

@@ -511,8 +511,9 @@ fn prepare_merge(
 
 /// What a merge task wrote of its slice.
 pub enum SliceOutcome {
-    /// Its slice of the body, with its tallies.
-    Written(SliceTallies),
+    /// Its slice of the body, with its tallies, and the size of the header
+    /// that precedes the first slice in the `.prv`.
+    Written(SliceTallies, u64),
     /// The body cannot be cut into time slices (a cut, or runs whose threads
     /// are not in the trace's order): the finishing merge writes it whole.
     Unsliced,
@@ -553,8 +554,14 @@ pub fn write_slice(
             )
         })?;
     writing.finish();
+    let header = match written {
+        Some(_) => writer
+            .slice_header(&merging.merge_inputs)
+            .with_context(|| format!("{}: cannot write the header", paths.prv.display()))?,
+        None => Vec::new(),
+    };
     Ok(match written {
-        Some(tallies) => SliceOutcome::Written(tallies),
+        Some(tallies) => SliceOutcome::Written(tallies, header.len() as u64),
         None => SliceOutcome::Unsliced,
     })
 }

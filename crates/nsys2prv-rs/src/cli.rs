@@ -304,7 +304,10 @@ pub enum Command {
     /// it, writes the .pcf, .row and views, and installs the set: the same
     /// files as one merge (a .prv.gz: the same text; its gzip members end where
     /// slices do). A missing or failed slice makes it refuse, naming the
-    /// `merge --shard I/N` to run again; nothing is installed.
+    /// `merge --shard I/N` to run again; nothing is installed. Run as task I of
+    /// an N-task Slurm step (`srun -n N ... merge --shard
+    /// $SLURM_PROCID/$SLURM_NTASKS`), each task also copies its slice into the
+    /// trace at its offset, and the plain merge only writes the header.
     Merge(MergeArgs),
     /// Print a shell completion script (e.g. `nsys2prv-rs completions bash > /etc/bash_completion.d/nsys2prv-rs`)
     Completions {

@@ -30,8 +30,8 @@ mod view;
 
 pub use layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
 pub use merge::{
-    write_trace, write_trace_cut, write_trace_within, Cut, MergeInput, SliceBody, SliceTallies,
-    TimeWindow, TraceSummary, TraceWriter,
+    place_slice, write_trace, write_trace_cut, write_trace_within, Cut, MergeInput, SliceBody,
+    SliceTallies, TimeWindow, TraceSummary, TraceWriter,
 };
 pub use names::NameTables;
 pub use output::OutputPaths;

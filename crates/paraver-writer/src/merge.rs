@@ -187,6 +187,22 @@ impl<'a> TraceWriter<'a> {
         }))
     }
 
+    /// The header of the trace of `inputs` as the file holds it before the
+    /// first slice of [`TraceWriter::write_slice`] (a `.prv.gz`: one gzip
+    /// member): every task that has the same inputs computes the same bytes,
+    /// so each knows where its slice goes in the `.prv` once it knows the sizes
+    /// of the slices before it.
+    pub fn slice_header(&self, inputs: &[MergeInput]) -> Result<Vec<u8>, WriteError> {
+        let (origin, end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
+        let text = self.layout.header((end - origin) as u64).into_bytes();
+        match self.paths.gzip {
+            true => {
+                crate::output::gzip_member(&text).map_err(|e| WriteError::io(&self.paths.prv, e))
+            }
+            false => Ok(text),
+        }
+    }
+
     /// What every way of writing needs of `inputs`: the span, the cut's
     /// window, the values of names.
     fn prepare(&self, inputs: &[MergeInput]) -> Result<Prepared, WriteError> {
@@ -233,19 +249,20 @@ impl<'a> TraceWriter<'a> {
         let mut prepared = self.prepare(inputs)?;
         let (origin, end, window) = (prepared.origin, prepared.end, prepared.window);
         let empty = prepared.empty.take();
-        let prv_file = OutputFile::create(&paths.prv)?;
-        // The slices' bytes are copied after the header through the file's own
-        // position, so their header goes through the page cache too; a merged
-        // body is written past it where the file system suits (see `direct`).
-        let mut out = match body {
-            Body::Slices(_) => TraceSink::new(prv_file.file(), paths.gzip),
-            Body::Merged(_) => TraceSink::for_output(&prv_file, paths.gzip),
+        // The slices' bytes go into the file at their offsets (some may be there
+        // already: the file merge tasks placed them in, renamed to `paths.prv`),
+        // so their header goes through the page cache too; a merged body is
+        // written past it where the file system suits (see `direct`).
+        let prv_file = match body {
+            Body::Slices(_) => OutputFile::open_or_create(&paths.prv)?,
+            Body::Merged(_) => OutputFile::create(&paths.prv)?,
         };
         let end_time = (end - origin) as u64;
-        out.write_all(layout.header(end_time).as_bytes())
-            .map_err(|e| WriteError::io(&paths.prv, e))?;
         let (mut summary, used) = match body {
             Body::Merged(progress) => {
+                let mut out = TraceSink::for_output(&prv_file, paths.gzip);
+                out.write_all(layout.header(end_time).as_bytes())
+                    .map_err(|e| WriteError::io(&paths.prv, e))?;
                 // Lines of the cut and of the batches' ends, and the tallies of all.
                 let mut lines = LineFormatter::new(catalog, LINE_BLOCK + 4096);
                 let cursors = prepared.cursors(inputs);
@@ -271,15 +288,22 @@ impl<'a> TraceWriter<'a> {
                 lines.finish()
             }
             Body::Slices(slices) => {
-                // The header is whole (a gzip member of its own) before the
-                // slices' bytes follow it.
-                out.finish().map_err(|e| WriteError::io(&paths.prv, e))?;
+                // The header, then each slice at its offset (where a merge task
+                // may have placed it already): one gzip member for the header,
+                // as a sink writes it.
+                let header = self.slice_header(inputs)?;
+                let file = prv_file.file();
+                let io = |e| WriteError::io(&paths.prv, e);
+                std::os::unix::fs::FileExt::write_all_at(file, &header, 0).map_err(io)?;
+                let mut offset = header.len() as u64;
                 let mut summary = TraceSummary::default();
                 let mut used = UsedLabels::default();
                 for slice in slices {
-                    // `io::copy` between files is `copy_file_range`.
-                    std::io::copy(&mut &slice.file, &mut prv_file.file())
-                        .map_err(|e| WriteError::io(&paths.prv, e))?;
+                    let bytes = slice.file.metadata().map_err(io)?.len();
+                    if slice.placed_at != Some(offset) {
+                        place_slice(&slice.file, file, offset).map_err(io)?;
+                    }
+                    offset += bytes;
                     let t = slice.tallies;
                     summary.lines += t.lines;
                     summary.states += t.states;
@@ -288,6 +312,9 @@ impl<'a> TraceWriter<'a> {
                     summary.comm_tags.extend(t.comm_tags);
                     used.extend(t.used);
                 }
+                // A file placed into holds nothing past the last slice, whatever
+                // an earlier, longer set left there.
+                file.set_len(offset).map_err(io)?;
                 (summary, used)
             }
         };
@@ -369,6 +396,31 @@ pub struct SliceTallies {
 pub struct SliceBody {
     pub file: File,
     pub tallies: SliceTallies,
+    /// The offset at which its task placed it already in the `.prv` that
+    /// [`TraceWriter::write_from_slices`] finds at its path ([`place_slice`]);
+    /// copied again unless that is where it belongs.
+    pub placed_at: Option<u64>,
+}
+
+/// Copies the whole of `slice` into `out` at `offset` (the kernel copies:
+/// `copy_file_range`, no bytes through user space, none moved at all on file
+/// systems that share extents or copy on the server). Other writers may write
+/// elsewhere in `out` meanwhile.
+pub fn place_slice(slice: &File, out: &File, offset: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let (mut from, mut to) = (slice, out);
+    from.seek(SeekFrom::Start(0))?;
+    to.seek(SeekFrom::Start(offset))?;
+    let bytes = slice.metadata()?.len();
+    // `io::copy` between files is `copy_file_range` (a read-write loop where
+    // the kernel has none).
+    let copied = std::io::copy(&mut from, &mut to)?;
+    if copied != bytes {
+        return Err(std::io::Error::other(format!(
+            "{copied} bytes of the slice's {bytes} copied"
+        )));
+    }
+    Ok(())
 }
 
 /// [`TraceWriter::write`] of the whole trace.
@@ -996,10 +1048,31 @@ mod tests {
                             .expect("sliced");
                         empty += usize::from(tallies.lines == 0);
                         std::io::Seek::rewind(&mut &file).unwrap();
-                        slices.push(SliceBody { file, tallies });
+                        slices.push(SliceBody {
+                            file,
+                            tallies,
+                            placed_at: None,
+                        });
                     }
                     // More slices than records: most are empty.
                     assert_eq!(count < 10, empty == 0, "{count} slices, {empty} empty");
+                    if count == 3 {
+                        // Slice 1 placed where it belongs, slice 0 claimed placed
+                        // at a wrong offset, garbage elsewhere and past the end:
+                        // only what is where it belongs is kept.
+                        let header = writer.slice_header(&inputs).unwrap().len() as u64;
+                        let size = |s: &SliceBody| s.file.metadata().unwrap().len();
+                        let at = header + size(&slices[0]);
+                        let total = at + size(&slices[1]) + size(&slices[2]);
+                        std::fs::write(&paths.prv, vec![b'x'; total as usize + 4096]).unwrap();
+                        let out = std::fs::OpenOptions::new()
+                            .write(true)
+                            .open(&paths.prv)
+                            .unwrap();
+                        place_slice(&slices[1].file, &out, at).unwrap();
+                        slices[1].placed_at = Some(at);
+                        slices[0].placed_at = Some(header + 1);
+                    }
                     let summary = writer.write_from_slices(&inputs, slices).unwrap();
                     assert_eq!(summary, expected_summary, "{count} slices");
                     assert!(read(&paths) == expected, "{count} slices, gzip {gzip}");

@@ -86,6 +86,21 @@ impl OutputFile {
         })
     }
 
+    /// The file at `path`, created if missing, not truncated (the caller
+    /// writes at offsets and sets its length).
+    pub fn open_or_create(path: &Path) -> Result<Self, WriteError> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| WriteError::io(path, e))?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
     pub fn file(&self) -> &File {
         &self.file
     }

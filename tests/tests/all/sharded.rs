@@ -725,3 +725,144 @@ fn a_missing_or_failed_slice_is_named_and_nothing_is_installed() {
         );
     }
 }
+
+/// Task `task` of `count` of Slurm step `9.STEP` of `nsys2prv-rs --shard slurm`,
+/// started with the variables Slurm gives a task (no scheduler needed: the
+/// tasks meet through files), its stderr into `log`.
+fn slurm_task(
+    inputs: &[PathBuf],
+    trace: &Path,
+    (task, count): (u32, u32),
+    step: u32,
+    log: &Path,
+) -> Command {
+    let mut command = binary();
+    command
+        .env("SLURM_PROCID", task.to_string())
+        .env("SLURM_NTASKS", count.to_string())
+        .env("SLURM_JOB_ID", "9")
+        .env("SLURM_STEP_ID", step.to_string())
+        .args(["--shard", "slurm"])
+        .args(inputs)
+        .arg(trace)
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(log).unwrap());
+    command
+}
+
+/// Waits until `path` exists: a bound (a stuck task fails the test), not a
+/// measure.
+fn wait_for_file(path: &Path) {
+    for _ in 0..12_000 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// A `--shard slurm` step whose task 2 of 3 is killed after writing its slice,
+/// before placing it in the trace: tasks 0 and 1 place theirs, task 0 waits
+/// (saying for what) and installs nothing; stopped, it leaves no output; a
+/// plain `merge` then reuses the two slices placed, copies the third, and
+/// writes the single run's files.
+#[test]
+fn a_task_killed_before_placing_its_slice_leaves_the_set_uninstalled() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let expected = single(&inputs, tmp.path(), "single", "t.prv", &[]);
+    let out = tmp.path().join("step");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    let log = |task: u32| tmp.path().join(format!("task{task}.log"));
+    let mut tasks: Vec<std::process::Child> = (0..3)
+        .map(|task| {
+            let mut command = slurm_task(&inputs, &trace, (task, 3), 0, &log(task));
+            if task == 2 {
+                command.env("NSYS2PRV_TEST_INTERRUPT", "slice written:KILL");
+            }
+            command.spawn().unwrap()
+        })
+        .collect();
+    let killed = tasks[2].wait().unwrap();
+    assert_eq!(killed.signal(), Some(9), "task 2: {killed:?}");
+    let task1 = tasks[1].wait().unwrap();
+    let read_log = |task| fs::read_to_string(log(task)).unwrap_or_default();
+    assert!(task1.success(), "task 1: {}", read_log(1));
+    assert!(
+        read_log(1).contains("slice 1 of 3: placed at byte"),
+        "{}",
+        read_log(1)
+    );
+    let parts = out.join("t.parts");
+    // Task 0 placed its slice, then waits for slice 2's word, which never comes.
+    wait_for_file(&parts.join("slice-0-of-3.placed"));
+    let pid = tasks[0].id() as i32;
+    // SAFETY: kill(2) on our own child, not reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let task0 = tasks[0].wait().unwrap();
+    assert!(!task0.success(), "task 0 stopped: {}", read_log(0));
+    assert!(
+        read_log(0).contains("task 0: waiting for every slice to be merged and placed"),
+        "{}",
+        read_log(0)
+    );
+    let installed: Vec<PathBuf> = files_under(&out)
+        .into_iter()
+        .filter(|p| !p.starts_with(&parts))
+        .collect();
+    assert!(installed.is_empty(), "nothing installed: {installed:?}");
+    for (name, there) in [
+        ("slices-of-3.trace", true),
+        ("slice-0-of-3.placed", true),
+        ("slice-1-of-3.placed", true),
+        ("slice-2-of-3.done", true),
+        ("slice-2-of-3.placed", false),
+    ] {
+        assert_eq!(parts.join(name).exists(), there, "{name}");
+    }
+    let merged = binary().args(["merge", "-v"]).arg(&trace).output().unwrap();
+    let stderr = String::from_utf8_lossy(&merged.stderr);
+    assert!(merged.status.success(), "merge: {stderr}");
+    assert!(
+        stderr.contains("2 of 3 slices placed by their tasks, the others copied"),
+        "{stderr}"
+    );
+    assert_same_files(&expected, &out);
+}
+
+/// A task waiting for the slices before its own gives up, naming the slice,
+/// when that slice failed in its step (and says so for task 0 in its note).
+#[test]
+fn a_task_waiting_for_a_failed_slice_gives_up_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let out = tmp.path().join("step");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..3 {
+        assert_ok(&shard(&inputs, &trace, index, 3, &[]), "shard");
+    }
+    // Task 0 of step 9.5 planned, and its slice failed.
+    let parts = out.join("t.parts");
+    fs::write(parts.join("slurm-step-9.5"), "ok\n").unwrap();
+    fs::write(parts.join("slice-0-of-3.failed"), "step 9.5\nkilled\n").unwrap();
+    let log = tmp.path().join("task1.log");
+    let status = slurm_task(&inputs, &trace, (1, 3), 5, &log)
+        .arg("-q")
+        .status()
+        .unwrap();
+    let stderr = fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one error line: {stderr}");
+    assert!(
+        lines[0].contains("slice 0 of 3 failed: slice 1 cannot be placed after it"),
+        "{stderr}"
+    );
+    let note = fs::read_to_string(parts.join("slice-1-of-3.unplaced")).unwrap();
+    assert!(note.starts_with("step 9.5\nslice 0 of 3 failed"), "{note}");
+    assert!(parts.join("slice-1-of-3.done").exists());
+}

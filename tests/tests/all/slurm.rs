@@ -483,11 +483,22 @@ fn srun_with_three_tasks_merges_by_time_slices() {
     let out = tmp.path().join("srun");
     std::fs::create_dir(&out).unwrap();
     let trace = out.join("t.prv");
-    let mut args = vec![binary_path().to_str().unwrap(), "-q", "--keep-parts"];
+    let mut args = vec![binary_path().to_str().unwrap(), "-v", "--keep-parts"];
     args.extend(["--shard", "slurm"]);
     args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
     args.push(trace.to_str().unwrap());
-    assert_ok(&srun(3, &args), "srun -n 3 --shard slurm");
+    let run = srun(3, &args);
+    assert_ok(&run, "srun -n 3 --shard slurm");
+    // Each task placed its slice in the trace: task 0 only wrote the header.
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    for task in 0..3 {
+        let placed = format!("{task}: slice {task} of 3: placed at byte");
+        assert!(stderr.contains(&placed), "{placed}: {stderr}");
+    }
+    assert!(
+        stderr.contains("0: ") && stderr.contains("3 of 3 slices placed by their tasks"),
+        "{stderr}"
+    );
     let parts = out.join("t.parts");
     for slice in 0..3 {
         let done = parts.join(format!("slice-{slice}-of-3.done"));
@@ -647,4 +658,131 @@ fn srun_with_a_cut_writes_what_one_process_writes() {
     args.push(trace.to_str().unwrap());
     assert_ok(&srun(3, &args), "srun -n 3 --shard slurm --time-window");
     assert_same_files(&in_merge, &out);
+}
+
+/// One task alone: it translates, merges the one slice, places it after the
+/// header and finishes; `.prv` and `.prv.gz` as one process writes them (the
+/// `.prv.gz` as Paraver reads it).
+#[test]
+fn srun_with_one_task_writes_what_one_process_writes() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, inputs) = input_sets(tmp.path()).remove(0);
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    for trace in ["t.prv", "t.prv.gz"] {
+        let name = trace.replace('.', "_");
+        let single = tmp.path().join(format!("single_{name}"));
+        std::fs::create_dir(&single).unwrap();
+        assert_ok(&convert(&refs, &single.join(trace), &[]), "single run");
+        let out = tmp.path().join(format!("srun_{name}"));
+        std::fs::create_dir(&out).unwrap();
+        let mut args = vec![binary_path().to_str().unwrap(), "-q", "--shard", "slurm"];
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let output = out.join(trace);
+        args.push(output.to_str().unwrap());
+        assert_ok(&srun(1, &args), &format!("srun -n 1 --shard slurm {trace}"));
+        let names = |dir: &Path| -> Vec<PathBuf> {
+            files_under(dir)
+                .into_iter()
+                .map(|p| p.strip_prefix(dir).unwrap().to_path_buf())
+                .collect()
+        };
+        assert_eq!(names(&single), names(&out), "{trace}");
+        for file in names(&single) {
+            let (x, y) = (as_read(&single.join(&file)), as_read(&out.join(&file)));
+            assert!(x.is_some() && x == y, "{} differs", file.display());
+        }
+    }
+}
+
+/// Task 2 of 3 killed (SIGKILL) after writing its slice, before placing it:
+/// Slurm ends the step (`--kill-on-bad-exit`), nothing is installed, and a
+/// plain `merge` finishes the trace from the slices (reusing those placed),
+/// once the slices it names are merged again: one process's files.
+#[test]
+fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_finishes() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, inputs) = input_sets(tmp.path()).remove(0);
+    let expected = single_run(&inputs, tmp.path());
+    let out = tmp.path().join("srun");
+    std::fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    let script = format!(
+        "if [ \"$SLURM_PROCID\" = 2 ]; then export NSYS2PRV_TEST_INTERRUPT='slice written:KILL'; fi; \
+         exec {} -q --shard slurm {} {}",
+        binary_path().display(),
+        names.join(" "),
+        trace.display()
+    );
+    let run = srun(3, &["--kill-on-bad-exit=1", "bash", "-c", &script]);
+    assert!(!run.status.success(), "the step fails");
+    let installed: Vec<PathBuf> = files_under(&out)
+        .into_iter()
+        .filter(|p| !p.starts_with(out.join("t.parts")))
+        .collect();
+    assert!(installed.is_empty(), "nothing installed: {installed:?}");
+    assert!(out.join("t.parts/slice-2-of-3.done").is_file());
+    // The step may have ended before other tasks wrote their slices: the
+    // finishing merge names each slice to merge again; merged, it finishes.
+    let missing: Vec<u32> = (0..3)
+        .filter(|i| !out.join(format!("t.parts/slice-{i}-of-3.done")).exists())
+        .collect();
+    if !missing.is_empty() {
+        let refused = merge(&trace, &[]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{stderr}");
+        for i in &missing {
+            let rerun = format!("nsys2prv-rs merge --shard {i}/3");
+            assert!(stderr.contains(&rerun), "{rerun}: {stderr}");
+            assert_ok(&merge(&trace, &[&format!("--shard={i}/3")]), "slice");
+        }
+    }
+    assert_ok(&merge(&trace, &[]), "merge after the step");
+    assert_same_files(&expected, &out);
+}
+
+/// `srun -n 3 nsys2prv-rs merge --shard $SLURM_PROCID/$SLURM_NTASKS` after the
+/// shards: the slices' tasks run at once, so each places its slice in the
+/// trace, and the finishing merge only writes the header: one process's files.
+#[test]
+fn srun_of_merge_slices_places_them_for_the_finishing_merge() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, inputs) = input_sets(tmp.path()).remove(0);
+    let expected = single_run(&inputs, tmp.path());
+    let out = tmp.path().join("split");
+    std::fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for index in 0..2 {
+        assert_ok(&shard(&inputs, &trace, index, 2, &[]), "shard");
+    }
+    let script = format!(
+        "exec {} merge -q --shard $SLURM_PROCID/$SLURM_NTASKS {}",
+        binary_path().display(),
+        trace.display()
+    );
+    assert_ok(
+        &srun(3, &["bash", "-c", &script]),
+        "srun -n 3 merge --shard",
+    );
+    for slice in 0..3 {
+        let placed = out.join(format!("t.parts/slice-{slice}-of-3.placed"));
+        assert!(placed.is_file(), "{}", placed.display());
+    }
+    let finished = binary().args(["merge", "-v"]).arg(&trace).output().unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(finished.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("3 of 3 slices placed by their tasks"),
+        "{stderr}"
+    );
+    assert_same_files(&expected, &out);
 }

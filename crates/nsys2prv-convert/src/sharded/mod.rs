@@ -303,6 +303,18 @@ pub fn merge_command(
     let config = plan.config_for_merge(settings);
     let pool = convert::worker_pool(settings.resources.jobs)?;
     match settings.slice {
+        // Task I of an N-task step (`srun -n N ... merge --shard
+        // $SLURM_PROCID/$SLURM_NTASKS`): every slice's task runs at once, so
+        // each places its slice in the trace as `--shard slurm` does, and the
+        // finishing merge after the step only writes the header.
+        Some(slice) if slurm_task().is_ok_and(|task| task == slice) => {
+            let step = slurm_step();
+            pool.install(|| {
+                slices::merge_slice(&config, &parts, &plan, slice, &step, progress)?;
+                slices::place(&config, &parts, &plan, slice, &step)
+            })
+            .map(|()| Finished::default())
+        }
         Some(slice) => pool
             .install(|| slices::merge_slice(&config, &parts, &plan, slice, "-", progress))
             .map(|()| Finished::default()),
@@ -324,13 +336,19 @@ fn merge(
     let plan_id = plan.id();
     check_every_shard_done(parts, plan, &plan_id, step)?;
     // Slices that merge tasks wrote: all of them, whole, or the merge refuses.
-    let body = match slices::find(parts, plan, &plan_id, step)? {
-        slices::Found::Slices(slices) => convert::Body::Slices(slices),
-        slices::Found::None | slices::Found::Unsliced => convert::Body::Merged,
-    };
+    let found = slices::find(parts, plan, &plan_id, step)?;
     raise_open_file_limit(u64::from(plan.shards));
     let paths = OutputPaths::for_trace(Path::new(&plan.trace))?;
     let output_set = OutputSet::prepare(&paths, &config.views_dir(&paths))?;
+    let body = match found {
+        slices::Found::Slices(mut slices) => {
+            // Slices the tasks placed in the `.prv` already stay where they are.
+            let staged = output_set.staged_trace().prv;
+            slices::take_placed(parts, &plan_id, &mut slices, &staged);
+            convert::Body::Slices(slices)
+        }
+        slices::Found::None | slices::Found::Unsliced => convert::Body::Merged,
+    };
     let outcomes = parts.load_all(plan, &plan_id)?;
     let options = convert::options(config, 1)?;
     let (reports, skipped) = convert::gather(outcomes, &options, config.inputs.skip_bad)?;
@@ -442,6 +460,7 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
         // Then this task merges its slice of the trace, once every part is there.
         wait_for_shards(config, &parts, &plan, &step, task)?;
         slices::merge_slice(config, &parts, &plan, (task, tasks), &step, progress)?;
+        slices::place(config, &parts, &plan, (task, tasks), &step)?;
         return Ok(Finished::default());
     }
     let planned = settle_plan(config, tasks).and_then(|(_, plan)| {
@@ -460,7 +479,9 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
     wait_for_shards(config, &parts, &plan, &step, task)?;
     check_every_shard_done(&parts, &plan, &plan.id(), Some(&step))?;
     // A failed slice is noted for the finishing merge below, which names it.
-    let _ = slices::merge_slice(config, &parts, &plan, (0, tasks), &step, progress);
+    if slices::merge_slice(config, &parts, &plan, (0, tasks), &step, progress).is_ok() {
+        slices::place(config, &parts, &plan, (0, tasks), &step)?;
+    }
     slices::wait_for_slices(config, &parts, tasks, &step)?;
     merge(config, &parts, &plan, Some(&step), progress)
 }

@@ -308,6 +308,7 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".failed")
         || name.starts_with("slurm-step-")
         || is_slice_file(name)
+        || is_assembled_name(name)
         || (name.starts_with('.') && name.ends_with(".tmp"))
 }
 
@@ -327,8 +328,17 @@ pub(crate) fn parse_slice_name(name: &str) -> Option<(u32, u32, &str)> {
 
 /// Whether `name` is a slice file the tool writes.
 pub(crate) fn is_slice_file(name: &str) -> bool {
-    parse_slice_name(name)
-        .is_some_and(|(i, n, ext)| i < n && ["body", "done", "failed"].contains(&ext))
+    parse_slice_name(name).is_some_and(|(i, n, ext)| {
+        i < n && ["body", "done", "failed", "placed", "unplaced"].contains(&ext)
+    })
+}
+
+/// Whether `name` is the `.prv` merge tasks place their slices in
+/// (`slices-of-N.trace`).
+fn is_assembled_name(name: &str) -> bool {
+    name.strip_prefix("slices-of-")
+        .and_then(|n| n.strip_suffix(".trace"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Writes a small file of the directory (a failure note, a Slurm step's word)

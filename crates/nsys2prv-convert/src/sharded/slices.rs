@@ -1,9 +1,19 @@
 //! The merge split by time across tasks: `merge --shard I/N` (or task I of
 //! `srun ... --shard slurm`) writes slice I of N of the trace's body into
-//! `NAME.parts/slice-I-of-N.body`, then `slice-I-of-N.done` (its size and
-//! tallies, JSON); the finishing merge (`merge NAME.prv`, or task 0) writes the
-//! header, copies the slices' bodies after it in order (`copy_file_range`),
-//! then the `.pcf`, `.row` and views, and installs the set.
+//! `NAME.parts/slice-I-of-N.body`, then `slice-I-of-N.done` (its size, its
+//! tallies and the header's size, JSON); the finishing merge (`merge NAME.prv`,
+//! or task 0) writes the header, copies the slices' bodies after it in order
+//! (`copy_file_range`), then the `.pcf`, `.row` and views, and installs the set.
+//!
+//! Under `srun ... --shard slurm` every task runs at once, so the copy is
+//! spread over them: once the slices before its own are written (their notes
+//! give their sizes), task I copies its slice into `NAME.parts/slices-of-N.trace`
+//! at its offset ([`place`]) and notes it in `slice-I-of-N.placed`; task 0
+//! waits for every slice's note, and the finishing merge renames that file
+//! into its staging directory as the `.prv`, writes the header at its start
+//! and copies only the slices not placed where they belong
+//! ([`take_placed`]). A plain `merge NAME.prv` after a step that stopped
+//! half-way (a task killed) reuses what was placed the same way.
 //!
 //! Every task reads every part's descriptions (small: names, threads, the
 //! records' time index) and computes the layout, clock offsets, value tables
@@ -14,15 +24,17 @@
 //! are the single merge's body byte for byte (a `.prv.gz`: its text; each
 //! slice is its own series of gzip members, see docs/slurm.md).
 //!
-//! Why files and a copy rather than each task writing at its offset in one
-//! output: a task's offset is known only once every earlier slice is written,
-//! so writing in place would hold each slice (in memory or in a file anyway)
-//! until then; and a slice file written under a temporary name and renamed is
-//! whole or absent, so a task that dies leaves nothing that looks finished and
-//! a rerun of one slice replaces exactly it. The copy is the kernel's
-//! (`copy_file_range`: no bytes through user space; on file systems that
-//! support it, such as XFS, Btrfs or NFS 4.2 and Lustre servers, no data
-//! moved at all).
+//! Why a slice file first rather than each task formatting straight into the
+//! `.prv`: a task's offset is known only once every earlier slice is written,
+//! so it would hold its slice until then anyway; a slice file written under a
+//! temporary name and renamed is whole or absent, so a task that dies leaves
+//! nothing that looks finished and a rerun of one slice replaces exactly it;
+//! and job arrays, whose slices may not run at once, need the files. The copy
+//! is the kernel's (`copy_file_range`: no bytes through user space; on file
+//! systems that support it, such as XFS, Btrfs or NFS 4.2 and Lustre servers,
+//! no data moved at all). A `slice-I-of-N.placed` note is written only once
+//! its bytes are synced, and the finishing merge removes the notes before it
+//! takes the file, so a note never speaks of a file that is not there.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -54,6 +66,24 @@ struct SliceNote {
     /// `None`: the body cannot be cut by time (a cut, or runs whose threads are
     /// not in the trace's order); the finishing merge writes it whole.
     tallies: Option<SliceTallies>,
+    /// Size of the trace's header, which precedes slice 0 in the `.prv` (0:
+    /// not known, the slice is not placed).
+    #[serde(default)]
+    header: u64,
+}
+
+/// What `slice-I-of-N.placed` says: the task copied its slice into
+/// `slices-of-N.trace` at `offset`.
+#[derive(Debug, Serialize, Deserialize)]
+struct PlacedNote {
+    plan: String,
+    index: u32,
+    count: u32,
+    /// The Slurm step that placed it.
+    step: String,
+    offset: u64,
+    /// Size of the slice placed.
+    bytes: u64,
 }
 
 fn name(index: u32, count: u32, ext: &str) -> String {
@@ -62,6 +92,13 @@ fn name(index: u32, count: u32, ext: &str) -> String {
 
 fn path(parts: &PartsDir, index: u32, count: u32, ext: &str) -> PathBuf {
     parts.dir.join(name(index, count, ext))
+}
+
+/// `NAME.parts/slices-of-N.trace`: the `.prv` the tasks of a Slurm step place
+/// their slices in, each at its offset; the finishing merge writes the header
+/// into it and renames it into the output set.
+fn assembled_path(parts: &PartsDir, count: u32) -> PathBuf {
+    parts.dir.join(format!("slices-of-{count}.trace"))
 }
 
 /// The command that (re)makes slice `index` of `count`.
@@ -116,8 +153,11 @@ fn write(
         }
     };
     let done = path(parts, index, count, "done");
-    // No note of an earlier body while this one is written.
+    // No note of an earlier body (nor of its placing) while this one is written.
     let _ = std::fs::remove_file(&done);
+    for note in ["placed", "unplaced"] {
+        let _ = std::fs::remove_file(path(parts, index, count, note));
+    }
     let body = path(parts, index, count, "body");
     // Every task would say the same of the layout and clocks: they stay quiet.
     let quiet = Config {
@@ -155,9 +195,9 @@ fn write(
     let bytes = std::fs::metadata(&body)
         .with_context(|| format!("{}: cannot read", body.display()))?
         .len();
-    let tallies = match written {
-        SliceOutcome::Written(tallies) => Some(tallies),
-        SliceOutcome::Unsliced => None,
+    let (tallies, header) = match written {
+        SliceOutcome::Written(tallies, header) => (Some(tallies), header),
+        SliceOutcome::Unsliced => (None, 0),
     };
     let lines = tallies.as_ref().map(|t| t.lines);
     let note = SliceNote {
@@ -166,6 +206,7 @@ fn write(
         count,
         bytes,
         tallies,
+        header,
     };
     let text = serde_json::to_string(&note).expect("a note serialises") + "\n";
     parts::write_note(&done, text.as_bytes())?;
@@ -230,6 +271,7 @@ pub(crate) fn find(
                 Some(tallies) => slices.push(SliceBody {
                     file: body,
                     tallies,
+                    placed_at: None,
                 }),
                 None => unsliced = true,
             },
@@ -298,33 +340,242 @@ fn slice(
     Ok((file, note))
 }
 
-/// Task 0 of a Slurm step waits until every slice of `count` is done, or one
-/// failed in this step.
+/// Task `index` of a Slurm step whose merge tasks all run at once (`--shard
+/// slurm`, or `srun ... merge --shard $SLURM_PROCID/$SLURM_NTASKS`), its slice
+/// written: once
+/// every earlier slice is written (their notes give their sizes, its own the
+/// header's), copies it into `NAME.parts/slices-of-N.trace` at its offset and
+/// notes that in `slice-I-of-N.placed`, for the finishing merge, which then
+/// only writes the header. Whatever stops it is noted in
+/// `slice-I-of-N.unplaced` (task 0 waits for one of the two): the finishing
+/// merge copies that slice itself. An error when an earlier slice failed in
+/// this step (the trace cannot be finished).
+pub(crate) fn place(
+    config: &Config,
+    parts: &PartsDir,
+    plan: &Plan,
+    (index, count): (u32, u32),
+    step: &str,
+) -> Result<()> {
+    checkpoint("slice written");
+    let placed = place_at_offset(config, parts, plan, (index, count), step);
+    let note = match &placed {
+        Ok(Some(note)) => Ok(note),
+        Ok(None) => Err("the body is not sliced".to_string()),
+        Err(e) => Err(one_line(e)),
+    };
+    let written = match note {
+        Ok(note) => {
+            let text = serde_json::to_string(note).expect("a note serialises") + "\n";
+            parts::write_note(&path(parts, index, count, "placed"), text.as_bytes())
+        }
+        Err(why) => {
+            let text = format!("step {step}\n{why}\n");
+            parts::write_note(&path(parts, index, count, "unplaced"), text.as_bytes())
+        }
+    };
+    match placed {
+        Ok(Some(note)) if !config.quiet => eprintln!(
+            "slice {index} of {count}: placed at byte {} of {}",
+            note.offset,
+            assembled_path(parts, count).display()
+        ),
+        Ok(_) => {}
+        Err(e) if e.is::<EarlierFailed>() => return Err(e),
+        // The finishing merge copies the slice: the trace is not at stake.
+        Err(e) => tracing::warn!(
+            "slice {index} of {count} not placed (the finishing merge copies it): {}",
+            one_line(&e)
+        ),
+    }
+    written
+}
+
+/// An earlier slice failed in this step: no offset for this one.
+#[derive(Debug)]
+struct EarlierFailed(String);
+
+impl std::fmt::Display for EarlierFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EarlierFailed {}
+
+/// Places slice `index` (see [`place`]); `None` when the body is not sliced.
+fn place_at_offset(
+    config: &Config,
+    parts: &PartsDir,
+    plan: &Plan,
+    (index, count): (u32, u32),
+    step: &str,
+) -> Result<Option<PlacedNote>> {
+    let plan_id = plan.id();
+    let (body, own) = slice(parts, &plan_id, index, count, None)
+        .map_err(|why| anyhow::anyhow!("slice {index} of {count} {why}"))?;
+    if own.tallies.is_none() || own.header == 0 {
+        return Ok(None);
+    }
+    let earlier: Vec<u32> = (0..index).collect();
+    let who = format!(
+        "task {index}: waiting for the slices before slice {index}, to place it after them"
+    );
+    if let Some(failed) = wait_until_noted(config, parts, count, step, &earlier, &["done"], &who) {
+        return Err(EarlierFailed(format!(
+            "slice {failed} of {count} failed: slice {index} cannot be placed after it"
+        ))
+        .into());
+    }
+    let mut offset = own.header;
+    for i in 0..index {
+        let (_, note) = slice(parts, &plan_id, i, count, None)
+            .map_err(|why| anyhow::anyhow!("slice {i} of {count} {why}"))?;
+        if note.tallies.is_none() || note.header != own.header {
+            return Ok(None);
+        }
+        offset += note.bytes;
+    }
+    let assembled = assembled_path(parts, count);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&assembled)
+        .with_context(|| format!("{}: cannot open", assembled.display()))?;
+    paraver_writer::place_slice(&body, &file, offset)
+        .and_then(|()| file.sync_data())
+        .with_context(|| format!("{}: cannot write", assembled.display()))?;
+    Ok(Some(PlacedNote {
+        plan: plan_id,
+        index,
+        count,
+        step: step.to_string(),
+        offset,
+        bytes: own.bytes,
+    }))
+}
+
+/// The finishing merge takes `NAME.parts/slices-of-N.trace` as its `.prv`
+/// (renamed to `staged`, in the output's staging directory) when slices were
+/// placed in it, and marks the slices placed where their notes say (the
+/// writer copies the others, and any at another offset than theirs). The
+/// notes go first: a placed note never outlives the file it speaks of.
+pub(crate) fn take_placed(
+    parts: &PartsDir,
+    plan_id: &str,
+    slices: &mut [SliceBody],
+    staged: &Path,
+) {
+    let count = slices.len() as u32;
+    let assembled = assembled_path(parts, count);
+    let mut placed = 0;
+    for (index, slice) in (0..count).zip(slices.iter_mut()) {
+        let note = std::fs::read_to_string(path(parts, index, count, "placed"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<PlacedNote>(&text).ok());
+        let bytes = slice.file.metadata().map(|m| m.len()).ok();
+        slice.placed_at = note
+            .filter(|n| n.plan == plan_id && (n.index, n.count) == (index, count))
+            .filter(|n| Some(n.bytes) == bytes)
+            .map(|n| n.offset);
+        placed += usize::from(slice.placed_at.is_some());
+    }
+    for index in 0..count {
+        for note in ["placed", "unplaced"] {
+            let _ = std::fs::remove_file(path(parts, index, count, note));
+        }
+    }
+    if !assembled.exists() {
+        slices.iter_mut().for_each(|s| s.placed_at = None);
+        return;
+    }
+    let taken = match placed {
+        0 => Err(std::io::Error::other("no slice placed in it")),
+        _ => std::fs::rename(&assembled, staged),
+    };
+    match taken {
+        Ok(()) => tracing::info!(
+            "{}: {placed} of {count} slices placed by their tasks, the others copied",
+            assembled.display()
+        ),
+        Err(e) => {
+            tracing::info!(
+                "{}: not used ({e}): the slices are copied",
+                assembled.display()
+            );
+            slices.iter_mut().for_each(|s| s.placed_at = None);
+            let _ = std::fs::remove_file(&assembled);
+        }
+    }
+}
+
+/// Task 0 of a Slurm step waits until every slice of `count` is placed or not
+/// (written, then copied into the trace or said why not), or one failed in
+/// this step.
 pub(crate) fn wait_for_slices(
     config: &Config,
     parts: &PartsDir,
     count: u32,
     step: &str,
 ) -> Result<()> {
+    let all: Vec<u32> = (0..count).collect();
+    let who = "task 0: waiting for every slice to be merged and placed";
+    let _ = wait_until_noted(
+        config,
+        parts,
+        count,
+        step,
+        &all,
+        &["placed", "unplaced"],
+        who,
+    );
+    Ok(())
+}
+
+/// Whether note `kind` of slice `index` was written in `step`: a placing note
+/// of an earlier step (before this step's task removed it) does not count; a
+/// `done` note says no step, and counts (a slice's bytes are the same in any
+/// step of one plan).
+fn of_step(parts: &PartsDir, index: u32, count: u32, kind: &str, step: &str) -> bool {
+    let text = || std::fs::read_to_string(path(parts, index, count, kind)).unwrap_or_default();
+    match kind {
+        "placed" => serde_json::from_str::<PlacedNote>(&text()).is_ok_and(|n| n.step == step),
+        "unplaced" => text().lines().next() == Some(&format!("step {step}")),
+        _ => true,
+    }
+}
+
+/// Waits until every slice of `indices` has a note of one of `kinds`
+/// (`slice-I-of-N.KIND`), or one of them failed in this step: `Some(it)`.
+/// Says once, unless quiet, what it waits for (`who`, and how many).
+fn wait_until_noted(
+    config: &Config,
+    parts: &PartsDir,
+    count: u32,
+    step: &str,
+    indices: &[u32],
+    kinds: &[&str],
+    who: &str,
+) -> Option<u32> {
     let mut said = false;
     loop {
         let listing = parts.listing();
-        let has = |name: String| listing.contains(&name);
-        let waiting: Vec<u32> = (0..count)
-            .filter(|&i| !has(self::name(i, count, "done")))
-            .collect();
-        let failed_now = waiting.iter().any(|&i| {
+        let noted = |i: u32| {
+            kinds
+                .iter()
+                .any(|k| listing.contains(&name(i, count, k)) && of_step(parts, i, count, k, step))
+        };
+        let waiting: Vec<u32> = indices.iter().copied().filter(|&i| !noted(i)).collect();
+        let failed_now = waiting.iter().copied().find(|&i| {
             std::fs::read_to_string(path(parts, i, count, "failed"))
                 .is_ok_and(|t| t.lines().next() == Some(&format!("step {step}")))
         });
-        if waiting.is_empty() || failed_now {
-            return Ok(());
+        if waiting.is_empty() || failed_now.is_some() {
+            return failed_now;
         }
         if !said && !config.quiet {
-            eprintln!(
-                "task 0: waiting for {} of {count} slices to be merged",
-                waiting.len()
-            );
+            eprintln!("{who} ({} of {count} slices to come)", waiting.len());
             said = true;
         }
         checkpoint("waiting for the slices");
