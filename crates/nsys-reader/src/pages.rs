@@ -24,10 +24,10 @@ use rusqlite::types::ValueRef;
 
 use crate::query::{DirectScan, Field, Keep};
 
-/// Pages read ahead at most: leaves of a table written in order lie one after
-/// the other in the file. The read-ahead grows while pages are read in order,
-/// so that a small table costs a page.
-const READ_AHEAD_PAGES: u32 = 16;
+/// Bytes read ahead at most: leaves of a table written in order lie one after
+/// the other in the file, or nearly (see [`PageReader::page`]). The read-ahead
+/// grows while pages are read in order, so that a small table costs a page.
+const READ_AHEAD_BYTES: usize = 128 << 10;
 
 /// Pages from a table's root to a leaf at most: SQLite's limit
 /// (`BTCURSOR_MAX_DEPTH`), far more than any file holds (a level multiplies the
@@ -269,6 +269,13 @@ struct PageReader<'f> {
     count: u32,
     /// Pages to read next time.
     ahead: u32,
+    /// The most pages a read takes ([`READ_AHEAD_BYTES`] of them, one at least).
+    most: u32,
+    /// A page read out of order (an interior page between two leaves, the
+    /// first leaf of a table), kept apart so that the window stays.
+    stray: Vec<u8>,
+    /// The stray page's number (0: none; pages count from 1).
+    stray_page: u32,
 }
 
 impl<'f> PageReader<'f> {
@@ -279,29 +286,52 @@ impl<'f> PageReader<'f> {
             first: 0,
             count: 0,
             ahead: 1,
+            most: (READ_AHEAD_BYTES / file.page_size).max(1) as u32,
+            stray: Vec::new(),
+            stray_page: 0,
         }
     }
 
     fn page(&mut self, page: u32) -> Result<&[u8], ScanError> {
         self.file.check_page(page)?;
+        let size = self.file.page_size;
+        if page == self.stray_page && !(self.first..self.first + self.count).contains(&page) {
+            return Ok(&self.stray[..size]);
+        }
         if !(self.first..self.first + self.count).contains(&page) {
-            let in_order = page == self.first + self.count;
-            self.ahead = if in_order {
-                (self.ahead * 2).min(READ_AHEAD_PAGES)
+            // Leaves of a table lie in order but not always next to each other
+            // (other tables' pages, written at the same time, lie between
+            // them): a page a little past the window, or past the stray page,
+            // continues the run of leaves, and the read-ahead keeps growing.
+            let end = self.first + self.count;
+            let forward = self.count > 0 && page >= end && page - end < self.most;
+            let after_stray = self.stray_page != 0
+                && page > self.stray_page
+                && page - self.stray_page <= self.most;
+            let offset = u64::from(page - 1) * size as u64;
+            if !(forward || after_stray) {
+                self.stray.resize(size, 0);
+                self.file
+                    .read_at(&mut self.stray, offset)
+                    .map_err(ScanError::Io)?;
+                self.stray_page = page;
+                return Ok(&self.stray[..size]);
+            }
+            self.ahead = if forward {
+                (self.ahead * 2).min(self.most)
             } else {
-                1
+                2.min(self.most)
             };
             let count = (self.file.pages - page + 1).min(self.ahead);
-            self.window.resize(count as usize * self.file.page_size, 0);
-            let offset = u64::from(page - 1) * self.file.page_size as u64;
+            self.window.resize(count as usize * size, 0);
             self.file
                 .read_at(&mut self.window, offset)
                 .map_err(ScanError::Io)?;
             self.first = page;
             self.count = count;
         }
-        let at = (page - self.first) as usize * self.file.page_size;
-        Ok(&self.window[at..at + self.file.page_size])
+        let at = (page - self.first) as usize * size;
+        Ok(&self.window[at..at + size])
     }
 }
 
