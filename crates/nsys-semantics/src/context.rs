@@ -198,6 +198,13 @@ impl CutWhereRead {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The most a report translated on this thread counted beside its run
+    /// (tests read it, and reset it to 0 before a translation).
+    pub(crate) static HELD_BESIDE_PEAK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl<'a> ReportContext<'a> {
     pub fn new(export: &'a Export, options: &'a Options) -> Self {
         ReportContext {
@@ -398,8 +405,7 @@ impl<'a> ReportContext<'a> {
         let mut links = std::mem::take(&mut self.handoff.links);
         links.reserve(rows);
         self.gpu_idle.reserve_operations(rows);
-        self.run
-            .set_outside_bytes(self.held_bytes() + links.bytes());
+        self.set_held(self.held_bytes() + links.bytes());
         let result = pass(self, &mut links);
         self.handoff.links = links;
         self.count_held();
@@ -409,13 +415,19 @@ impl<'a> ReportContext<'a> {
     /// Counts what the report holds beside its run (what passes hand each other,
     /// message endpoints) in the run's share of the memory limit.
     pub fn count_held(&mut self) {
-        self.run.set_outside_bytes(self.held_bytes());
+        self.set_held(self.held_bytes());
     }
 
     /// [`Self::count_held`], with `beside` bytes that a pass holds outside the
     /// context (what it took from the handoff, what it gathers).
     pub fn count_held_beside(&mut self, beside: usize) {
-        self.run.set_outside_bytes(self.held_bytes() + beside);
+        self.set_held(self.held_bytes() + beside);
+    }
+
+    fn set_held(&mut self, bytes: usize) {
+        #[cfg(test)]
+        HELD_BESIDE_PEAK.with(|peak| peak.set(peak.get().max(bytes)));
+        self.run.set_outside_bytes(bytes);
     }
 
     fn held_bytes(&self) -> usize {

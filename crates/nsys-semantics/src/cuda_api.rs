@@ -95,9 +95,10 @@ fn pass(ctx: &mut ReportContext) -> Result<(), ReadError> {
     let mut handoff = std::mem::take(&mut ctx.handoff);
     handoff.links.sort();
     let handoff_bytes = handoff.bytes();
+    let links = std::mem::take(&mut handoff.links);
     let result = translate(
         ctx,
-        &handoff.links,
+        links,
         &handoff.syncs,
         &handoff.nccl_ranges,
         handoff_bytes,
@@ -120,7 +121,7 @@ struct ApiName {
 
 fn translate(
     ctx: &mut ReportContext,
-    links: &GpuLinks,
+    links: GpuLinks,
     syncs: &SyncCalls,
     nccl: &NcclRanges,
     handoff_bytes: usize,
@@ -133,12 +134,13 @@ fn translate(
     let mut launched = links.finder();
     let mut matcher = syncs.matcher();
     // What the pass gathers per launch (the idle causes' arrows, the launch
-    // queues) is reserved from the links up front and counted in the run's
-    // share with what the passes handed over, so the run spills sooner rather
-    // than the report growing past the limit.
+    // queues' call begins) is reserved from the links up front (the arrows on
+    // disk past a size) and counted in the run's share with what the passes
+    // handed over, so the run spills sooner rather than the report growing
+    // past the limit.
     ctx.gpu_idle.reserve_arrows(links.len());
     let mut queues = if outputs.calls {
-        LaunchQueues::for_links(links)
+        LaunchQueues::for_links(&links)
     } else {
         LaunchQueues::default()
     };
@@ -164,9 +166,9 @@ fn translate(
             return Ok(());
         }
         let name = api_name(ctx, &mut names, call.name_id)?;
-        let launches = match call.correlation_id {
-            Some(c) => launched.take(pid, c),
-            None => &[],
+        let (first_link, launches) = match call.correlation_id {
+            Some(c) => launched.take_placed(pid, c),
+            None => (0, &[][..]),
         };
         // A call left out by BSC's filters takes its launch arrows with it.
         let by_filter = name.kept && ctx.options.api_calls.keeps_duration(call.start, call.end);
@@ -206,9 +208,9 @@ fn translate(
             emit_call(ctx, thread, call, name, !held.is_empty());
             emitted += 1;
         }
-        for link in launches {
-            if let Some(end) = link.kernel_end() {
-                queues.add(link.thread, call.start, link.start, end);
+        for (place, link) in (first_link..).zip(launches) {
+            if link.kernel_end().is_some() {
+                queues.add(place, call.start);
             }
             if let Some(end) = link.nccl_end() {
                 // The NCCL call this launch was made in describes the kernel.
@@ -229,8 +231,10 @@ fn translate(
         }
         Ok(())
     })?;
+    let repeats = launched.repeats();
     if outputs.calls {
-        queues.write(ctx);
+        // The links go with the queues' write, made into its launches.
+        queues.write(ctx, links);
         ctx.count(RUNTIME, emitted);
         if ctx.options.api_calls.is_set() {
             ctx.count(
@@ -240,8 +244,8 @@ fn translate(
         }
         ctx.count("launch arrows", arrows);
         ctx.note_skipped(RUNTIME, scan.skipped);
-        if launched.repeats() > 0 {
-            ctx.count("API calls repeating a correlation id", launched.repeats());
+        if repeats > 0 {
+            ctx.count("API calls repeating a correlation id", repeats);
         }
     }
     // Syncs no call held go to the nearest call with their id, behind what the
@@ -362,6 +366,47 @@ pub fn state_of_call(name: &str) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a report holds per GPU operation beside its run, at most, while it is
+    /// translated with a spill directory (issue 28): the launch links (32 bytes)
+    /// and the queues' call begins (8) through the API calls, or the idle
+    /// causes' operations and arrows read back (24 + 24) once the links are
+    /// gone. Those two spill as they come rather than being held beside the
+    /// links; each table was reserved whole up front, so this is what the run's
+    /// share counted. It was 104 bytes per kernel (links, queues, operations and
+    /// arrows, 32 + 24 + 24 + 24), which did not spill.
+    #[test]
+    fn the_report_holds_at_most_48_bytes_per_kernel_beside_its_run() {
+        use crate::context::HELD_BESIDE_PEAK;
+        use paraver_writer::{MemoryBudget, SpillPolicy};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kernels.sqlite");
+        let mut spec = nsys_synth::SynthSpec::small(nsys_synth::SchemaVersion::V3_24);
+        spec.processes[0].kernels = 50_000;
+        let counts = nsys_synth::write_export(&spec, &path).unwrap();
+        let operations = (counts.kernels + counts.memcpys + counts.memsets) as usize;
+        let options = crate::Options {
+            spill: Some(SpillPolicy {
+                dir: dir.path().to_path_buf(),
+                chunk_bytes: 256 << 10,
+                budget: MemoryBudget::new(1 << 20),
+            }),
+            ..crate::Options::default()
+        };
+        HELD_BESIDE_PEAK.with(|peak| peak.set(0));
+        let report = crate::translate_report(&path, &path, &options).unwrap();
+        assert_eq!(report.counts["kernel launch latencies"], counts.kernels);
+        assert!(report.counts["GPU idle intervals"] > 0);
+        let peak = HELD_BESIDE_PEAK.with(|peak| peak.get());
+        // The spilled tables' write buffers (256 KiB each) and what does not
+        // grow with the operations (syncs, NCCL ranges) beside.
+        let fixed = 2 * (256 << 10) + (64 << 10);
+        assert!(
+            peak <= 48 * operations + fixed,
+            "{peak} bytes held beside the run for {operations} GPU operations: {} per operation",
+            peak.saturating_sub(fixed) / operations
+        );
+    }
 
     #[test]
     fn version_suffixes_follow_nvidias_rule() {

@@ -34,33 +34,49 @@ use nsys2prv_events::{split_idle_gap, GPU_IDLE_CAUSE};
 use paraver_writer::{EventPair, LocalThread};
 
 use crate::context::ReportContext;
-use crate::handoff::{Arrow, IdleInputs};
+use crate::handoff::{Arrow, BusyOp, IdleInputs};
+use crate::spilled_table::TableSpillError;
 
 /// An arrow in trace order with what it found: whether its stream waited since
-/// the arrow before.
+/// the arrow before. 24 bytes, as an [`Arrow`], so that the arrows are made
+/// into launches where they lie (one per kernel: no second table beside them).
 #[derive(Clone, Copy, Debug)]
 struct Launch {
     stream: LocalThread,
+    /// Its place among the stream's arrows in trace order (shifted left by
+    /// one), and in the lowest bit whether its stream waited.
+    order_waited: u32,
     op_start: i64,
-    /// Its place among the stream's arrows in trace order.
-    order: u32,
     call: i64,
-    waited: bool,
+}
+
+impl Launch {
+    fn waited(&self) -> bool {
+        self.order_waited & 1 == 1
+    }
 }
 
 /// Splits every idle interval of every GPU of the report and writes its pieces;
-/// the inputs are dropped.
-pub(crate) fn write(ctx: &mut ReportContext) {
+/// the inputs are dropped. Fails if the spilled operations or arrows cannot be
+/// read back.
+pub(crate) fn write(ctx: &mut ReportContext) -> Result<(), TableSpillError> {
     let IdleInputs {
-        mut ops,
+        ops,
         arrows,
         mut stream_waits,
         mut host_function_ends,
         ..
     } = std::mem::take(&mut ctx.gpu_idle);
     if ops.is_empty() {
-        return;
+        return Ok(());
     }
+    // What they take once read back counts in the run's share (it spills
+    // first if it holds more than the rest of its share).
+    let row_bytes = |n: usize, size: usize| n * size;
+    ctx.count_held_beside(
+        row_bytes(ops.len(), std::mem::size_of::<BusyOp>())
+            + row_bytes(arrows.len(), std::mem::size_of::<Arrow>()),
+    );
     // Computed once per thread: the sorts below would compute them at every
     // comparison (2.4 % of the instructions of a training run).
     let orders: Vec<u128> = ctx.thread_keys.iter().map(|k| k.order_key()).collect();
@@ -69,10 +85,21 @@ pub(crate) fn write(ctx: &mut ReportContext) {
     let gpu_of = |t: LocalThread| order_of(t) & !u128::from(u32::MAX);
     stream_waits.sort_unstable();
     host_function_ends.sort_unstable();
-    let launches = launches_in_trace_order(arrows, &stream_waits, order_of);
+    let launches = launches_in_trace_order(arrows.into_rows()?, &stream_waits, order_of);
     drop(stream_waits);
-    // Stable: operations of one row beginning together keep the passes' order.
-    ops.sort_by_key(|o| (gpu_of(o.stream), o.start, order_of(o.stream)));
+    // Read back once the arrows are launches: the two are never held twice.
+    let mut ops = ops.into_rows()?;
+    // Operations of one row beginning together keep the passes' order: by
+    // their places, so that the sort needs no buffer beside them (a stable
+    // sort's is half their size).
+    if u32::try_from(ops.len()).is_ok() {
+        for (place, op) in (0u32..).zip(ops.iter_mut()) {
+            op.place = place;
+        }
+        ops.sort_unstable_by_key(|o| (gpu_of(o.stream), o.start, order_of(o.stream), o.place));
+    } else {
+        ops.sort_by_key(|o| (gpu_of(o.stream), o.start, order_of(o.stream)));
+    }
     let mut intervals = 0u64;
     let mut i = 0;
     while i < ops.len() {
@@ -89,7 +116,7 @@ pub(crate) fn write(ctx: &mut ReportContext) {
                     ends.get(after)
                         .is_some_and(|&(s, t)| s == stream && t <= end)
                 };
-                let waited = host_function || launch.is_some_and(|l| l.waited);
+                let waited = host_function || launch.is_some_and(|l| l.waited());
                 for (value, from, _) in split_idle_gap(begin, end, launch.map(|l| l.call), waited) {
                     ctx.run
                         .events(stream, from, &[EventPair::raw(GPU_IDLE_CAUSE, value)]);
@@ -103,14 +130,16 @@ pub(crate) fn write(ctx: &mut ReportContext) {
         }
     }
     drop(ops);
+    drop(launches);
     if intervals > 0 {
         ctx.count("GPU idle intervals", intervals);
     }
     ctx.count_held();
+    Ok(())
 }
 
 /// The arrows with whether their stream waited, sorted by (stream, operation
-/// begin, trace order) for [`launch_of`].
+/// begin, trace order) for [`launch_of`]; made where the arrows lie.
 fn launches_in_trace_order(
     mut arrows: Vec<Arrow>,
     stream_waits: &[(LocalThread, i64)],
@@ -119,27 +148,35 @@ fn launches_in_trace_order(
     // Trace order of a row's arrows: by time, then by the sender's row, then as
     // written (the sort is stable).
     arrows.sort_by_key(|a| (a.stream, a.call, order_of(a.sender)));
-    let mut launches = Vec::with_capacity(arrows.len());
-    for stream in arrows.chunk_by(|a, b| a.stream == b.stream) {
-        let mut previous = i64::MIN;
-        for (order, a) in stream.iter().enumerate() {
+    // The stream of the arrow before, its call, and the next one's place.
+    let mut stream = None;
+    let (mut previous, mut order) = (i64::MIN, 0u32);
+    let mut launches: Vec<Launch> = arrows
+        .into_iter()
+        .map(|a| {
+            if stream != Some(a.stream) {
+                stream = Some(a.stream);
+                (previous, order) = (i64::MIN, 0);
+            }
             // A wait at an arrow's time is read after it (points after
             // communications): it counts for the next arrow.
             let from = stream_waits.partition_point(|&w| w < (a.stream, previous));
             let waited = stream_waits
                 .get(from)
                 .is_some_and(|&(s, t)| s == a.stream && t < a.call);
-            launches.push(Launch {
+            let launch = Launch {
                 stream: a.stream,
+                order_waited: order << 1 | u32::from(waited),
                 op_start: a.op_start,
-                order: order as u32,
                 call: a.call,
-                waited,
-            });
+            };
             previous = a.call;
-        }
-    }
-    launches.sort_unstable_by_key(|l| (l.stream, l.op_start, l.order));
+            order = order.wrapping_add(1);
+            launch
+        })
+        .collect();
+    // By place (the waited bit is below it).
+    launches.sort_unstable_by_key(|l| (l.stream, l.op_start, l.order_waited));
     launches
 }
 

@@ -11,6 +11,8 @@ use paraver_writer::{EventPair, LocalThread, DISCARDED};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::spilled_table::{Fields, FixedRow, SpillOver, SpilledTable};
+
 pub use nsys2prv_events::{
     CUDA_TAGS, TAG_EVENT_WAIT, TAG_HOST_CALLBACK, TAG_LAUNCH, TAG_MEMORY, TAG_NCCL_P2P,
 };
@@ -155,8 +157,15 @@ impl GpuLinks {
     }
 
     /// The links, in the order they are held.
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = &GpuLink> {
         self.0.iter()
+    }
+
+    /// The links, in the order they are held, to be made into what follows
+    /// from them where they lie.
+    pub fn into_vec(self) -> Vec<GpuLink> {
+        self.0
     }
 
     /// Bytes held (allocated, used or not).
@@ -221,19 +230,26 @@ impl<'a> LinkFinder<'a> {
 
     /// The GPU operations this call launched, unless an earlier call with the
     /// same id took them.
+    #[cfg(test)]
     pub fn take(&mut self, pid: u32, correlation: i64) -> &'a [GpuLink] {
+        self.take_placed(pid, correlation).1
+    }
+
+    /// [`LinkFinder::take`], with the place of the first link taken among the
+    /// sorted links.
+    pub fn take_placed(&mut self, pid: u32, correlation: i64) -> (usize, &'a [GpuLink]) {
         let found = self.find(pid, correlation);
-        if found.is_empty() {
-            return found;
-        }
         let first = self.next - found.len();
+        if found.is_empty() {
+            return (first, found);
+        }
         let (word, bit) = (first / 64, 1u64 << (first % 64));
         if self.taken[word] & bit != 0 {
             self.repeats += 1;
-            return &[];
+            return (first, &[]);
         }
         self.taken[word] |= bit;
-        found
+        (first, found)
     }
 
     /// Calls that found their operations taken by an earlier call with their id.
@@ -278,8 +294,30 @@ fn lower_bound_near(links: &[GpuLink], key: (u32, i64), hint: usize) -> usize {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BusyOp {
     pub stream: LocalThread,
+    /// Its place among the operations as handed over (numbered when they are
+    /// read back, not stored): what a stable sort would keep, in what would
+    /// be padding.
+    pub place: u32,
     pub start: i64,
     pub end: i64,
+}
+
+impl FixedRow for BusyOp {
+    const SIZE: usize = 20;
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.stream.to_le_bytes());
+        out.extend_from_slice(&self.start.to_le_bytes());
+        out.extend_from_slice(&self.end.to_le_bytes());
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut f = Fields(bytes);
+        BusyOp {
+            stream: f.u32(),
+            place: 0,
+            start: f.i64(),
+            end: f.i64(),
+        }
+    }
 }
 
 /// A launch arrow written from a CPU thread into a stream row.
@@ -291,15 +329,37 @@ pub(crate) struct Arrow {
     pub op_start: i64,
 }
 
+impl FixedRow for Arrow {
+    const SIZE: usize = 24;
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.stream.to_le_bytes());
+        out.extend_from_slice(&self.sender.to_le_bytes());
+        out.extend_from_slice(&self.call.to_le_bytes());
+        out.extend_from_slice(&self.op_start.to_le_bytes());
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut f = Fields(bytes);
+        Arrow {
+            stream: f.u32(),
+            sender: f.u32(),
+            call: f.i64(),
+            op_start: f.i64(),
+        }
+    }
+}
+
 /// What the passes that write GPU operations, launch arrows, stream waits and
 /// host functions hand over for the GPU idle causes (`crate::gpu_idle`), written
-/// after every pass.
+/// after every pass. The operations and arrows (one each per kernel) spill to
+/// the spill directory past an eighth of the run's share
+/// ([`crate::spilled_table`]): held, they would stay in memory through the CUDA
+/// API pass beside its own per-kernel tables.
 #[derive(Default)]
 pub(crate) struct IdleInputs {
     /// Whether they are gathered at all (the kernels category is selected).
     enabled: bool,
-    pub ops: Vec<BusyOp>,
-    pub arrows: Vec<Arrow>,
+    pub ops: SpilledTable<BusyOp>,
+    pub arrows: SpilledTable<Arrow>,
     /// (stream row, time) of each `cudaStreamWaitEvent` point.
     pub stream_waits: Vec<(LocalThread, i64)>,
     /// (stream row, end) of each host function.
@@ -307,28 +367,31 @@ pub(crate) struct IdleInputs {
 }
 
 impl IdleInputs {
-    pub fn new(enabled: bool) -> Self {
+    /// `spill_over`: where and past what size the operations and arrows spill.
+    pub fn new(enabled: bool, spill_over: Option<SpillOver>) -> Self {
         IdleInputs {
             enabled,
+            ops: SpilledTable::new(spill_over.clone()),
+            arrows: SpilledTable::new(spill_over),
             ..Default::default()
         }
     }
 
     /// Room for `n` more GPU operations, so that what they will hold counts in the
-    /// run's share from the first on (as [`GpuLinks::reserve`]).
+    /// run's share from the first on (as [`GpuLinks::reserve`]), or on disk.
     pub fn reserve_operations(&mut self, n: u64) {
         if self.enabled {
             // Exactly: see `GpuLinks::reserve`.
-            self.ops.reserve_exact(usize::try_from(n).unwrap_or(0));
+            self.ops.reserve(usize::try_from(n).unwrap_or(usize::MAX));
         }
     }
 
     /// Room for `n` more launch arrows (at most one per launch link), reserved
     /// before the API calls are read so that the vector does not grow by
-    /// doubling to twice what it needs.
+    /// doubling to twice what it needs, or on disk.
     pub fn reserve_arrows(&mut self, n: usize) {
         if self.enabled {
-            self.arrows.reserve_exact(n);
+            self.arrows.reserve(n);
         }
     }
 
@@ -338,6 +401,7 @@ impl IdleInputs {
         if self.enabled && stream != DISCARDED {
             self.ops.push(BusyOp {
                 stream,
+                place: 0,
                 start,
                 end: end.max(start + 1),
             });
@@ -372,8 +436,8 @@ impl IdleInputs {
 
     /// Bytes held (allocated, used or not).
     pub fn bytes(&self) -> usize {
-        self.ops.capacity() * std::mem::size_of::<BusyOp>()
-            + self.arrows.capacity() * std::mem::size_of::<Arrow>()
+        self.ops.bytes()
+            + self.arrows.bytes()
             + (self.stream_waits.capacity() + self.host_function_ends.capacity())
                 * std::mem::size_of::<(LocalThread, i64)>()
     }
@@ -684,7 +748,7 @@ mod tests {
             ..Default::default()
         };
         let mut links = GpuLinks::default();
-        let mut idle = IdleInputs::new(true);
+        let mut idle = IdleInputs::new(true, None);
         links.reserve(1000);
         idle.reserve_operations(1000);
         for corr in 0..1000 {
@@ -700,7 +764,7 @@ mod tests {
             1010 * std::mem::size_of::<BusyOp>() + 1000 * std::mem::size_of::<Arrow>()
         );
         // Without the idle causes nothing is reserved for them.
-        let mut off = IdleInputs::new(false);
+        let mut off = IdleInputs::new(false, None);
         off.reserve_operations(1000);
         off.reserve_arrows(1000);
         assert_eq!(off.bytes(), 0);

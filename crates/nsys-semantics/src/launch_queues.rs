@@ -15,115 +15,115 @@
 use paraver_writer::{EventPair, LocalThread, DISCARDED};
 
 use crate::context::ReportContext;
-use crate::handoff::{GpuLink, GpuLinks};
+use crate::handoff::GpuLinks;
 
 pub use nsys2prv_events::{LAUNCH_LATENCY, LAUNCH_QUEUE_DEPTH};
 
-/// A kernel with the begin of the call that launched it.
+/// A kernel with the begin of the call that launched it: 32 bytes, as a
+/// [`crate::handoff::GpuLink`], so that the links are made into launches where they lie.
 #[derive(Clone, Copy, Debug)]
 struct Launch {
+    stream: LocalThread,
     call: i64,
     start: i64,
     end: i64,
 }
 
-/// The kernels of a report with their launch calls' begins, gathered while the
-/// API calls are read.
+/// No call launched the link (yet).
+const NO_CALL: i64 = i64::MIN;
+
+/// The begins of the calls that launched the report's kernels, gathered while
+/// the API calls are read: one per launch link, by the link's place (8 bytes
+/// per link; the kernel's stream, begin and end stay in the link). The queues
+/// are made from the links once the calls are read.
 #[derive(Default)]
 pub(crate) struct LaunchQueues {
-    /// By stream (the run's thread number), in the order the calls came in:
-    /// a stream runs its kernels in launch order, so each list is nearly
-    /// always in start order already and needs no sort.
-    streams: Vec<Vec<Launch>>,
-    launches: u64,
-    /// Kernels that began at or before their launch call's begin.
-    not_after_call: u64,
+    calls: Vec<i64>,
 }
 
 impl LaunchQueues {
-    /// Queues with room for every kernel of `links` on its stream, so that the
-    /// lists never grow by doubling to twice what they hold (issue 28: they are
-    /// held, 24 bytes per kernel, until the API calls are read, and count in
-    /// the run's share through [`LaunchQueues::bytes`]).
+    /// Queues for the kernels of `links`, room for one call begin per link
+    /// reserved up front (issue 28: counted in the run's share through
+    /// [`LaunchQueues::bytes`] from the first call on).
     pub fn for_links(links: &GpuLinks) -> Self {
-        let mut per_stream: Vec<usize> = Vec::new();
-        // A left-out process's kernels are on the discarded thread: no queue.
-        let queued = |l: &&GpuLink| l.kernel_end().is_some() && l.thread != DISCARDED;
-        for link in links.iter().filter(queued) {
-            let s = link.thread as usize;
-            if s >= per_stream.len() {
-                per_stream.resize(s + 1, 0);
-            }
-            per_stream[s] += 1;
-        }
         LaunchQueues {
-            streams: per_stream.into_iter().map(Vec::with_capacity).collect(),
-            ..Default::default()
+            calls: vec![NO_CALL; links.len()],
         }
     }
 
     /// Bytes held (allocated, used or not).
     pub fn bytes(&self) -> usize {
-        self.streams
-            .iter()
-            .map(|s| s.capacity() * std::mem::size_of::<Launch>())
-            .sum::<usize>()
-            + self.streams.capacity() * std::mem::size_of::<Vec<Launch>>()
+        self.calls.capacity() * std::mem::size_of::<i64>()
     }
 
-    /// A kernel `[start, end]` on `stream`, launched by a call that began at `call`.
-    pub fn add(&mut self, stream: LocalThread, call: i64, start: i64, end: i64) {
-        // A left-out process's kernel: not written, and no list up to its
-        // thread number.
-        if stream == DISCARDED {
-            return;
+    /// The link at `place` (among the sorted links) was launched by a call that
+    /// began at `call`.
+    pub fn add(&mut self, place: usize, call: i64) {
+        if let Some(c) = self.calls.get_mut(place) {
+            *c = call;
         }
-        if start <= call {
-            self.not_after_call += 1;
-            return;
-        }
-        let s = stream as usize;
-        if s >= self.streams.len() {
-            self.streams.resize_with(s + 1, Vec::new);
-        }
-        self.streams[s].push(Launch { call, start, end });
-        self.launches += 1;
     }
 
-    /// Writes the latencies and the depths of every stream, and counts them.
-    /// Depth changes before a time limit's start are written as one at that
-    /// start (the depth there).
-    pub fn write(self, ctx: &mut ReportContext) {
+    /// Writes the latencies and the depths of every stream, and counts them;
+    /// the links are dropped. Depth changes before a time limit's start are
+    /// written as one at that start (the depth there).
+    pub fn write(self, ctx: &mut ReportContext, links: GpuLinks) {
         let window_start = ctx.options.time_limits.start.unwrap_or(i64::MIN);
+        let (mut kernels, not_after_call) = launches_of(links, self.calls);
+        kernels.sort_unstable_by_key(|l| (l.stream, l.start, l.call, l.end));
+        let launches = kernels.len() as u64;
         let mut calls: Vec<i64> = Vec::new();
         let mut changes = 0u64;
-        for (stream, mut kernels) in self.streams.into_iter().enumerate() {
-            if kernels.is_empty() {
-                continue;
-            }
-            let key = |l: &Launch| (l.start, l.call, l.end);
-            if !kernels.is_sorted_by_key(key) {
-                kernels.sort_unstable_by_key(key);
-            }
+        for stream in kernels.chunk_by(|a, b| a.stream == b.stream) {
             calls.clear();
-            calls.extend(kernels.iter().map(|k| k.call));
+            calls.extend(stream.iter().map(|k| k.call));
             if !calls.is_sorted() {
                 calls.sort_unstable();
             }
-            let stream = stream as LocalThread;
-            changes += write_stream(ctx, stream, &kernels, &calls, window_start);
+            changes += write_stream(ctx, stream[0].stream, stream, &calls, window_start);
         }
-        if self.launches > 0 {
-            ctx.count("kernel launch latencies", self.launches);
+        if launches > 0 {
+            ctx.count("kernel launch latencies", launches);
             ctx.count("launch queue depth changes", changes);
         }
-        if self.not_after_call > 0 {
+        if not_after_call > 0 {
             ctx.count(
                 "kernels beginning before their launch call (no launch latency)",
-                self.not_after_call,
+                not_after_call,
             );
         }
     }
+}
+
+/// The queued kernels of `links` with their calls' begins (`calls`, by link),
+/// made where the links lie (same size: no second table beside them), and how
+/// many kernels began at or before their launch call's begin. Memory
+/// operations, plain launches, kernels no call launched and a left-out
+/// process's kernels (on the discarded thread) have no queue.
+fn launches_of(links: GpuLinks, calls: Vec<i64>) -> (Vec<Launch>, u64) {
+    let mut not_after_call = 0u64;
+    let launches = links
+        .into_vec()
+        .into_iter()
+        .zip(calls)
+        .filter_map(|(link, call)| {
+            let end = link.kernel_end()?;
+            if call == NO_CALL || link.thread == DISCARDED {
+                return None;
+            }
+            if link.start <= call {
+                not_after_call += 1;
+                return None;
+            }
+            Some(Launch {
+                stream: link.thread,
+                call,
+                start: link.start,
+                end,
+            })
+        })
+        .collect();
+    (launches, not_after_call)
 }
 
 /// The latencies and depth changes of one stream's kernels (sorted by start;
@@ -205,11 +205,14 @@ mod tests {
     use crate::kernels::KERNELS;
     use crate::testing::{check, GLOBAL_PID};
 
-    /// The queues are sized from the links before the calls are read: room
-    /// for each stream's kernels (memory operations and plain launches have no
-    /// queue), counted as held from the start, and never grown by doubling.
+    /// The queues hold one call begin per link, reserved before the calls are
+    /// read (8 bytes per kernel, issue 28: they held a 24-byte copy of each
+    /// kernel, beside its link); the launches are made from the links where
+    /// they lie: memory operations, plain launches, kernels no call launched
+    /// or that began before their call, and a left-out process's kernels (on
+    /// the discarded thread) have none.
     #[test]
-    fn queues_hold_what_the_links_launch() {
+    fn queues_hold_a_call_begin_per_link_and_reuse_the_links() {
         use crate::handoff::GpuLinks;
         use nsys_reader::cuda::GpuPlace;
         let place = |corr, start, end| GpuPlace {
@@ -226,41 +229,32 @@ mod tests {
         }
         links.add_memory(&place(300, 10, 20), 2, 64);
         links.add_launch(&place(301, 10, 20), 2, false);
+        links.add_kernel(&place(302, 10, 20), paraver_writer::DISCARDED, false);
+        links.sort();
         let mut queues = LaunchQueues::for_links(&links);
-        let launch = std::mem::size_of::<Launch>();
-        let lists = 6 * std::mem::size_of::<Vec<Launch>>();
-        assert_eq!(queues.bytes(), 300 * launch + lists);
-        for l in links.iter().filter(|l| l.kernel_end().is_some()) {
-            queues.add(l.thread, 0, l.start, l.kernel_end().unwrap());
+        assert_eq!(queues.bytes(), 303 * std::mem::size_of::<i64>());
+        // Every link but kernel 5 launched, kernel 6 after it began.
+        for place in (0..303).filter(|&p| p != 5) {
+            let call = if place == 6 { 2000 } else { 0 };
+            queues.add(place, call);
         }
-        assert_eq!(queues.launches, 300);
-        assert_eq!(queues.bytes(), 300 * launch + lists);
-    }
-
-    /// Kernels of a process left out by `--ranks` are linked on the discarded
-    /// thread (`u32::MAX`): they have no queue, and sizing the queues must not
-    /// make a list per thread number up to it (4 G lists, 32 GiB of counts).
-    #[test]
-    fn queues_leave_out_the_discarded_thread() {
-        use crate::handoff::GpuLinks;
-        use nsys_reader::cuda::GpuPlace;
-        let place = |corr| GpuPlace {
-            global_pid: 1 << 24,
-            correlation_id: Some(corr),
-            start: 1000 + corr,
-            end: 1001 + corr,
-            ..Default::default()
-        };
-        let mut links = GpuLinks::default();
-        links.add_kernel(&place(1), 3, false);
-        links.add_kernel(&place(2), paraver_writer::DISCARDED, false);
-        let mut queues = LaunchQueues::for_links(&links);
-        let lists = 4 * std::mem::size_of::<Vec<Launch>>();
-        assert_eq!(queues.bytes(), std::mem::size_of::<Launch>() + lists);
-        // Nor does a call of that process add one (its launch, on that thread).
-        queues.add(paraver_writer::DISCARDED, 0, 1002, 1003);
-        assert_eq!(queues.bytes(), std::mem::size_of::<Launch>() + lists);
-        assert_eq!(queues.launches, 0);
+        assert_eq!(queues.bytes(), 303 * std::mem::size_of::<i64>());
+        assert_eq!(
+            std::mem::size_of::<Launch>(),
+            std::mem::size_of::<crate::handoff::GpuLink>()
+        );
+        let held = links.iter().next().map(|l| l as *const _ as usize);
+        let (launches, not_after_call) = launches_of(links, queues.calls);
+        assert_eq!((launches.len(), not_after_call), (298, 1));
+        assert_eq!(
+            launches.as_ptr() as usize,
+            held.unwrap(),
+            "made where the links lie"
+        );
+        assert!(launches
+            .iter()
+            .all(|l| l.stream != paraver_writer::DISCARDED));
+        assert_eq!(launches.iter().filter(|l| l.stream == 2).count(), 99);
     }
 
     /// Three kernels on stream 7 launched in a burst (calls at 100, 200, 300;
@@ -364,15 +358,5 @@ mod tests {
                 6100 24601:gpu0/s8 end 63000006="k" 9101=1 9102=1 9103=1 9104=32 9105=1 9106=1 9107=0 9108=0 9109=0 9110=32 9200=99
             "#]],
         );
-    }
-
-    #[test]
-    fn kernels_not_after_their_call_are_counted_apart() {
-        let mut q = LaunchQueues::default();
-        q.add(0, 100, 100, 200);
-        q.add(0, 100, 90, 200);
-        q.add(0, 100, 150, 200);
-        assert_eq!(q.not_after_call, 2);
-        assert_eq!(q.launches, 1);
     }
 }

@@ -44,6 +44,7 @@ mod sampling;
 pub mod saved;
 mod sched;
 mod soc_metrics;
+mod spilled_table;
 pub mod survey;
 #[cfg(any(test, feature = "test-category"))]
 pub mod test_category;

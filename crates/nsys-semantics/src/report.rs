@@ -15,6 +15,7 @@ use crate::kernels::KERNELS;
 use crate::options::{Category, Options};
 use crate::ranks;
 use crate::registry::Registry;
+use crate::spilled_table;
 use crate::types::state;
 use crate::TranslateError;
 
@@ -93,7 +94,12 @@ pub fn translate_with(
         }
     }
     // The kernels category declares the GPU idle causes (type 9360).
-    ctx.gpu_idle = IdleInputs::new(options.wants(KERNELS));
+    // Its per-kernel tables spill past an eighth of the run's share.
+    let spill_over = options
+        .spill
+        .as_ref()
+        .map(|p| spilled_table::spill_over(&p.dir, p.chunk_bytes));
+    ctx.gpu_idle = IdleInputs::new(options.wants(KERNELS), spill_over);
     let mut extra_type_categories = Vec::new();
     for (category, pass) in registry.passes(options) {
         let known = ctx.extra_types.len();
@@ -103,7 +109,13 @@ pub fn translate_with(
         extra_type_categories.extend(made.iter().map(|t| (t.ty, category)));
     }
     // From what every pass handed over.
-    gpu_idle::write(&mut ctx);
+    gpu_idle::write(&mut ctx).map_err(|e| TranslateError::Write {
+        path: name.to_path_buf(),
+        source: paraver_writer::WriteError::Spill {
+            dir: e.dir,
+            source: e.source,
+        },
+    })?;
     let mut report = finish(ctx, name)?;
     if let Some(selection) = &options.ranks {
         select_ranks(&mut report, selection, options.several_reports)?;

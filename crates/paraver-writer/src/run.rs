@@ -552,11 +552,16 @@ impl RunBuilder {
     /// to join rows with): they come out of the run's share, so the run spills
     /// sooner. The run keeps at least an eighth of its share, so that chunks do not
     /// become tiny when the producer holds more than the share.
+    ///
+    /// When it grows, what the run holds beyond its new room spills at once:
+    /// the producer is about to fill what it now counts (a table read back
+    /// whole), and waiting for the next record would hold both.
     pub fn set_outside_bytes(&mut self, bytes: usize) {
         let grew = bytes > self.outside_bytes;
         self.outside_bytes = bytes;
         if grew {
             self.trim_spares();
+            self.spill_if_full();
         }
     }
 

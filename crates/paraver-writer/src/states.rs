@@ -185,6 +185,14 @@ impl StateTiler {
         // buffers keep their room for what follows.
         let chunk = IntervalChunk::write(dir, self.threads.iter().flatten(), self.held);
         for intervals in &mut self.threads {
+            // A buffer less than half used since the last spill is cut to
+            // what it held: threads fill in turn (a report's streams, then
+            // its CPU threads), and each keeping the room it once needed
+            // held several times the tiler's share (issue 28: 88 MB of
+            // intervals for a 32 MB share).
+            if intervals.len() * 2 < intervals.capacity() {
+                intervals.shrink_to(intervals.len());
+            }
             intervals.clear();
         }
         self.held = 0;
