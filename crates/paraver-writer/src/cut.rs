@@ -1,8 +1,18 @@
-//! A cut: the part of a trace kept between two times, and the writer that
-//! merges runs record by record through it, clipping what crosses its edges.
+//! A cut: the part of a trace kept between two times, and the writers that
+//! merge runs through it, clipping what crosses its edges.
+//!
+//! What a cut tracks (intervals and values open, the state straddling the
+//! start) is per thread, so the cut body comes in four parts: what each run
+//! leaves open at the window's start and at its end (each run read up to the
+//! end, runs in parallel: [`edges_of_run`]); the opening block from it; the
+//! records inside, each clipped on its own ([`Keep`]), merged by time segments
+//! on every thread (`segments.rs`); the closing block. The record-by-record
+//! writer ([`write_body`]) is the oracle the segments are tested against, and
+//! the way for runs the segments cannot merge or that share a thread.
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::cursor::RunCursor;
@@ -10,6 +20,7 @@ use crate::kmerge::{Merged, Merger};
 use crate::lines::{LineFormatter, LINE_BLOCK};
 use crate::output::TraceSink;
 use crate::pcf::{PcfCatalog, Timing};
+use crate::segments;
 use crate::text::Prefix;
 use crate::view::{Current, View};
 
@@ -354,4 +365,215 @@ impl CutWriter<'_, '_> {
             }
         }
     }
+}
+
+/// Which records of a span of the merged runs a cut writes, and how: each
+/// record on its own (what crosses the window's start is written by the
+/// opening block, from [`edges_of_run`]). The record-by-record writer's
+/// phases ([`CutState::phase`]) as a filter on one record.
+/// Both kinds clip to the window's end `end`: states to it, communications
+/// kept only when wholly inside.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Keep {
+    /// The communications at time 0: written before the opening block
+    /// ([`Phase::Edge`]).
+    Edge { end: i64 },
+    /// The records after the start's communications and interval ends, up to
+    /// the window's end (its communications and ends included)
+    /// ([`Phase::Inside`]).
+    Inside { end: i64 },
+}
+
+impl Keep {
+    /// The record `r` (at trace time `time`, of the run of `c`) as the cut
+    /// writes it, or `None` when it leaves it out.
+    #[inline]
+    pub(crate) fn admit<'s>(self, c: &RunCursor, r: Current<'s>, time: i64) -> Option<Current<'s>> {
+        let (kept, end) = match self {
+            Keep::Edge { end } => (time == 0 && r.rank < CLOSING_RANK, end),
+            Keep::Inside { end } => {
+                let inside = (time > 0 || (time == 0 && r.rank > CLOSING_RANK))
+                    && (time < end || (time == end && r.rank <= CLOSING_RANK));
+                (inside, end)
+            }
+        };
+        if !kept {
+            return None;
+        }
+        match r.body {
+            View::Events { .. } => Some(r),
+            View::State {
+                end: state_end,
+                state,
+            } => {
+                let clipped = (state_end + c.shift).min(end);
+                if clipped < time || (clipped == time && state_end + c.shift > time) {
+                    return None;
+                }
+                Some(Current {
+                    body: View::State {
+                        end: clipped - c.shift,
+                        state,
+                    },
+                    ..r
+                })
+            }
+            View::Comm(comm) => {
+                let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
+                times
+                    .iter()
+                    .all(|t| (0..=end).contains(&(t + c.shift)))
+                    .then_some(r)
+            }
+        }
+    }
+}
+
+/// What one run leaves open at a window's edges (global threads): values
+/// open and states straddling at its start, values open at its end.
+struct RunEdges {
+    at_start: FxHashMap<(u64, u32), Vec<i64>>,
+    straddling: BTreeMap<u64, (i64, u32)>,
+    at_end: FxHashMap<(u64, u32), Vec<i64>>,
+}
+
+/// Reads the run of `c` (its streams merged in its order, chunks through
+/// readers sharing `read_budget`) up to the window's end, `length`, tracking
+/// what the record-by-record writer tracks of its threads: what is open once
+/// the records before the start are past, and once those up to the end are.
+fn edges_of_run(
+    c: &RunCursor,
+    catalog: &PcfCatalog,
+    length: i64,
+    read_budget: usize,
+) -> std::io::Result<RunEdges> {
+    let cursors = std::slice::from_ref(c);
+    let mut cut = CutState::new(length, catalog);
+    let mut at_start = None;
+    let mut merger = Merger::new(cursors, read_budget)?;
+    loop {
+        let next = merger.next(cursors, |m| {
+            let (time, rank) = (m.time, m.rank);
+            if time > length || (time == length && rank > CLOSING_RANK) {
+                return false;
+            }
+            let before = time < 0 || (time == 0 && rank <= CLOSING_RANK);
+            if !before && at_start.is_none() {
+                at_start = Some((cut.open.clone(), std::mem::take(&mut cut.straddling)));
+            }
+            match m.record.body {
+                View::Events { closing, pairs } => {
+                    for pair in pairs.iter() {
+                        let value = if closing { 0 } else { c.values_of(pair) };
+                        cut.track(m.thread, pair.ty, value);
+                    }
+                }
+                // (Only a record before the start can straddle it.)
+                View::State { end, state } if time < 0 => {
+                    let end = (end + c.shift).min(length);
+                    if end > 0 {
+                        cut.straddling.insert(m.thread, (end, state));
+                    }
+                }
+                View::State { .. } | View::Comm(_) => {}
+            }
+            true
+        })?;
+        if next != Some(true) {
+            break;
+        }
+    }
+    let (at_start, straddling) =
+        at_start.unwrap_or_else(|| (cut.open.clone(), std::mem::take(&mut cut.straddling)));
+    Ok(RunEdges {
+        at_start,
+        straddling,
+        at_end: cut.open,
+    })
+}
+
+/// Whether [`write_body_by_segments`] can write the cut of `cursors`: the
+/// segments can merge them, and no global thread has records in two runs
+/// (what a thread leaves open is then one run's alone).
+pub(crate) fn can_split(cursors: &[RunCursor]) -> bool {
+    let mut owners: Vec<(u64, usize)> = cursors
+        .iter()
+        .enumerate()
+        .flat_map(|(run, c)| c.order.iter().map(move |&thread| (thread, run)))
+        .collect();
+    owners.sort_unstable();
+    owners.dedup();
+    segments::can_merge(cursors) && owners.windows(2).all(|w| w[0].0 != w[1].0)
+}
+
+/// [`write_body`] by parts (see [`can_split`]): what every run leaves open at
+/// the window's edges, found in parallel; the communications at its start;
+/// the opening block; the records inside merged by time segments of about
+/// `batch_records` records on every thread; the closing block. The same text
+/// as [`write_body`]; a `.prv.gz` is cut into members as the segment merge
+/// cuts them (by records written), the blocks as members of their own.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_body_by_segments(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    length: i64,
+    batch_records: usize,
+    read_budget: usize,
+    progress: &mut dyn FnMut(u64),
+) -> std::io::Result<()> {
+    // Runs are read on every thread at once: each thread's readers share a
+    // share of the budget.
+    let budget = read_budget / rayon::current_num_threads().max(1);
+    let edges = cursors
+        .par_iter()
+        .map(|c| edges_of_run(c, catalog, length, budget))
+        .collect::<std::io::Result<Vec<RunEdges>>>()?;
+    let mut start = CutState::new(length, catalog);
+    let mut end = FxHashMap::default();
+    for run in edges {
+        start.open.extend(run.at_start);
+        start.straddling.extend(run.straddling);
+        end.extend(run.at_end);
+    }
+    let mut edge_written = 0;
+    let mut inside_written = 0;
+    // Communications at 0 (`Phase::Edge`): before what the start re-opens.
+    segments::write_span(
+        out,
+        lines,
+        catalog,
+        cursors,
+        batch_records,
+        (Some(0), Some(1)),
+        Some(Keep::Edge { end: length }),
+        &mut |n| edge_written = n,
+    )?;
+    let mut writer = CutWriter {
+        out,
+        lines,
+        cut: start,
+    };
+    writer.open_window();
+    writer.lines.write_out(writer.out)?;
+    segments::write_span(
+        writer.out,
+        writer.lines,
+        catalog,
+        cursors,
+        batch_records,
+        (Some(0), Some(length.saturating_add(1))),
+        Some(Keep::Inside { end: length }),
+        &mut |n| {
+            inside_written = n;
+            progress(edge_written + n);
+        },
+    )?;
+    writer.cut.open = end;
+    writer.close_window();
+    writer.lines.end_event_line();
+    writer.lines.write_out(writer.out)?;
+    progress(edge_written + inside_written);
+    Ok(())
 }

@@ -9,8 +9,11 @@
 //!   a `.prv.gz` gets the gathering merge's gzip members);
 //! * otherwise (runs whose threads are not in the trace's order): one thread merges record by record (`kmerge.rs`)
 //!   into batches that the others format (`gather.rs`);
-//! * with a cut: record by record through the window's bookkeeping
-//!   (`cut.rs`).
+//! * with a cut: what each run leaves open at the window's edges (runs read
+//!   in parallel up to its end), then the records inside by segments as
+//!   above, each clipped on its own, between the opening and closing blocks
+//!   (`cut.rs`); record by record through the window's bookkeeping when the
+//!   segments cannot merge the runs or two runs share a thread.
 
 use std::fs::File;
 use std::io::Write;
@@ -172,6 +175,7 @@ impl<'a> TraceWriter<'a> {
             &cursors,
             self.batch_records,
             (from, to),
+            None,
             progress,
         )
         .and_then(|()| sink.finish())
@@ -256,6 +260,12 @@ impl<'a> TraceWriter<'a> {
                 let by_segments = !self.record_by_record && segments::can_merge(&cursors);
                 let (budget, batch) = (self.read_budget, self.batch_records);
                 let written = match window {
+                    Some(length) if by_segments && cut::can_split(&cursors) => {
+                        cut::write_body_by_segments(
+                            &mut out, &mut lines, catalog, &cursors, length, batch, budget,
+                            progress,
+                        )
+                    }
                     Some(length) => cut::write_body(
                         &mut out, &mut lines, catalog, &cursors, length, budget, progress,
                     ),
@@ -1006,6 +1016,194 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two runs of three threads each with what a cut clips: ranges nested up
+    /// to four deep (and one producer that never closes), values that hold,
+    /// marks, states back to back, messages within and across threads, many
+    /// records at one time; spilled in tiny chunks when `spill` is given.
+    fn nested_runs(spill: Option<&std::path::Path>) -> Vec<MergeInput> {
+        (0..2u32)
+            .map(|r| {
+                let mut b = match spill {
+                    Some(dir) => RunBuilder::with_spill(SpillPolicy {
+                        dir: dir.to_path_buf(),
+                        chunk_bytes: 4 << 10,
+                        budget: MemoryBudget::new(0),
+                    }),
+                    None => RunBuilder::new(),
+                };
+                for t in 0..3 {
+                    b.add_thread(t);
+                }
+                let mut seed = 7 + u64::from(r);
+                let mut next = |n: u64| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 33) % n
+                };
+                for thread in 0..3u32 {
+                    let mut time = 0i64;
+                    for i in 0..120i64 {
+                        // Nested ranges: [t, t+40) holds [t+5, t+30), [t+10, t+20) and so on.
+                        let depth = 1 + next(4) as i64;
+                        for level in 0..depth {
+                            let value = 1 + 10 * level + i % 7;
+                            b.interval(
+                                thread,
+                                time + 5 * level,
+                                time + 40 - 10 * level,
+                                &[EventPair::raw(RANGE, value)],
+                            );
+                        }
+                        b.events(thread, time + next(40) as i64, &[EventPair::raw(SAMPLE, i)]);
+                        b.events(thread, time + 10, &[EventPair::raw(MARK, i)]);
+                        b.state(thread, time, time + 20, 1);
+                        b.state(thread, time + 20, time + 40, 0);
+                        let comm = Comm {
+                            send_physical: time + 5,
+                            receiver: next(3) as u32,
+                            recv_logical: time + 5 + next(60) as i64,
+                            recv_physical: time + 5 + next(60) as i64,
+                            size: i,
+                            tag: 1,
+                        };
+                        b.comm(thread, time + 5, comm);
+                        time += 40;
+                    }
+                    // A range that never ends within the run.
+                    b.events(thread, 100, &[EventPair::raw(RANGE, 99)]);
+                }
+                MergeInput {
+                    run: b.finish().unwrap(),
+                    time_offset: 1000 + 5 * i64::from(r),
+                    threads: (0..3)
+                        .map(|t| GlobalThread { task: r, thread: t })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Writes the cut of `inputs` to `window` as `how` says; returns the
+    /// file's text (decompressed) and its summary, or the error.
+    fn write_cut_with(
+        dir: &std::path::Path,
+        name: &str,
+        inputs: &[MergeInput],
+        how: Writing,
+        window: TimeWindow,
+    ) -> Result<(String, TraceSummary), WriteError> {
+        let Writing {
+            threads,
+            batch,
+            gzip,
+            gather,
+        } = how;
+        let ext = if gzip { "prv.gz" } else { "prv" };
+        let name = format!("{name}t{threads}b{batch}g{gather}.{ext}");
+        let paths = OutputPaths::for_trace(&dir.join(name)).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let catalog = catalog();
+        let layout = two_tasks_of_three_threads();
+        let cut = Cut { window };
+        let summary = pool.install(|| {
+            let writer = TraceWriter::new(&paths, &layout, &catalog)
+                .batch_records(batch)
+                .cut(Some(&cut));
+            let writer = if gather {
+                writer.record_by_record()
+            } else {
+                writer
+            };
+            writer.write(inputs, &mut |_| {})
+        })?;
+        let bytes = std::fs::read(&paths.prv).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+            &mut text,
+        )
+        .unwrap_or_else(|_| {
+            text = String::from_utf8(bytes.clone()).unwrap();
+            0
+        });
+        assert_eq!(summary.lines as usize, body(&text).len(), "{how:?}");
+        Ok((text, summary))
+    }
+
+    /// A cut merged by segments (what each run leaves open found apart, the
+    /// records inside clipped one by one) writes the record-by-record cut's
+    /// text and tallies: nested ranges open across both edges, values that
+    /// hold, states and messages across the edges, records at exactly the
+    /// start and the end, windows of one time and empty ones, spilled or not,
+    /// any segment size and thread count, plain or gzip.
+    #[test]
+    fn a_cut_by_segments_writes_the_record_by_record_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let in_memory = nested_runs(None);
+        let spilled = nested_runs(Some(dir.path()));
+        assert!(spilled.iter().all(|i| i.run.chunks.len() > 5));
+        let oracle = Writing {
+            threads: 1,
+            batch: 1 << 14,
+            gzip: false,
+            gather: true,
+        };
+        let mut tried = 0;
+        // Record times are the runs' offsets (1000, 1005) plus multiples of 5.
+        for (start, end) in [
+            (0, 1 << 20),
+            (1000, 1100),
+            (1100, 1100),
+            (1105, 1106),
+            (1205, 1245),
+            (1210, 2000),
+            (1213, 2217),
+            (3000, 3040),
+            (5790, 6000),
+            (6000, 7000),
+        ] {
+            let window = TimeWindow { start, end };
+            let expected = write_cut_with(dir.path(), "o", &in_memory, oracle, window);
+            let Ok((expected, expected_summary)) = expected else {
+                // Nothing in the window: an error, whichever the merge.
+                for inputs in [&in_memory, &spilled] {
+                    let how = Writing {
+                        gather: false,
+                        ..oracle
+                    };
+                    let err = write_cut_with(dir.path(), "e", inputs, how, window).unwrap_err();
+                    assert!(matches!(err, WriteError::EmptyWindow { .. }), "{err}");
+                }
+                continue;
+            };
+            tried += 1;
+            for batch in [1, 7, 100, 1 << 14] {
+                for threads in [1, 3] {
+                    for gzip in [false, true] {
+                        for (spill, inputs) in [(false, &in_memory), (true, &spilled)] {
+                            let how = Writing {
+                                threads,
+                                batch,
+                                gzip,
+                                gather: false,
+                            };
+                            let (text, summary) =
+                                write_cut_with(dir.path(), "s", inputs, how, window).unwrap();
+                            let what = format!("{how:?}, spilled {spill}, window {window:?}");
+                            assert!(text == expected, "{what}\n{text}\n---\n{expected}");
+                            assert_eq!(summary, expected_summary, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(tried >= 8, "{tried} windows with records");
     }
 
     #[test]
