@@ -435,6 +435,8 @@ struct RunEdges {
     at_start: FxHashMap<(u64, u32), Vec<i64>>,
     straddling: BTreeMap<u64, (i64, u32)>,
     at_end: FxHashMap<(u64, u32), Vec<i64>>,
+    /// Records read: those up to the window's end.
+    read: u64,
 }
 
 /// Reads the run of `c` (its streams merged in its order, chunks through
@@ -450,6 +452,7 @@ fn edges_of_run(
     let cursors = std::slice::from_ref(c);
     let mut cut = CutState::new(length, catalog);
     let mut at_start = None;
+    let mut read = 0;
     let mut merger = Merger::new(cursors, read_budget)?;
     loop {
         let next = merger.next(cursors, |m| {
@@ -482,6 +485,7 @@ fn edges_of_run(
         if next != Some(true) {
             break;
         }
+        read += 1;
     }
     let (at_start, straddling) =
         at_start.unwrap_or_else(|| (cut.open.clone(), std::mem::take(&mut cut.straddling)));
@@ -489,6 +493,7 @@ fn edges_of_run(
         at_start,
         straddling,
         at_end: cut.open,
+        read,
     })
 }
 
@@ -506,12 +511,95 @@ pub(crate) fn can_split(cursors: &[RunCursor]) -> bool {
     segments::can_merge(cursors) && owners.windows(2).all(|w| w[0].0 != w[1].0)
 }
 
+/// What the runs leave open at a window's edges: at its start (values, and
+/// states straddling it), and at its end.
+pub(crate) struct Edges {
+    start: CutState,
+    end: FxHashMap<(u64, u32), Vec<i64>>,
+    /// Records up to the window's end: those the record-by-record writer reads.
+    pub(crate) read: u64,
+}
+
+/// What every run of `cursors` leaves open at the edges of a window of
+/// `length` ns, each run read up to the window's end, runs in parallel.
+pub(crate) fn edges(
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    length: i64,
+    read_budget: usize,
+) -> std::io::Result<Edges> {
+    // Runs are read on every thread at once: each thread's readers share a
+    // share of the budget.
+    let budget = read_budget / rayon::current_num_threads().max(1);
+    let runs = cursors
+        .par_iter()
+        .map(|c| edges_of_run(c, catalog, length, budget))
+        .collect::<std::io::Result<Vec<RunEdges>>>()?;
+    let mut start = CutState::new(length, catalog);
+    let mut end = FxHashMap::default();
+    let mut read = 0;
+    for run in runs {
+        start.open.extend(run.at_start);
+        start.straddling.extend(run.straddling);
+        end.extend(run.at_end);
+        read += run.read;
+    }
+    Ok(Edges { start, end, read })
+}
+
+/// The start of a cut body: the communications at time 0 (`Phase::Edge`),
+/// then, at 0, what is open at the start (`edges`).
+pub(crate) fn write_opening(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    edges: &mut Edges,
+    batch_records: usize,
+) -> std::io::Result<()> {
+    let length = edges.start.end;
+    segments::write_span(
+        out,
+        lines,
+        catalog,
+        cursors,
+        batch_records,
+        (Some(0), Some(1)),
+        Some(Keep::Edge { end: length }),
+        &mut |_| {},
+    )?;
+    let start = std::mem::replace(&mut edges.start, CutState::new(length, catalog));
+    let mut writer = CutWriter {
+        out,
+        lines,
+        cut: start,
+    };
+    writer.open_window();
+    writer.lines.write_out(writer.out)
+}
+
+/// The end of a cut body: what is still open at the window's end, ended there.
+pub(crate) fn write_closing(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    edges: Edges,
+) -> std::io::Result<()> {
+    let mut cut = edges.start;
+    cut.open = edges.end;
+    let mut writer = CutWriter { out, lines, cut };
+    writer.close_window();
+    writer.lines.end_event_line();
+    writer.lines.write_out(writer.out)
+}
+
 /// [`write_body`] by parts (see [`can_split`]): what every run leaves open at
 /// the window's edges, found in parallel; the communications at its start;
 /// the opening block; the records inside merged by time segments of about
 /// `batch_records` records on every thread; the closing block. The same text
 /// as [`write_body`]; a `.prv.gz` is cut into members as the segment merge
 /// cuts them (by records written), the blocks as members of their own.
+/// `progress` is told the records [`write_body`] reads (those up to the
+/// window's end), once they are read.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_body_by_segments(
     out: &mut TraceSink,
@@ -523,57 +611,21 @@ pub(crate) fn write_body_by_segments(
     read_budget: usize,
     progress: &mut dyn FnMut(u64),
 ) -> std::io::Result<()> {
-    // Runs are read on every thread at once: each thread's readers share a
-    // share of the budget.
-    let budget = read_budget / rayon::current_num_threads().max(1);
-    let edges = cursors
-        .par_iter()
-        .map(|c| edges_of_run(c, catalog, length, budget))
-        .collect::<std::io::Result<Vec<RunEdges>>>()?;
-    let mut start = CutState::new(length, catalog);
-    let mut end = FxHashMap::default();
-    for run in edges {
-        start.open.extend(run.at_start);
-        start.straddling.extend(run.straddling);
-        end.extend(run.at_end);
-    }
-    let mut edge_written = 0;
-    let mut inside_written = 0;
-    // Communications at 0 (`Phase::Edge`): before what the start re-opens.
+    let mut edges = edges(catalog, cursors, length, read_budget)?;
+    let read = edges.read;
+    progress(read);
+    write_opening(out, lines, catalog, cursors, &mut edges, batch_records)?;
     segments::write_span(
         out,
         lines,
-        catalog,
-        cursors,
-        batch_records,
-        (Some(0), Some(1)),
-        Some(Keep::Edge { end: length }),
-        &mut |n| edge_written = n,
-    )?;
-    let mut writer = CutWriter {
-        out,
-        lines,
-        cut: start,
-    };
-    writer.open_window();
-    writer.lines.write_out(writer.out)?;
-    segments::write_span(
-        writer.out,
-        writer.lines,
         catalog,
         cursors,
         batch_records,
         (Some(0), Some(length.saturating_add(1))),
         Some(Keep::Inside { end: length }),
-        &mut |n| {
-            inside_written = n;
-            progress(edge_written + n);
-        },
+        &mut |_| {},
     )?;
-    writer.cut.open = end;
-    writer.close_window();
-    writer.lines.end_event_line();
-    writer.lines.write_out(writer.out)?;
-    progress(edge_written + inside_written);
+    write_closing(out, lines, edges)?;
+    progress(read);
     Ok(())
 }

@@ -129,16 +129,18 @@ impl<'a> TraceWriter<'a> {
         self.write_with(inputs, Body::Slices(slices))
     }
 
-    /// Whether the body of `inputs` can be written by time slices: no cut, and
-    /// every run merged by segments (runs in memory or with a time index, each
-    /// run's threads in the trace's order).
+    /// Whether the body of `inputs` can be written by time slices: every run
+    /// merged by segments (runs in memory or with a time index, each run's
+    /// threads in the trace's order), and with a cut no thread in two runs
+    /// (see [`cut::can_split`]).
     pub fn can_slice(&self, inputs: &[MergeInput]) -> Result<bool, WriteError> {
-        if self.cut.is_some() || self.record_by_record {
+        if self.record_by_record {
             return Ok(false);
         }
         let mut prepared = self.prepare(inputs)?;
+        let window = prepared.window;
         let cursors = prepared.cursors(inputs);
-        Ok(segments::can_merge(&cursors))
+        Ok(sliceable(&cursors, window))
     }
 
     /// Writes slice `index` of `count` of the body into `out` (named `named` in
@@ -146,8 +148,11 @@ impl<'a> TraceWriter<'a> {
     /// formats them (a `.prv.gz`: gzip members). The spans cut the records into
     /// `count` slices of about as many records each, found from the runs' time
     /// indexes alone, so every task that has the same inputs finds the same
-    /// ones; their texts, in order, are the whole body. `None` when the body
-    /// cannot be sliced ([`TraceWriter::can_slice`]).
+    /// ones; their texts, in order, are the whole body. With a cut, the
+    /// slices hold the records inside the window (cut as the whole merge
+    /// cuts them), found from the records in it, and what crosses its edges
+    /// is written by [`TraceWriter::write_from_slices`]. `None` when the
+    /// body cannot be sliced ([`TraceWriter::can_slice`]).
     pub fn write_slice(
         &self,
         inputs: &[MergeInput],
@@ -155,17 +160,25 @@ impl<'a> TraceWriter<'a> {
         (out, named): (&File, &Path),
         progress: &mut dyn FnMut(u64),
     ) -> Result<Option<SliceTallies>, WriteError> {
-        if self.cut.is_some() || self.record_by_record {
+        if self.record_by_record {
             return Ok(None);
         }
         let mut prepared = self.prepare(inputs)?;
+        let window = prepared.window;
         let cursors = prepared.cursors(inputs);
-        if !segments::can_merge(&cursors) {
+        if !sliceable(&cursors, window) {
             return Ok(None);
         }
-        let bounds = segments::slice_bounds(&cursors, count);
-        let from = (index as usize).checked_sub(1).map(|i| bounds[i]);
-        let to = bounds.get(index as usize).copied();
+        // A cut's slices cut the records of its window, rank by rank at its
+        // edges as the whole merge does (`cut::Keep`).
+        let within = window.map(|length| (0, length.saturating_add(1)));
+        let bounds = segments::slice_bounds(&cursors, count, within);
+        let mut from = (index as usize).checked_sub(1).map(|i| bounds[i]);
+        let mut to = bounds.get(index as usize).copied();
+        if let Some((start, end)) = within {
+            (from, to) = (from.or(Some(start)), to.or(Some(end)));
+        }
+        let keep = window.map(|end| cut::Keep::Inside { end });
         let mut sink = TraceSink::new(out, self.paths.gzip);
         let mut lines = LineFormatter::new(self.catalog, LINE_BLOCK + 4096);
         segments::write_span(
@@ -175,7 +188,7 @@ impl<'a> TraceWriter<'a> {
             &cursors,
             self.batch_records,
             (from, to),
-            None,
+            keep,
             progress,
         )
         .and_then(|()| sink.finish())
@@ -281,15 +294,39 @@ impl<'a> TraceWriter<'a> {
                 lines.finish()
             }
             Body::Slices(slices) => {
+                let io = |e| WriteError::io(&paths.prv, e);
+                // With a cut, what crosses its edges: the slices hold what lies
+                // inside.
+                let mut lines = LineFormatter::new(catalog, LINE_BLOCK + 4096);
+                let cursors = prepared.cursors(inputs);
+                let mut edges = match window {
+                    Some(length) => {
+                        let mut edges =
+                            cut::edges(catalog, &cursors, length, self.read_budget).map_err(io)?;
+                        let batch = self.batch_records;
+                        cut::write_opening(
+                            &mut out, &mut lines, catalog, &cursors, &mut edges, batch,
+                        )
+                        .map_err(io)?;
+                        Some(edges)
+                    }
+                    None => None,
+                };
                 // The header is whole (a gzip member of its own) before the
                 // slices' bytes follow it.
-                out.finish().map_err(|e| WriteError::io(&paths.prv, e))?;
-                let mut summary = TraceSummary::default();
-                let mut used = UsedLabels::default();
-                for slice in slices {
+                out.finish().map_err(io)?;
+                for slice in &slices {
                     // `io::copy` between files is `copy_file_range`.
-                    std::io::copy(&mut &slice.file, &mut prv_file.file())
-                        .map_err(|e| WriteError::io(&paths.prv, e))?;
+                    std::io::copy(&mut &slice.file, &mut prv_file.file()).map_err(io)?;
+                }
+                if let Some(edges) = edges.take() {
+                    let mut tail = TraceSink::new(prv_file.file(), paths.gzip);
+                    cut::write_closing(&mut tail, &mut lines, edges)
+                        .and_then(|()| tail.finish())
+                        .map_err(io)?;
+                }
+                let (mut summary, mut used) = lines.finish();
+                for slice in slices {
                     let t = slice.tallies;
                     summary.lines += t.lines;
                     summary.states += t.states;
@@ -328,6 +365,15 @@ impl<'a> TraceWriter<'a> {
         row_file.finish()?;
         prv_file.finish()?;
         Ok(summary)
+    }
+}
+
+/// Whether the body of `cursors` can be cut into time slices (with a cut of
+/// `window` ns, when given).
+fn sliceable(cursors: &[RunCursor], window: Option<i64>) -> bool {
+    match window {
+        Some(_) => cut::can_split(cursors),
+        None => segments::can_merge(cursors),
     }
 }
 
@@ -1087,14 +1133,15 @@ mod tests {
     }
 
     /// Writes the cut of `inputs` to `window` as `how` says; returns the
-    /// file's text (decompressed) and its summary, or the error.
+    /// file's text (decompressed), its summary and the last count the
+    /// progress was told, or the error.
     fn write_cut_with(
         dir: &std::path::Path,
         name: &str,
         inputs: &[MergeInput],
         how: Writing,
         window: TimeWindow,
-    ) -> Result<(String, TraceSummary), WriteError> {
+    ) -> Result<(String, TraceSummary, u64), WriteError> {
         let Writing {
             threads,
             batch,
@@ -1111,6 +1158,7 @@ mod tests {
         let catalog = catalog();
         let layout = two_tasks_of_three_threads();
         let cut = Cut { window };
+        let mut told = 0;
         let summary = pool.install(|| {
             let writer = TraceWriter::new(&paths, &layout, &catalog)
                 .batch_records(batch)
@@ -1120,7 +1168,7 @@ mod tests {
             } else {
                 writer
             };
-            writer.write(inputs, &mut |_| {})
+            writer.write(inputs, &mut |n| told = n)
         })?;
         let bytes = std::fs::read(&paths.prv).unwrap();
         let mut text = String::new();
@@ -1133,7 +1181,7 @@ mod tests {
             0
         });
         assert_eq!(summary.lines as usize, body(&text).len(), "{how:?}");
-        Ok((text, summary))
+        Ok((text, summary, told))
     }
 
     /// A cut merged by segments (what each run leaves open found apart, the
@@ -1141,7 +1189,8 @@ mod tests {
     /// text and tallies: nested ranges open across both edges, values that
     /// hold, states and messages across the edges, records at exactly the
     /// start and the end, windows of one time and empty ones, spilled or not,
-    /// any segment size and thread count, plain or gzip.
+    /// any segment size and thread count, plain or gzip; and the progress
+    /// told the same count of records read.
     #[test]
     fn a_cut_by_segments_writes_the_record_by_record_cut() {
         let dir = tempfile::tempdir().unwrap();
@@ -1170,7 +1219,7 @@ mod tests {
         ] {
             let window = TimeWindow { start, end };
             let expected = write_cut_with(dir.path(), "o", &in_memory, oracle, window);
-            let Ok((expected, expected_summary)) = expected else {
+            let Ok((expected, expected_summary, expected_read)) = expected else {
                 // Nothing in the window: an error, whichever the merge.
                 for inputs in [&in_memory, &spilled] {
                     let how = Writing {
@@ -1193,17 +1242,87 @@ mod tests {
                                 gzip,
                                 gather: false,
                             };
-                            let (text, summary) =
+                            let (text, summary, read) =
                                 write_cut_with(dir.path(), "s", inputs, how, window).unwrap();
                             let what = format!("{how:?}, spilled {spill}, window {window:?}");
                             assert!(text == expected, "{what}\n{text}\n---\n{expected}");
                             assert_eq!(summary, expected_summary, "{what}");
+                            // The progress counts the records read up to the end.
+                            assert_eq!(read, expected_read, "{what}");
                         }
                     }
                 }
             }
         }
         assert!(tried >= 8, "{tried} windows with records");
+    }
+
+    /// A cut written slice by slice (its window's records cut into slices,
+    /// what crosses its edges written by the step that copies them) gives the
+    /// record-by-record cut's files: `.prv` byte for byte, `.prv.gz`
+    /// decompressed, the same `.pcf` and summary; any slice count, spilled or
+    /// not, empty slices included.
+    #[test]
+    fn a_cut_written_by_slices_is_the_whole_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = two_tasks_of_three_threads();
+        let catalog = catalog();
+        let read = |paths: &OutputPaths| {
+            let mut bytes = std::fs::read(&paths.prv).unwrap();
+            if paths.gzip {
+                let mut text = Vec::new();
+                let mut gz = flate2::read::MultiGzDecoder::new(&bytes[..]);
+                std::io::Read::read_to_end(&mut gz, &mut text).unwrap();
+                bytes = text;
+            }
+            (bytes, std::fs::read(&paths.pcf).unwrap())
+        };
+        let in_memory = nested_runs(None);
+        let spilled = nested_runs(Some(dir.path()));
+        for (start, end) in [(1205, 1245), (1213, 2217), (0, 1 << 20), (1105, 1106)] {
+            let cut = Cut {
+                window: TimeWindow { start, end },
+            };
+            for gzip in [false, true] {
+                let ext = if gzip { "prv.gz" } else { "prv" };
+                let whole = OutputPaths::for_trace(&dir.path().join(format!("w.{ext}"))).unwrap();
+                let expected_summary = TraceWriter::new(&whole, &layout, &catalog)
+                    .cut(Some(&cut))
+                    .record_by_record()
+                    .write(&in_memory, &mut |_| {})
+                    .unwrap();
+                let expected = read(&whole);
+                for (spill, inputs) in [(false, &in_memory), (true, &spilled)] {
+                    for count in [1u32, 2, 3, 7, 1000] {
+                        let name = format!("s{count}{spill}.{ext}");
+                        let paths = OutputPaths::for_trace(&dir.path().join(name)).unwrap();
+                        let writer = TraceWriter::new(&paths, &layout, &catalog)
+                            .batch_records(50)
+                            .cut(Some(&cut));
+                        assert!(writer.can_slice(inputs).unwrap());
+                        let mut slices = Vec::new();
+                        for index in 0..count {
+                            let file = tempfile::tempfile_in(dir.path()).unwrap();
+                            let tallies = writer
+                                .write_slice(
+                                    inputs,
+                                    (index, count),
+                                    (&file, dir.path()),
+                                    &mut |_| {},
+                                )
+                                .unwrap()
+                                .expect("sliced");
+                            std::io::Seek::rewind(&mut &file).unwrap();
+                            slices.push(SliceBody { file, tallies });
+                        }
+                        let what = format!("{count} slices, spilled {spill}, gzip {gzip}, {cut:?}");
+                        let summary = writer.write_from_slices(inputs, slices).unwrap();
+                        assert_eq!(summary, expected_summary, "{what}");
+                        assert!(read(&paths) == expected, "{what}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -478,11 +478,20 @@ impl<'a> Segmenter<'a> {
 /// is from bound `i - 1` to bound `i`, the first and last open; equal bounds
 /// make an empty slice). Computed from the runs' blocks and their chunks' time
 /// indexes only (no record is read), so every process that has the same runs
-/// finds the same bounds; every record of one time falls in one slice.
-pub(crate) fn slice_bounds(cursors: &[RunCursor], count: u32) -> Vec<i64> {
+/// finds the same bounds; every record of one time falls in one slice. With
+/// `within` (a cut's span of trace times `from..to`), only the records in it
+/// are counted, and the bounds lie in it.
+pub(crate) fn slice_bounds(
+    cursors: &[RunCursor],
+    count: u32,
+    within: Option<(i64, i64)>,
+) -> Vec<i64> {
     let places = places_in_trace(cursors);
     let parts = streams(cursors, &places);
-    let samples = samples(&parts, INDEX_STEP, None);
+    let mut samples = samples(&parts, INDEX_STEP, within.map(|(_, to)| to));
+    if let Some((from, _)) = within {
+        samples.retain(|&(time, _)| time >= from);
+    }
     let total: u64 = samples.iter().map(|&(_, w)| u64::from(w)).sum();
     let count = u64::from(count.max(1));
     let mut bounds = Vec::with_capacity(count as usize - 1);
@@ -500,7 +509,7 @@ pub(crate) fn slice_bounds(cursors: &[RunCursor], count: u32) -> Vec<i64> {
         // Records of one time stay together: a bound is a sample's time.
         let bound = match samples.peek() {
             Some(&&(time, _)) => time,
-            None => i64::MAX,
+            None => within.map_or(i64::MAX, |(_, to)| to),
         };
         bounds.push(bounds.last().map_or(bound, |&last: &i64| last.max(bound)));
     }
