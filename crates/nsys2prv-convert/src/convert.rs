@@ -513,8 +513,9 @@ fn prepare_merge(
 pub enum SliceOutcome {
     /// Its slice of the body, with its tallies.
     Written(SliceTallies),
-    /// The body cannot be cut into time slices (a cut, or runs whose threads
-    /// are not in the trace's order): the finishing merge writes it whole.
+    /// The body cannot be cut into time slices (runs whose threads are not in
+    /// the trace's order, or with a cut a thread in two runs): the finishing
+    /// merge writes it whole.
     Unsliced,
 }
 

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cursor::RunCursor;
 use crate::kmerge::{Merged, Merger};
@@ -429,7 +429,7 @@ impl Keep {
     }
 }
 
-/// What one run leaves open at a window's edges (global threads): values
+/// What some runs leave open at a window's edges (global threads): values
 /// open and states straddling at its start, values open at its end.
 struct RunEdges {
     at_start: FxHashMap<(u64, u32), Vec<i64>>,
@@ -437,22 +437,29 @@ struct RunEdges {
     at_end: FxHashMap<(u64, u32), Vec<i64>>,
     /// Records read: those up to the window's end.
     read: u64,
+    /// The (thread, type) of every event tracked, and the threads of every
+    /// state before the start: what the runs' order across the runs would
+    /// decide, were two runs to share one.
+    keys: FxHashSet<(u64, u32)>,
+    state_threads: FxHashSet<u64>,
 }
 
-/// Reads the run of `c` (its streams merged in its order, chunks through
-/// readers sharing `read_budget`) up to the window's end, `length`, tracking
-/// what the record-by-record writer tracks of its threads: what is open once
-/// the records before the start are past, and once those up to the end are.
-fn edges_of_run(
-    c: &RunCursor,
+/// Reads the runs of `cursors` (merged as the trace merges them, chunks
+/// through readers sharing `read_budget`) up to the window's end, `length`,
+/// tracking what the record-by-record writer tracks of their threads: what is
+/// open once the records before the start are past, and once those up to the
+/// end are.
+fn edges_of_runs(
+    cursors: &[RunCursor],
     catalog: &PcfCatalog,
     length: i64,
     read_budget: usize,
 ) -> std::io::Result<RunEdges> {
-    let cursors = std::slice::from_ref(c);
     let mut cut = CutState::new(length, catalog);
     let mut at_start = None;
     let mut read = 0;
+    let mut keys = FxHashSet::default();
+    let mut state_threads = FxHashSet::default();
     let mut merger = Merger::new(cursors, read_budget)?;
     loop {
         let next = merger.next(cursors, |m| {
@@ -464,15 +471,18 @@ fn edges_of_run(
             if !before && at_start.is_none() {
                 at_start = Some((cut.open.clone(), std::mem::take(&mut cut.straddling)));
             }
+            let c = &cursors[m.run];
             match m.record.body {
                 View::Events { closing, pairs } => {
                     for pair in pairs.iter() {
                         let value = if closing { 0 } else { c.values_of(pair) };
                         cut.track(m.thread, pair.ty, value);
+                        keys.insert((m.thread, pair.ty));
                     }
                 }
                 // (Only a record before the start can straddle it.)
                 View::State { end, state } if time < 0 => {
+                    state_threads.insert(m.thread);
                     let end = (end + c.shift).min(length);
                     if end > 0 {
                         cut.straddling.insert(m.thread, (end, state));
@@ -494,21 +504,15 @@ fn edges_of_run(
         straddling,
         at_end: cut.open,
         read,
+        keys,
+        state_threads,
     })
 }
 
 /// Whether [`write_body_by_segments`] can write the cut of `cursors`: the
-/// segments can merge them, and no global thread has records in two runs
-/// (what a thread leaves open is then one run's alone).
+/// segments can merge them.
 pub(crate) fn can_split(cursors: &[RunCursor]) -> bool {
-    let mut owners: Vec<(u64, usize)> = cursors
-        .iter()
-        .enumerate()
-        .flat_map(|(run, c)| c.order.iter().map(move |&thread| (thread, run)))
-        .collect();
-    owners.sort_unstable();
-    owners.dedup();
-    segments::can_merge(cursors) && owners.windows(2).all(|w| w[0].0 != w[1].0)
+    segments::can_merge(cursors)
 }
 
 /// What the runs leave open at a window's edges: at its start (values, and
@@ -520,8 +524,13 @@ pub(crate) struct Edges {
     pub(crate) read: u64,
 }
 
-/// What every run of `cursors` leaves open at the edges of a window of
-/// `length` ns, each run read up to the window's end, runs in parallel.
+/// What the runs of `cursors` leave open at the edges of a window of
+/// `length` ns, each run read up to the window's end, runs in parallel. What
+/// a thread leaves open depends on the order of its records only: when two
+/// runs have records of one thread that it depends on (events of one type,
+/// or states before the start; an MPI messages run, of communications only,
+/// does not), the runs are read again merged as one, as the trace merges
+/// them.
 pub(crate) fn edges(
     catalog: &PcfCatalog,
     cursors: &[RunCursor],
@@ -531,10 +540,24 @@ pub(crate) fn edges(
     // Runs are read on every thread at once: each thread's readers share a
     // share of the budget.
     let budget = read_budget / rayon::current_num_threads().max(1);
-    let runs = cursors
+    let mut runs = cursors
         .par_iter()
-        .map(|c| edges_of_run(c, catalog, length, budget))
+        .map(|c| edges_of_runs(std::slice::from_ref(c), catalog, length, budget))
         .collect::<std::io::Result<Vec<RunEdges>>>()?;
+    let mut keys = FxHashSet::default();
+    let mut state_threads = FxHashSet::default();
+    let shared = runs.iter_mut().any(|run| {
+        let keys_shared = std::mem::take(&mut run.keys)
+            .into_iter()
+            .any(|key| !keys.insert(key));
+        let states_shared = std::mem::take(&mut run.state_threads)
+            .into_iter()
+            .any(|thread| !state_threads.insert(thread));
+        keys_shared || states_shared
+    });
+    if shared {
+        runs = vec![edges_of_runs(cursors, catalog, length, read_budget)?];
+    }
     let mut start = CutState::new(length, catalog);
     let mut end = FxHashMap::default();
     let mut read = 0;

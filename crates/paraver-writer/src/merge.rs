@@ -1257,6 +1257,48 @@ mod tests {
         assert!(tried >= 8, "{tried} windows with records");
     }
 
+    /// Two runs with records of the same threads (events of the same types,
+    /// states): what the threads leave open at the window's edges is found
+    /// from the runs merged as one, and the cut by segments (and by slices)
+    /// is still the record-by-record cut.
+    #[test]
+    fn a_cut_of_runs_that_share_threads_is_the_record_by_record_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = |spill: Option<&std::path::Path>| {
+            let mut inputs = nested_runs(spill);
+            inputs[1].threads = inputs[0].threads.clone();
+            inputs
+        };
+        let oracle = Writing {
+            threads: 1,
+            batch: 1 << 14,
+            gzip: false,
+            gather: true,
+        };
+        for (start, end) in [(1205, 1245), (1213, 2217), (3000, 3040)] {
+            let window = TimeWindow { start, end };
+            let (expected, expected_summary, expected_read) =
+                write_cut_with(dir.path(), "o", &shared(None), oracle, window).unwrap();
+            for spill in [None, Some(dir.path())] {
+                for batch in [7, 1 << 14] {
+                    let how = Writing {
+                        threads: 3,
+                        batch,
+                        gzip: false,
+                        gather: false,
+                    };
+                    let inputs = shared(spill);
+                    let (text, summary, read) =
+                        write_cut_with(dir.path(), "s", &inputs, how, window).unwrap();
+                    let what = format!("{how:?}, spilled {}, {window:?}", spill.is_some());
+                    assert!(text == expected, "{what}\n{text}\n---\n{expected}");
+                    assert_eq!(summary, expected_summary, "{what}");
+                    assert_eq!(read, expected_read, "{what}");
+                }
+            }
+        }
+    }
+
     /// A cut written slice by slice (its window's records cut into slices,
     /// what crosses its edges written by the step that copies them) gives the
     /// record-by-record cut's files: `.prv` byte for byte, `.prv.gz`
