@@ -4,11 +4,11 @@
 //! What a cut tracks (intervals and values open, the state straddling the
 //! start) is per thread, so the cut body comes in four parts: what each run
 //! leaves open at the window's start and at its end (each run read up to the
-//! end, runs in parallel: [`edges_of_run`]); the opening block from it; the
-//! records inside, each clipped on its own ([`Keep`]), merged by time segments
-//! on every thread (`segments.rs`); the closing block. The record-by-record
-//! writer ([`write_body`]) is the oracle the segments are tested against, and
-//! the way for runs the segments cannot merge or that share a thread.
+//! end, runs in parallel: [`edges`]); the opening block from it; the records
+//! inside, each clipped on its own ([`Keep`]), merged by time segments on
+//! every thread (`segments.rs`), or by time slices over merge tasks; the
+//! closing block. The record-by-record writer ([`write_body`]) is the oracle
+//! these are tested against, and the way for runs the segments cannot merge.
 
 use std::collections::BTreeMap;
 
@@ -369,8 +369,9 @@ impl CutWriter<'_, '_> {
 
 /// Which records of a span of the merged runs a cut writes, and how: each
 /// record on its own (what crosses the window's start is written by the
-/// opening block, from [`edges_of_run`]). The record-by-record writer's
-/// phases ([`CutState::phase`]) as a filter on one record.
+/// opening block, from [`edges`]). The record-by-record writer's phases
+/// ([`CutState::phase`]) as a filter on one record.
+///
 /// Both kinds clip to the window's end `end`: states to it, communications
 /// kept only when wholly inside.
 #[derive(Clone, Copy, Debug)]
