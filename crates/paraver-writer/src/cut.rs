@@ -385,12 +385,12 @@ pub(crate) enum Keep {
     Inside { end: i64 },
 }
 
-impl Keep {
+impl segments::Admit for Keep {
     /// The record `r` (at trace time `time`, of the run of `c`) as the cut
     /// writes it, or `None` when it leaves it out.
     #[inline]
-    pub(crate) fn admit<'s>(self, c: &RunCursor, r: Current<'s>, time: i64) -> Option<Current<'s>> {
-        let (kept, end) = match self {
+    fn admit<'s>(&self, c: &RunCursor, r: Current<'s>, time: i64) -> Option<Current<'s>> {
+        let (kept, end) = match *self {
             Keep::Edge { end } => (time == 0 && r.rank < CLOSING_RANK, end),
             Keep::Inside { end } => {
                 let inside = (time > 0 || (time == 0 && r.rank > CLOSING_RANK))
@@ -589,7 +589,7 @@ pub(crate) fn write_opening(
         cursors,
         batch_records,
         (Some(0), Some(1)),
-        Some(Keep::Edge { end: length }),
+        Some(&Keep::Edge { end: length }),
         &mut |_| {},
     )?;
     let start = std::mem::replace(&mut edges.start, CutState::new(length, catalog));
@@ -646,7 +646,7 @@ pub(crate) fn write_body_by_segments(
         cursors,
         batch_records,
         (Some(0), Some(length.saturating_add(1))),
-        Some(Keep::Inside { end: length }),
+        Some(&Keep::Inside { end: length }),
         &mut |_| {},
     )?;
     write_closing(out, lines, edges)?;

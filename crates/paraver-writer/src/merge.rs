@@ -179,6 +179,7 @@ impl<'a> TraceWriter<'a> {
             (from, to) = (from.or(Some(start)), to.or(Some(end)));
         }
         let keep = window.map(|end| cut::Keep::Inside { end });
+        let keep = keep.as_ref().map(|k| k as &dyn segments::Admit);
         let mut sink = TraceSink::new(out, self.paths.gzip);
         let mut lines = LineFormatter::new(self.catalog, LINE_BLOCK + 4096);
         segments::write_span(

@@ -19,7 +19,6 @@ use std::io::Write;
 use rayon::prelude::*;
 
 use crate::cursor::{places_in_trace, RunCursor, Stream};
-use crate::cut::Keep;
 use crate::gather::BATCH_PAIRS;
 use crate::lines::LineFormatter;
 use crate::loser_tree::{merge_key, LoserTree, DONE};
@@ -28,6 +27,14 @@ use crate::pcf::PcfCatalog;
 use crate::record::{LocalThread, Record};
 use crate::spill::{ChunkReader, ChunkSpan, SpilledChunk, INDEX_STEP, READ_BUFFER};
 use crate::view::{Current, View};
+
+/// Which records of a span are written, and how: a cut's filter
+/// (`cut::Keep`), applied to each merged record on its own.
+pub(crate) trait Admit: Sync {
+    /// The record `r` (at trace time `time`, of the run of `c`) as it is
+    /// written, or `None` when it is left out.
+    fn admit<'s>(&self, c: &RunCursor, r: Current<'s>, time: i64) -> Option<Current<'s>>;
+}
 
 /// Segments per thread in a round: a few, so that a thread that finishes early
 /// (or writes the previous round) finds work. Fewer when segments grow
@@ -106,8 +113,8 @@ pub(crate) fn write_body(
 /// [`write_body`] of the records at trace times `from..to` only (each end
 /// open when `None`). A `.prv.gz` span is cut into members from its own first
 /// record (so its members depend on where the span starts), and its last
-/// member ends with the span. With `keep`, only the records a cut keeps are
-/// written, as it writes them (see [`Keep`]); members then count those.
+/// member ends with the span. With `keep`, only the records it admits are
+/// written, as it gives them (see [`Admit`]); members then count those.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_span(
     out: &mut TraceSink,
@@ -116,7 +123,7 @@ pub(crate) fn write_span(
     cursors: &[RunCursor],
     batch_records: usize,
     (from, to): (Option<i64>, Option<i64>),
-    keep: Option<Keep>,
+    keep: Option<&dyn Admit>,
     progress: &mut dyn FnMut(u64),
 ) -> std::io::Result<()> {
     let threads = rayon::current_num_threads().max(1);
@@ -716,7 +723,7 @@ fn format_segment(
     places: &[Vec<u32>],
     segment: &Segment,
     slot: &mut Slot,
-    keep: Option<Keep>,
+    keep: Option<&dyn Admit>,
 ) -> std::io::Result<u64> {
     let Slot { f, marks, buffers } = slot;
     let records = match segment.parts.as_slice() {
@@ -751,7 +758,7 @@ fn format_segment(
 fn format(
     f: &mut LineFormatter,
     marks: &mut Option<Vec<Mark>>,
-    keep: Option<Keep>,
+    keep: Option<&dyn Admit>,
     (c, run): (&RunCursor, usize),
     current: Current,
     time: i64,
@@ -795,7 +802,7 @@ fn merge_blocks(
     parts: &[Part],
     f: &mut LineFormatter,
     marks: &mut Option<Vec<Mark>>,
-    keep: Option<Keep>,
+    keep: Option<&dyn Admit>,
 ) -> u64 {
     let blocks: Vec<(usize, LocalThread, u32, i64, &[Record])> = parts
         .iter()
@@ -860,7 +867,11 @@ fn merge_streams(
     cursors: &[RunCursor],
     places: &[Vec<u32>],
     parts: &[Part],
-    (f, marks, keep): (&mut LineFormatter, &mut Option<Vec<Mark>>, Option<Keep>),
+    (f, marks, keep): (
+        &mut LineFormatter,
+        &mut Option<Vec<Mark>>,
+        Option<&dyn Admit>,
+    ),
     buffers: &mut Buffers,
 ) -> std::io::Result<u64> {
     let mut readings = Vec::with_capacity(parts.len());
