@@ -511,11 +511,14 @@ fn prepare_merge(
 
 /// What a merge task wrote of its slice.
 pub enum SliceOutcome {
-    /// Its slice of the body, with its tallies, and the size of the header
-    /// that precedes the first slice in the `.prv`.
+    /// Its slice of the body, with its tallies, and the size of what precedes
+    /// the first slice in the `.prv` (0 with a cut: what is open at the
+    /// window's start follows the header, and only the finishing merge finds
+    /// it, so the task cannot place its slice).
     Written(SliceTallies, u64),
-    /// The body cannot be cut into time slices (a cut, or runs whose threads
-    /// are not in the trace's order): the finishing merge writes it whole.
+    /// The body cannot be cut into time slices (runs whose threads are not in
+    /// the trace's order, or with a cut a thread in two runs): the finishing
+    /// merge writes it whole.
     Unsliced,
 }
 
@@ -555,10 +558,10 @@ pub fn write_slice(
         })?;
     writing.finish();
     let header = match written {
-        Some(_) => writer
+        Some(_) if merging.cut.is_none() => writer
             .slice_header(&merging.merge_inputs)
             .with_context(|| format!("{}: cannot write the header", paths.prv.display()))?,
-        None => Vec::new(),
+        _ => Vec::new(),
     };
     Ok(match written {
         Some(tallies) => SliceOutcome::Written(tallies, header.len() as u64),

@@ -1,15 +1,26 @@
-//! A cut: the part of a trace kept between two times, and the writer that
-//! merges runs record by record through it, clipping what crosses its edges.
+//! A cut: the part of a trace kept between two times, and the writers that
+//! merge runs through it, clipping what crosses its edges.
+//!
+//! What a cut tracks (intervals and values open, the state straddling the
+//! start) is per thread, so the cut body comes in four parts: what each run
+//! leaves open at the window's start and at its end (each run read up to the
+//! end, runs in parallel: [`edges`]); the opening block from it; the records
+//! inside, each clipped on its own ([`Keep`]), merged by time segments on
+//! every thread (`segments.rs`), or by time slices over merge tasks; the
+//! closing block. The record-by-record writer ([`write_body`]) is the oracle
+//! these are tested against, and the way for runs the segments cannot merge.
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cursor::RunCursor;
 use crate::kmerge::{Merged, Merger};
 use crate::lines::{LineFormatter, LINE_BLOCK};
 use crate::output::TraceSink;
 use crate::pcf::{PcfCatalog, Timing};
+use crate::segments;
 use crate::text::Prefix;
 use crate::view::{Current, View};
 
@@ -354,4 +365,291 @@ impl CutWriter<'_, '_> {
             }
         }
     }
+}
+
+/// Which records of a span of the merged runs a cut writes, and how: each
+/// record on its own (what crosses the window's start is written by the
+/// opening block, from [`edges`]). The record-by-record writer's phases
+/// ([`CutState::phase`]) as a filter on one record.
+///
+/// Both kinds clip to the window's end `end`: states to it, communications
+/// kept only when wholly inside.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Keep {
+    /// The communications at time 0: written before the opening block
+    /// ([`Phase::Edge`]).
+    Edge { end: i64 },
+    /// The records after the start's communications and interval ends, up to
+    /// the window's end (its communications and ends included)
+    /// ([`Phase::Inside`]).
+    Inside { end: i64 },
+}
+
+impl segments::Admit for Keep {
+    /// The record `r` (at trace time `time`, of the run of `c`) as the cut
+    /// writes it, or `None` when it leaves it out.
+    #[inline]
+    fn admit<'s>(&self, c: &RunCursor, r: Current<'s>, time: i64) -> Option<Current<'s>> {
+        let (kept, end) = match *self {
+            Keep::Edge { end } => (time == 0 && r.rank < CLOSING_RANK, end),
+            Keep::Inside { end } => {
+                let inside = (time > 0 || (time == 0 && r.rank > CLOSING_RANK))
+                    && (time < end || (time == end && r.rank <= CLOSING_RANK));
+                (inside, end)
+            }
+        };
+        if !kept {
+            return None;
+        }
+        match r.body {
+            View::Events { .. } => Some(r),
+            View::State {
+                end: state_end,
+                state,
+            } => {
+                let clipped = (state_end + c.shift).min(end);
+                if clipped < time || (clipped == time && state_end + c.shift > time) {
+                    return None;
+                }
+                Some(Current {
+                    body: View::State {
+                        end: clipped - c.shift,
+                        state,
+                    },
+                    ..r
+                })
+            }
+            View::Comm(comm) => {
+                let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
+                times
+                    .iter()
+                    .all(|t| (0..=end).contains(&(t + c.shift)))
+                    .then_some(r)
+            }
+        }
+    }
+}
+
+/// What some runs leave open at a window's edges (global threads): values
+/// open and states straddling at its start, values open at its end.
+struct RunEdges {
+    at_start: FxHashMap<(u64, u32), Vec<i64>>,
+    straddling: BTreeMap<u64, (i64, u32)>,
+    at_end: FxHashMap<(u64, u32), Vec<i64>>,
+    /// Records read: those up to the window's end.
+    read: u64,
+    /// The (thread, type) of every event tracked, and the threads of every
+    /// state before the start: what the runs' order across the runs would
+    /// decide, were two runs to share one.
+    keys: FxHashSet<(u64, u32)>,
+    state_threads: FxHashSet<u64>,
+}
+
+/// Reads the runs of `cursors` (merged as the trace merges them, chunks
+/// through readers sharing `read_budget`) up to the window's end, `length`,
+/// tracking what the record-by-record writer tracks of their threads: what is
+/// open once the records before the start are past, and once those up to the
+/// end are.
+fn edges_of_runs(
+    cursors: &[RunCursor],
+    catalog: &PcfCatalog,
+    length: i64,
+    read_budget: usize,
+) -> std::io::Result<RunEdges> {
+    let mut cut = CutState::new(length, catalog);
+    let mut at_start = None;
+    let mut read = 0;
+    let mut keys = FxHashSet::default();
+    let mut state_threads = FxHashSet::default();
+    let mut merger = Merger::new(cursors, read_budget)?;
+    loop {
+        let next = merger.next(cursors, |m| {
+            let (time, rank) = (m.time, m.rank);
+            if time > length || (time == length && rank > CLOSING_RANK) {
+                return false;
+            }
+            let before = time < 0 || (time == 0 && rank <= CLOSING_RANK);
+            if !before && at_start.is_none() {
+                at_start = Some((cut.open.clone(), std::mem::take(&mut cut.straddling)));
+            }
+            let c = &cursors[m.run];
+            match m.record.body {
+                View::Events { closing, pairs } => {
+                    for pair in pairs.iter() {
+                        let value = if closing { 0 } else { c.values_of(pair) };
+                        cut.track(m.thread, pair.ty, value);
+                        keys.insert((m.thread, pair.ty));
+                    }
+                }
+                // (Only a record before the start can straddle it.)
+                View::State { end, state } if time < 0 => {
+                    state_threads.insert(m.thread);
+                    let end = (end + c.shift).min(length);
+                    if end > 0 {
+                        cut.straddling.insert(m.thread, (end, state));
+                    }
+                }
+                View::State { .. } | View::Comm(_) => {}
+            }
+            true
+        })?;
+        if next != Some(true) {
+            break;
+        }
+        read += 1;
+    }
+    let (at_start, straddling) =
+        at_start.unwrap_or_else(|| (cut.open.clone(), std::mem::take(&mut cut.straddling)));
+    Ok(RunEdges {
+        at_start,
+        straddling,
+        at_end: cut.open,
+        read,
+        keys,
+        state_threads,
+    })
+}
+
+/// Whether [`write_body_by_segments`] can write the cut of `cursors`: the
+/// segments can merge them.
+pub(crate) fn can_split(cursors: &[RunCursor]) -> bool {
+    segments::can_merge(cursors)
+}
+
+/// What the runs leave open at a window's edges: at its start (values, and
+/// states straddling it), and at its end.
+pub(crate) struct Edges {
+    start: CutState,
+    end: FxHashMap<(u64, u32), Vec<i64>>,
+    /// Records up to the window's end: those the record-by-record writer reads.
+    pub(crate) read: u64,
+}
+
+/// What the runs of `cursors` leave open at the edges of a window of
+/// `length` ns, each run read up to the window's end, runs in parallel. What
+/// a thread leaves open depends on the order of its records only: when two
+/// runs have records of one thread that it depends on (events of one type,
+/// or states before the start; an MPI messages run, of communications only,
+/// does not), the runs are read again merged as one, as the trace merges
+/// them.
+pub(crate) fn edges(
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    length: i64,
+    read_budget: usize,
+) -> std::io::Result<Edges> {
+    // Runs are read on every thread at once: each thread's readers share a
+    // share of the budget.
+    let budget = read_budget / rayon::current_num_threads().max(1);
+    let mut runs = cursors
+        .par_iter()
+        .map(|c| edges_of_runs(std::slice::from_ref(c), catalog, length, budget))
+        .collect::<std::io::Result<Vec<RunEdges>>>()?;
+    let mut keys = FxHashSet::default();
+    let mut state_threads = FxHashSet::default();
+    let shared = runs.iter_mut().any(|run| {
+        let keys_shared = std::mem::take(&mut run.keys)
+            .into_iter()
+            .any(|key| !keys.insert(key));
+        let states_shared = std::mem::take(&mut run.state_threads)
+            .into_iter()
+            .any(|thread| !state_threads.insert(thread));
+        keys_shared || states_shared
+    });
+    if shared {
+        runs = vec![edges_of_runs(cursors, catalog, length, read_budget)?];
+    }
+    let mut start = CutState::new(length, catalog);
+    let mut end = FxHashMap::default();
+    let mut read = 0;
+    for run in runs {
+        start.open.extend(run.at_start);
+        start.straddling.extend(run.straddling);
+        end.extend(run.at_end);
+        read += run.read;
+    }
+    Ok(Edges { start, end, read })
+}
+
+/// The start of a cut body: the communications at time 0 (`Phase::Edge`),
+/// then, at 0, what is open at the start (`edges`).
+pub(crate) fn write_opening(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    edges: &mut Edges,
+    batch_records: usize,
+) -> std::io::Result<()> {
+    let length = edges.start.end;
+    segments::write_span(
+        out,
+        lines,
+        catalog,
+        cursors,
+        batch_records,
+        (Some(0), Some(1)),
+        Some(&Keep::Edge { end: length }),
+        &mut |_| {},
+    )?;
+    let start = std::mem::replace(&mut edges.start, CutState::new(length, catalog));
+    let mut writer = CutWriter {
+        out,
+        lines,
+        cut: start,
+    };
+    writer.open_window();
+    writer.lines.write_out(writer.out)
+}
+
+/// The end of a cut body: what is still open at the window's end, ended there.
+pub(crate) fn write_closing(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    edges: Edges,
+) -> std::io::Result<()> {
+    let mut cut = edges.start;
+    cut.open = edges.end;
+    let mut writer = CutWriter { out, lines, cut };
+    writer.close_window();
+    writer.lines.end_event_line();
+    writer.lines.write_out(writer.out)
+}
+
+/// [`write_body`] by parts (see [`can_split`]): what every run leaves open at
+/// the window's edges, found in parallel; the communications at its start;
+/// the opening block; the records inside merged by time segments of about
+/// `batch_records` records on every thread; the closing block. The same text
+/// as [`write_body`]; a `.prv.gz` is cut into members as the segment merge
+/// cuts them (by records written), the blocks as members of their own.
+/// `progress` is told the records [`write_body`] reads (those up to the
+/// window's end), once they are read.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_body_by_segments(
+    out: &mut TraceSink,
+    lines: &mut LineFormatter,
+    catalog: &PcfCatalog,
+    cursors: &[RunCursor],
+    length: i64,
+    batch_records: usize,
+    read_budget: usize,
+    progress: &mut dyn FnMut(u64),
+) -> std::io::Result<()> {
+    let mut edges = edges(catalog, cursors, length, read_budget)?;
+    let read = edges.read;
+    progress(read);
+    write_opening(out, lines, catalog, cursors, &mut edges, batch_records)?;
+    segments::write_span(
+        out,
+        lines,
+        catalog,
+        cursors,
+        batch_records,
+        (Some(0), Some(length.saturating_add(1))),
+        Some(&Keep::Inside { end: length }),
+        &mut |_| {},
+    )?;
+    write_closing(out, lines, edges)?;
+    progress(read);
+    Ok(())
 }

@@ -9,11 +9,14 @@
 //!   a `.prv.gz` gets the gathering merge's gzip members);
 //! * otherwise (runs whose threads are not in the trace's order): one thread merges record by record (`kmerge.rs`)
 //!   into batches that the others format (`gather.rs`);
-//! * with a cut: record by record through the window's bookkeeping
-//!   (`cut.rs`).
+//! * with a cut: what each run leaves open at the window's edges (runs read
+//!   in parallel up to its end), then the records inside by segments as
+//!   above, each clipped on its own, between the opening and closing blocks
+//!   (`cut.rs`); record by record through the window's bookkeeping when the
+//!   segments cannot merge the runs or two runs share a thread.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::cursor::RunCursor;
@@ -126,16 +129,18 @@ impl<'a> TraceWriter<'a> {
         self.write_with(inputs, Body::Slices(slices))
     }
 
-    /// Whether the body of `inputs` can be written by time slices: no cut, and
-    /// every run merged by segments (runs in memory or with a time index, each
-    /// run's threads in the trace's order).
+    /// Whether the body of `inputs` can be written by time slices: every run
+    /// merged by segments (runs in memory or with a time index, each run's
+    /// threads in the trace's order), and with a cut no thread in two runs
+    /// (see [`cut::can_split`]).
     pub fn can_slice(&self, inputs: &[MergeInput]) -> Result<bool, WriteError> {
-        if self.cut.is_some() || self.record_by_record {
+        if self.record_by_record {
             return Ok(false);
         }
         let mut prepared = self.prepare(inputs)?;
+        let window = prepared.window;
         let cursors = prepared.cursors(inputs);
-        Ok(segments::can_merge(&cursors))
+        Ok(sliceable(&cursors, window))
     }
 
     /// Writes slice `index` of `count` of the body into `out` (named `named` in
@@ -143,8 +148,11 @@ impl<'a> TraceWriter<'a> {
     /// formats them (a `.prv.gz`: gzip members). The spans cut the records into
     /// `count` slices of about as many records each, found from the runs' time
     /// indexes alone, so every task that has the same inputs finds the same
-    /// ones; their texts, in order, are the whole body. `None` when the body
-    /// cannot be sliced ([`TraceWriter::can_slice`]).
+    /// ones; their texts, in order, are the whole body. With a cut, the
+    /// slices hold the records inside the window (cut as the whole merge
+    /// cuts them), found from the records in it, and what crosses its edges
+    /// is written by [`TraceWriter::write_from_slices`]. `None` when the
+    /// body cannot be sliced ([`TraceWriter::can_slice`]).
     pub fn write_slice(
         &self,
         inputs: &[MergeInput],
@@ -152,17 +160,26 @@ impl<'a> TraceWriter<'a> {
         (out, named): (&File, &Path),
         progress: &mut dyn FnMut(u64),
     ) -> Result<Option<SliceTallies>, WriteError> {
-        if self.cut.is_some() || self.record_by_record {
+        if self.record_by_record {
             return Ok(None);
         }
         let mut prepared = self.prepare(inputs)?;
+        let window = prepared.window;
         let cursors = prepared.cursors(inputs);
-        if !segments::can_merge(&cursors) {
+        if !sliceable(&cursors, window) {
             return Ok(None);
         }
-        let bounds = segments::slice_bounds(&cursors, count);
-        let from = (index as usize).checked_sub(1).map(|i| bounds[i]);
-        let to = bounds.get(index as usize).copied();
+        // A cut's slices cut the records of its window, rank by rank at its
+        // edges as the whole merge does (`cut::Keep`).
+        let within = window.map(|length| (0, length.saturating_add(1)));
+        let bounds = segments::slice_bounds(&cursors, count, within);
+        let mut from = (index as usize).checked_sub(1).map(|i| bounds[i]);
+        let mut to = bounds.get(index as usize).copied();
+        if let Some((start, end)) = within {
+            (from, to) = (from.or(Some(start)), to.or(Some(end)));
+        }
+        let keep = window.map(|end| cut::Keep::Inside { end });
+        let keep = keep.as_ref().map(|k| k as &dyn segments::Admit);
         let mut sink = TraceSink::new(out, self.paths.gzip);
         let mut lines = LineFormatter::new(self.catalog, LINE_BLOCK + 4096);
         segments::write_span(
@@ -172,6 +189,7 @@ impl<'a> TraceWriter<'a> {
             &cursors,
             self.batch_records,
             (from, to),
+            keep,
             progress,
         )
         .and_then(|()| sink.finish())
@@ -191,10 +209,18 @@ impl<'a> TraceWriter<'a> {
     /// first slice of [`TraceWriter::write_slice`] (a `.prv.gz`: one gzip
     /// member): every task that has the same inputs computes the same bytes,
     /// so each knows where its slice goes in the `.prv` once it knows the sizes
-    /// of the slices before it.
+    /// of the slices before it. Uncut traces only: with a cut, what is open at
+    /// the window's start follows the header, and only the finishing merge
+    /// finds it.
     pub fn slice_header(&self, inputs: &[MergeInput]) -> Result<Vec<u8>, WriteError> {
         let (origin, end) = time_span(inputs).ok_or(WriteError::EmptyTrace)?;
-        let text = self.layout.header((end - origin) as u64).into_bytes();
+        self.header_bytes((end - origin) as u64)
+    }
+
+    /// The header of a trace ending at `end_time`, as a sink writes it (one
+    /// gzip member for a `.prv.gz`).
+    fn header_bytes(&self, end_time: u64) -> Result<Vec<u8>, WriteError> {
+        let text = self.layout.header(end_time).into_bytes();
         match self.paths.gzip {
             true => {
                 crate::output::gzip_member(&text).map_err(|e| WriteError::io(&self.paths.prv, e))
@@ -273,6 +299,12 @@ impl<'a> TraceWriter<'a> {
                 let by_segments = !self.record_by_record && segments::can_merge(&cursors);
                 let (budget, batch) = (self.read_budget, self.batch_records);
                 let written = match window {
+                    Some(length) if by_segments && cut::can_split(&cursors) => {
+                        cut::write_body_by_segments(
+                            &mut out, &mut lines, catalog, &cursors, length, batch, budget,
+                            progress,
+                        )
+                    }
                     Some(length) => cut::write_body(
                         &mut out, &mut lines, catalog, &cursors, length, budget, progress,
                     ),
@@ -288,22 +320,51 @@ impl<'a> TraceWriter<'a> {
                 lines.finish()
             }
             Body::Slices(slices) => {
-                // The header, then each slice at its offset (where a merge task
-                // may have placed it already): one gzip member for the header,
-                // as a sink writes it.
-                let header = self.slice_header(inputs)?;
+                // The header (one gzip member, as a sink writes it); with a cut,
+                // what is open at the window's start after it; each slice at its
+                // offset (where a merge task may have placed it already: never
+                // with a cut, whose opening block only this merge finds); with a
+                // cut, what is still open at its end.
+                // (With a cut the header ends at the window's length.)
+                let header = self.header_bytes(end_time)?;
                 let file = prv_file.file();
                 let io = |e| WriteError::io(&paths.prv, e);
                 std::os::unix::fs::FileExt::write_all_at(file, &header, 0).map_err(io)?;
                 let mut offset = header.len() as u64;
-                let mut summary = TraceSummary::default();
-                let mut used = UsedLabels::default();
-                for slice in slices {
+                let mut lines = LineFormatter::new(catalog, LINE_BLOCK + 4096);
+                let cursors = prepared.cursors(inputs);
+                let mut edges = None;
+                if let Some(length) = window {
+                    let mut found =
+                        cut::edges(catalog, &cursors, length, self.read_budget).map_err(io)?;
+                    let mut at = file;
+                    at.seek(SeekFrom::Start(offset)).map_err(io)?;
+                    let mut out = TraceSink::new(file, paths.gzip);
+                    let batch = self.batch_records;
+                    cut::write_opening(&mut out, &mut lines, catalog, &cursors, &mut found, batch)
+                        .and_then(|()| out.finish())
+                        .map_err(io)?;
+                    offset = at.stream_position().map_err(io)?;
+                    edges = Some(found);
+                }
+                for slice in &slices {
                     let bytes = slice.file.metadata().map_err(io)?.len();
                     if slice.placed_at != Some(offset) {
                         place_slice(&slice.file, file, offset).map_err(io)?;
                     }
                     offset += bytes;
+                }
+                if let Some(found) = edges {
+                    let mut at = file;
+                    at.seek(SeekFrom::Start(offset)).map_err(io)?;
+                    let mut tail = TraceSink::new(file, paths.gzip);
+                    cut::write_closing(&mut tail, &mut lines, found)
+                        .and_then(|()| tail.finish())
+                        .map_err(io)?;
+                    offset = at.stream_position().map_err(io)?;
+                }
+                let (mut summary, mut used) = lines.finish();
+                for slice in slices {
                     let t = slice.tallies;
                     summary.lines += t.lines;
                     summary.states += t.states;
@@ -345,6 +406,15 @@ impl<'a> TraceWriter<'a> {
         row_file.finish()?;
         prv_file.finish()?;
         Ok(summary)
+    }
+}
+
+/// Whether the body of `cursors` can be cut into time slices (with a cut of
+/// `window` ns, when given).
+fn sliceable(cursors: &[RunCursor], window: Option<i64>) -> bool {
+    match window {
+        Some(_) => cut::can_split(cursors),
+        None => segments::can_merge(cursors),
     }
 }
 
@@ -1076,6 +1146,313 @@ mod tests {
                     let summary = writer.write_from_slices(&inputs, slices).unwrap();
                     assert_eq!(summary, expected_summary, "{count} slices");
                     assert!(read(&paths) == expected, "{count} slices, gzip {gzip}");
+                }
+            }
+        }
+    }
+
+    /// Two runs of three threads each with what a cut clips: ranges nested up
+    /// to four deep (and one producer that never closes), values that hold,
+    /// marks, states back to back, messages within and across threads, many
+    /// records at one time; spilled in tiny chunks when `spill` is given.
+    fn nested_runs(spill: Option<&std::path::Path>) -> Vec<MergeInput> {
+        (0..2u32)
+            .map(|r| {
+                let mut b = match spill {
+                    Some(dir) => RunBuilder::with_spill(SpillPolicy {
+                        dir: dir.to_path_buf(),
+                        chunk_bytes: 4 << 10,
+                        budget: MemoryBudget::new(0),
+                    }),
+                    None => RunBuilder::new(),
+                };
+                for t in 0..3 {
+                    b.add_thread(t);
+                }
+                let mut seed = 7 + u64::from(r);
+                let mut next = |n: u64| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 33) % n
+                };
+                for thread in 0..3u32 {
+                    let mut time = 0i64;
+                    for i in 0..120i64 {
+                        // Nested ranges: [t, t+40) holds [t+5, t+30), [t+10, t+20) and so on.
+                        let depth = 1 + next(4) as i64;
+                        for level in 0..depth {
+                            let value = 1 + 10 * level + i % 7;
+                            b.interval(
+                                thread,
+                                time + 5 * level,
+                                time + 40 - 10 * level,
+                                &[EventPair::raw(RANGE, value)],
+                            );
+                        }
+                        b.events(thread, time + next(40) as i64, &[EventPair::raw(SAMPLE, i)]);
+                        b.events(thread, time + 10, &[EventPair::raw(MARK, i)]);
+                        b.state(thread, time, time + 20, 1);
+                        b.state(thread, time + 20, time + 40, 0);
+                        let comm = Comm {
+                            send_physical: time + 5,
+                            receiver: next(3) as u32,
+                            recv_logical: time + 5 + next(60) as i64,
+                            recv_physical: time + 5 + next(60) as i64,
+                            size: i,
+                            tag: 1,
+                        };
+                        b.comm(thread, time + 5, comm);
+                        time += 40;
+                    }
+                    // A range that never ends within the run.
+                    b.events(thread, 100, &[EventPair::raw(RANGE, 99)]);
+                }
+                MergeInput {
+                    run: b.finish().unwrap(),
+                    time_offset: 1000 + 5 * i64::from(r),
+                    threads: (0..3)
+                        .map(|t| GlobalThread { task: r, thread: t })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Writes the cut of `inputs` to `window` as `how` says; returns the
+    /// file's text (decompressed), its summary and the last count the
+    /// progress was told, or the error.
+    fn write_cut_with(
+        dir: &std::path::Path,
+        name: &str,
+        inputs: &[MergeInput],
+        how: Writing,
+        window: TimeWindow,
+    ) -> Result<(String, TraceSummary, u64), WriteError> {
+        let Writing {
+            threads,
+            batch,
+            gzip,
+            gather,
+        } = how;
+        let ext = if gzip { "prv.gz" } else { "prv" };
+        let name = format!("{name}t{threads}b{batch}g{gather}.{ext}");
+        let paths = OutputPaths::for_trace(&dir.join(name)).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let catalog = catalog();
+        let layout = two_tasks_of_three_threads();
+        let cut = Cut { window };
+        let mut told = 0;
+        let summary = pool.install(|| {
+            let writer = TraceWriter::new(&paths, &layout, &catalog)
+                .batch_records(batch)
+                .cut(Some(&cut));
+            let writer = if gather {
+                writer.record_by_record()
+            } else {
+                writer
+            };
+            writer.write(inputs, &mut |n| told = n)
+        })?;
+        let bytes = std::fs::read(&paths.prv).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+            &mut text,
+        )
+        .unwrap_or_else(|_| {
+            text = String::from_utf8(bytes.clone()).unwrap();
+            0
+        });
+        assert_eq!(summary.lines as usize, body(&text).len(), "{how:?}");
+        Ok((text, summary, told))
+    }
+
+    /// A cut merged by segments (what each run leaves open found apart, the
+    /// records inside clipped one by one) writes the record-by-record cut's
+    /// text and tallies: nested ranges open across both edges, values that
+    /// hold, states and messages across the edges, records at exactly the
+    /// start and the end, windows of one time and empty ones, spilled or not,
+    /// any segment size and thread count, plain or gzip; and the progress
+    /// told the same count of records read.
+    #[test]
+    fn a_cut_by_segments_writes_the_record_by_record_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let in_memory = nested_runs(None);
+        let spilled = nested_runs(Some(dir.path()));
+        assert!(spilled.iter().all(|i| i.run.chunks.len() > 5));
+        let oracle = Writing {
+            threads: 1,
+            batch: 1 << 14,
+            gzip: false,
+            gather: true,
+        };
+        let mut tried = 0;
+        // Record times are the runs' offsets (1000, 1005) plus multiples of 5.
+        for (start, end) in [
+            (0, 1 << 20),
+            (1000, 1100),
+            (1100, 1100),
+            (1105, 1106),
+            (1205, 1245),
+            (1210, 2000),
+            (1213, 2217),
+            (3000, 3040),
+            (5790, 6000),
+            (6000, 7000),
+        ] {
+            let window = TimeWindow { start, end };
+            let expected = write_cut_with(dir.path(), "o", &in_memory, oracle, window);
+            let Ok((expected, expected_summary, expected_read)) = expected else {
+                // Nothing in the window: an error, whichever the merge.
+                for inputs in [&in_memory, &spilled] {
+                    let how = Writing {
+                        gather: false,
+                        ..oracle
+                    };
+                    let err = write_cut_with(dir.path(), "e", inputs, how, window).unwrap_err();
+                    assert!(matches!(err, WriteError::EmptyWindow { .. }), "{err}");
+                }
+                continue;
+            };
+            tried += 1;
+            for batch in [1, 7, 100, 1 << 14] {
+                for threads in [1, 3] {
+                    for gzip in [false, true] {
+                        for (spill, inputs) in [(false, &in_memory), (true, &spilled)] {
+                            let how = Writing {
+                                threads,
+                                batch,
+                                gzip,
+                                gather: false,
+                            };
+                            let (text, summary, read) =
+                                write_cut_with(dir.path(), "s", inputs, how, window).unwrap();
+                            let what = format!("{how:?}, spilled {spill}, window {window:?}");
+                            assert!(text == expected, "{what}\n{text}\n---\n{expected}");
+                            assert_eq!(summary, expected_summary, "{what}");
+                            // The progress counts the records read up to the end.
+                            assert_eq!(read, expected_read, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(tried >= 8, "{tried} windows with records");
+    }
+
+    /// Two runs with records of the same threads (events of the same types,
+    /// states): what the threads leave open at the window's edges is found
+    /// from the runs merged as one, and the cut by segments (and by slices)
+    /// is still the record-by-record cut.
+    #[test]
+    fn a_cut_of_runs_that_share_threads_is_the_record_by_record_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = |spill: Option<&std::path::Path>| {
+            let mut inputs = nested_runs(spill);
+            inputs[1].threads = inputs[0].threads.clone();
+            inputs
+        };
+        let oracle = Writing {
+            threads: 1,
+            batch: 1 << 14,
+            gzip: false,
+            gather: true,
+        };
+        for (start, end) in [(1205, 1245), (1213, 2217), (3000, 3040)] {
+            let window = TimeWindow { start, end };
+            let (expected, expected_summary, expected_read) =
+                write_cut_with(dir.path(), "o", &shared(None), oracle, window).unwrap();
+            for spill in [None, Some(dir.path())] {
+                for batch in [7, 1 << 14] {
+                    let how = Writing {
+                        threads: 3,
+                        batch,
+                        gzip: false,
+                        gather: false,
+                    };
+                    let inputs = shared(spill);
+                    let (text, summary, read) =
+                        write_cut_with(dir.path(), "s", &inputs, how, window).unwrap();
+                    let what = format!("{how:?}, spilled {}, {window:?}", spill.is_some());
+                    assert!(text == expected, "{what}\n{text}\n---\n{expected}");
+                    assert_eq!(summary, expected_summary, "{what}");
+                    assert_eq!(read, expected_read, "{what}");
+                }
+            }
+        }
+    }
+
+    /// A cut written slice by slice (its window's records cut into slices,
+    /// what crosses its edges written by the step that copies them) gives the
+    /// record-by-record cut's files: `.prv` byte for byte, `.prv.gz`
+    /// decompressed, the same `.pcf` and summary; any slice count, spilled or
+    /// not, empty slices included.
+    #[test]
+    fn a_cut_written_by_slices_is_the_whole_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = two_tasks_of_three_threads();
+        let catalog = catalog();
+        let read = |paths: &OutputPaths| {
+            let mut bytes = std::fs::read(&paths.prv).unwrap();
+            if paths.gzip {
+                let mut text = Vec::new();
+                let mut gz = flate2::read::MultiGzDecoder::new(&bytes[..]);
+                std::io::Read::read_to_end(&mut gz, &mut text).unwrap();
+                bytes = text;
+            }
+            (bytes, std::fs::read(&paths.pcf).unwrap())
+        };
+        let in_memory = nested_runs(None);
+        let spilled = nested_runs(Some(dir.path()));
+        for (start, end) in [(1205, 1245), (1213, 2217), (0, 1 << 20), (1105, 1106)] {
+            let cut = Cut {
+                window: TimeWindow { start, end },
+            };
+            for gzip in [false, true] {
+                let ext = if gzip { "prv.gz" } else { "prv" };
+                let whole = OutputPaths::for_trace(&dir.path().join(format!("w.{ext}"))).unwrap();
+                let expected_summary = TraceWriter::new(&whole, &layout, &catalog)
+                    .cut(Some(&cut))
+                    .record_by_record()
+                    .write(&in_memory, &mut |_| {})
+                    .unwrap();
+                let expected = read(&whole);
+                for (spill, inputs) in [(false, &in_memory), (true, &spilled)] {
+                    for count in [1u32, 2, 3, 7, 1000] {
+                        let name = format!("s{count}{spill}.{ext}");
+                        let paths = OutputPaths::for_trace(&dir.path().join(name)).unwrap();
+                        let writer = TraceWriter::new(&paths, &layout, &catalog)
+                            .batch_records(50)
+                            .cut(Some(&cut));
+                        assert!(writer.can_slice(inputs).unwrap());
+                        let mut slices = Vec::new();
+                        for index in 0..count {
+                            let file = tempfile::tempfile_in(dir.path()).unwrap();
+                            let tallies = writer
+                                .write_slice(
+                                    inputs,
+                                    (index, count),
+                                    (&file, dir.path()),
+                                    &mut |_| {},
+                                )
+                                .unwrap()
+                                .expect("sliced");
+                            std::io::Seek::rewind(&mut &file).unwrap();
+                            slices.push(SliceBody {
+                                file,
+                                tallies,
+                                placed_at: None,
+                            });
+                        }
+                        let what = format!("{count} slices, spilled {spill}, gzip {gzip}, {cut:?}");
+                        let summary = writer.write_from_slices(inputs, slices).unwrap();
+                        assert_eq!(summary, expected_summary, "{what}");
+                        assert!(read(&paths) == expected, "{what}");
+                    }
                 }
             }
         }

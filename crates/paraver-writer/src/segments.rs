@@ -26,7 +26,15 @@ use crate::output::{gzip_member, TraceSink};
 use crate::pcf::PcfCatalog;
 use crate::record::{LocalThread, Record};
 use crate::spill::{ChunkReader, ChunkSpan, SpilledChunk, INDEX_STEP, READ_BUFFER};
-use crate::view::View;
+use crate::view::{Current, View};
+
+/// Which records of a span are written, and how: a cut's filter
+/// (`cut::Keep`), applied to each merged record on its own.
+pub(crate) trait Admit: Sync {
+    /// The record `r` (at trace time `time`, of the run of `c`) as it is
+    /// written, or `None` when it is left out.
+    fn admit<'s>(&self, c: &RunCursor, r: Current<'s>, time: i64) -> Option<Current<'s>>;
+}
 
 /// Segments per thread in a round: a few, so that a thread that finishes early
 /// (or writes the previous round) finds work. Fewer when segments grow
@@ -97,6 +105,7 @@ pub(crate) fn write_body(
         cursors,
         batch_records,
         (None, None),
+        None,
         progress,
     )
 }
@@ -104,7 +113,9 @@ pub(crate) fn write_body(
 /// [`write_body`] of the records at trace times `from..to` only (each end
 /// open when `None`). A `.prv.gz` span is cut into members from its own first
 /// record (so its members depend on where the span starts), and its last
-/// member ends with the span.
+/// member ends with the span. With `keep`, only the records it admits are
+/// written, as it gives them (see [`Admit`]); members then count those.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_span(
     out: &mut TraceSink,
     lines: &mut LineFormatter,
@@ -112,6 +123,7 @@ pub(crate) fn write_span(
     cursors: &[RunCursor],
     batch_records: usize,
     (from, to): (Option<i64>, Option<i64>),
+    keep: Option<&dyn Admit>,
     progress: &mut dyn FnMut(u64),
 ) -> std::io::Result<()> {
     let threads = rayon::current_num_threads().max(1);
@@ -149,7 +161,7 @@ pub(crate) fn write_span(
                 round
                     .par_iter()
                     .zip(formatting.par_iter_mut())
-                    .map(|(segment, slot)| format_segment(cursors, &places, segment, slot))
+                    .map(|(segment, slot)| format_segment(cursors, &places, segment, slot, keep))
                     .collect::<std::io::Result<Vec<u64>>>()
             },
         );
@@ -447,7 +459,7 @@ impl<'a> Segmenter<'a> {
             .count();
         let target = segment_records(batch_records, chunks);
         let inside = |t: &i64| from.is_none_or(|f| *t > f) && to.is_none_or(|e| *t < e);
-        let mut bounds: Vec<i64> = segment_bounds(&parts, target)
+        let mut bounds: Vec<i64> = segment_bounds(&parts, target, to)
             .into_iter()
             .filter(inside)
             .collect();
@@ -473,11 +485,20 @@ impl<'a> Segmenter<'a> {
 /// is from bound `i - 1` to bound `i`, the first and last open; equal bounds
 /// make an empty slice). Computed from the runs' blocks and their chunks' time
 /// indexes only (no record is read), so every process that has the same runs
-/// finds the same bounds; every record of one time falls in one slice.
-pub(crate) fn slice_bounds(cursors: &[RunCursor], count: u32) -> Vec<i64> {
+/// finds the same bounds; every record of one time falls in one slice. With
+/// `within` (a cut's span of trace times `from..to`), only the records in it
+/// are counted, and the bounds lie in it.
+pub(crate) fn slice_bounds(
+    cursors: &[RunCursor],
+    count: u32,
+    within: Option<(i64, i64)>,
+) -> Vec<i64> {
     let places = places_in_trace(cursors);
     let parts = streams(cursors, &places);
-    let samples = samples(&parts, INDEX_STEP);
+    let mut samples = samples(&parts, INDEX_STEP, within.map(|(_, to)| to));
+    if let Some((from, _)) = within {
+        samples.retain(|&(time, _)| time >= from);
+    }
     let total: u64 = samples.iter().map(|&(_, w)| u64::from(w)).sum();
     let count = u64::from(count.max(1));
     let mut bounds = Vec::with_capacity(count as usize - 1);
@@ -495,7 +516,7 @@ pub(crate) fn slice_bounds(cursors: &[RunCursor], count: u32) -> Vec<i64> {
         // Records of one time stay together: a bound is a sample's time.
         let bound = match samples.peek() {
             Some(&&(time, _)) => time,
-            None => i64::MAX,
+            None => within.map_or(i64::MAX, |(_, to)| to),
         };
         bounds.push(bounds.last().map_or(bound, |&last: &i64| last.max(bound)));
     }
@@ -641,12 +662,13 @@ fn records_before<T>(records: &[T], before: impl Fn(&T) -> bool) -> usize {
 /// records: a sorted sample of all records' times (every `step`-th record of
 /// each block, each entry of each chunk's index), each standing for the records
 /// up to the next, cut every `target` records. A time shared by more records
-/// than that makes a larger segment.
-fn segment_bounds(parts: &[Part], target: usize) -> Vec<i64> {
+/// than that makes a larger segment. Only times before `to` are sampled (the
+/// bounds before it are the same: the samples are sorted).
+fn segment_bounds(parts: &[Part], target: usize, to: Option<i64>) -> Vec<i64> {
     // A few samples per block and segment keep the sizes near `target` without
     // sorting every time.
     let step = (target / (4 * parts.len().max(1))).clamp(1, 1024);
-    let samples = samples(parts, step);
+    let samples = samples(parts, step, to);
     let mut bounds: Vec<i64> = Vec::with_capacity(samples.len() * step / target + 1);
     let mut records = 0;
     for &(time, weight) in &samples {
@@ -661,23 +683,32 @@ fn segment_bounds(parts: &[Part], target: usize) -> Vec<i64> {
 
 /// A sorted sample of the times of the records of `parts`: every `step`-th
 /// record of each block, each entry of each chunk's index, each with the
-/// records it stands for.
-fn samples(parts: &[Part], step: usize) -> Vec<(i64, u32)> {
+/// records it stands for; only those before trace time `to`, when given (a
+/// cut's window need not sample the trace after it).
+fn samples(parts: &[Part], step: usize, to: Option<i64>) -> Vec<(i64, u32)> {
     let mut samples: Vec<(i64, u32)> = Vec::new();
     for part in parts {
         match *part {
-            Part::Block { shift, records, .. } => samples.extend(
-                records
-                    .iter()
-                    .step_by(step)
-                    .map(|r| (r.time + shift, step as u32)),
-            ),
-            Part::Chunk { shift, chunk, .. } => samples.extend(
-                chunk
-                    .index()
-                    .iter()
-                    .map(|e| (e.time + shift, INDEX_STEP as u32)),
-            ),
+            Part::Block { shift, records, .. } => {
+                let records = match to {
+                    Some(to) => &records[..records_before(records, |r| r.time + shift < to)],
+                    None => records,
+                };
+                samples.extend(
+                    records
+                        .iter()
+                        .step_by(step)
+                        .map(|r| (r.time + shift, step as u32)),
+                )
+            }
+            Part::Chunk { shift, chunk, .. } => {
+                let index = chunk.index();
+                let index = match to {
+                    Some(to) => &index[..index.partition_point(|e| e.time + shift < to)],
+                    None => index,
+                };
+                samples.extend(index.iter().map(|e| (e.time + shift, INDEX_STEP as u32)))
+            }
         }
     }
     samples.sort_unstable_by_key(|&(time, _)| time);
@@ -692,6 +723,7 @@ fn format_segment(
     places: &[Vec<u32>],
     segment: &Segment,
     slot: &mut Slot,
+    keep: Option<&dyn Admit>,
 ) -> std::io::Result<u64> {
     let Slot { f, marks, buffers } = slot;
     let records = match segment.parts.as_slice() {
@@ -703,20 +735,44 @@ fn format_segment(
             ..
         }] => {
             let c = &cursors[*run];
+            let mut count = 0;
             for r in *records {
                 let current = c.current(r, *thread);
-                f.record(c, *run, &current, r.time + shift);
-                mark(f, marks, &current.body);
+                count += format(f, marks, keep, (c, *run), current, r.time + shift);
             }
-            records.len() as u64
+            count
         }
         parts if parts.iter().all(|p| matches!(p, Part::Block { .. })) => {
-            merge_blocks(cursors, parts, f, marks)
+            merge_blocks(cursors, parts, f, marks, keep)
         }
-        parts => merge_streams(cursors, places, parts, f, marks, buffers)?,
+        parts => merge_streams(cursors, places, parts, (f, marks, keep), buffers)?,
     };
     f.end_event_line();
     Ok(records)
+}
+
+/// Formats one merged record at trace time `time` of run `run` (through a
+/// cut's `keep`, when given), noting where it ends; returns 1 if it was
+/// written, 0 if the cut left it out.
+#[inline]
+fn format(
+    f: &mut LineFormatter,
+    marks: &mut Option<Vec<Mark>>,
+    keep: Option<&dyn Admit>,
+    (c, run): (&RunCursor, usize),
+    current: Current,
+    time: i64,
+) -> u64 {
+    let current = match keep {
+        None => current,
+        Some(keep) => match keep.admit(c, current, time) {
+            Some(kept) => kept,
+            None => return 0,
+        },
+    };
+    f.record(c, run, &current, time);
+    mark(f, marks, &current.body);
+    1
 }
 
 /// Notes where the record just formatted ends, for a `.prv.gz`.
@@ -746,6 +802,7 @@ fn merge_blocks(
     parts: &[Part],
     f: &mut LineFormatter,
     marks: &mut Option<Vec<Mark>>,
+    keep: Option<&dyn Admit>,
 ) -> u64 {
     let blocks: Vec<(usize, LocalThread, u32, i64, &[Record])> = parts
         .iter()
@@ -772,9 +829,7 @@ fn merge_blocks(
         let c = &cursors[run];
         let r = &records[next[i]];
         let current = c.current(r, thread);
-        f.record(c, run, &current, r.time + shift);
-        mark(f, marks, &current.body);
-        count += 1;
+        count += format(f, marks, keep, (c, run), current, r.time + shift);
         next[i] += 1;
         let key = match records.get(next[i]) {
             Some(r) => block_key(place, shift, r, i),
@@ -812,8 +867,11 @@ fn merge_streams(
     cursors: &[RunCursor],
     places: &[Vec<u32>],
     parts: &[Part],
-    f: &mut LineFormatter,
-    marks: &mut Option<Vec<Mark>>,
+    (f, marks, keep): (
+        &mut LineFormatter,
+        &mut Option<Vec<Mark>>,
+        Option<&dyn Admit>,
+    ),
     buffers: &mut Buffers,
 ) -> std::io::Result<u64> {
     let mut readings = Vec::with_capacity(parts.len());
@@ -878,9 +936,8 @@ fn merge_streams(
         };
         let c = &cursors[reading.run];
         let current = reading.stream.current(c);
-        f.record(c, reading.run, &current, current.time + c.shift);
-        mark(f, marks, &current.body);
-        count += 1;
+        let time = current.time + c.shift;
+        count += format(f, marks, keep, (c, reading.run), current, time);
         if !reading.stream.advance()? {
             if let Some(done) = readings[i].take() {
                 buffers.keep(done.stream.into_buffer());

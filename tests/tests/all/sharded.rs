@@ -601,12 +601,14 @@ fn merge_by_slices(trace: &Path, count: u32) {
     let parts = trace.with_file_name("t.parts");
     for entry in fs::read_dir(&parts).unwrap() {
         let path = entry.unwrap().path();
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("slice-")
-        {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.ends_with(".done") {
+            // Each task wrote its slice (a body it cannot slice has no tallies).
+            let note = fs::read_to_string(&path).unwrap();
+            let tallies = note.contains("\"tallies\":{");
+            assert!(tallies, "{}: {name}: {note}", trace.display());
+        }
+        if name.starts_with("slice-") {
             fs::remove_file(path).unwrap();
         }
     }
@@ -615,24 +617,36 @@ fn merge_by_slices(trace: &Path, count: u32) {
 /// The merge split by time over any number of tasks, from parts of any number
 /// of shards, writes the single run's files: `.prv` byte for byte, `.prv.gz`
 /// the same text (its members end where slices do); many small slices and a
-/// cut (which the slices leave to the finishing merge) too. (Empty slices:
-/// paraver-writer's `slices_written_apart_make_the_whole_trace`.)
+/// cut (its window's records sliced, what crosses its edges written by the
+/// finishing merge) too. (Empty slices: paraver-writer's
+/// `slices_written_apart_make_the_whole_trace`.)
 #[test]
 fn merge_split_by_time_slices_writes_the_single_runs_trace() {
     let tmp = tempfile::tempdir().unwrap();
-    let inputs = mixed_inputs(tmp.path());
-    for (extra, trace, shards, counts) in [
-        (&[][..], "t.prv", 2, &[1, 2, 3, 4, 400][..]),
-        (&["--sync", "mpi-init"][..], "t.prv.gz", 3, &[1, 3][..]),
-        (&["--time-window", "1ms:300ms"][..], "t.prv", 1, &[2][..]),
+    let mixed = mixed_inputs(tmp.path());
+    // The MPI job alone.
+    let job: Vec<PathBuf> = mixed[6..].to_vec();
+    let window = ["--time-window", "1ms:300ms"];
+    let window_gz = ["--time-window", "30ms:200ms"];
+    for (inputs, extra, trace, shards, counts) in [
+        (&mixed, &[][..], "t.prv", 2, &[1, 2, 3, 4, 400][..]),
+        (
+            &mixed,
+            &["--sync", "mpi-init"][..],
+            "t.prv.gz",
+            3,
+            &[1, 3][..],
+        ),
+        (&mixed, &window[..], "t.prv", 2, &[1, 2, 3, 400][..]),
+        (&job, &window_gz[..], "t.prv.gz", 3, &[3][..]),
     ] {
-        let label = format!("{extra:?}").replace(['[', ']', '"', ',', ' '], "");
-        let expected = single(&inputs, tmp.path(), &format!("single{label}"), trace, extra);
+        let label = format!("{}{extra:?}", inputs.len()).replace(['[', ']', '"', ',', ' '], "");
+        let expected = single(inputs, tmp.path(), &format!("single{label}"), trace, extra);
         let out = tmp.path().join(format!("sliced{label}"));
         fs::create_dir(&out).unwrap();
         let trace = out.join(trace);
         for index in 0..shards {
-            assert_ok(&shard(&inputs, &trace, index, shards, extra), "shard");
+            assert_ok(&shard(inputs, &trace, index, shards, extra), "shard");
         }
         for &count in counts {
             merge_by_slices(&trace, count);

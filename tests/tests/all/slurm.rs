@@ -608,8 +608,9 @@ fn srun_with_a_rank_list_writes_what_one_process_writes() {
 }
 
 /// A cut under srun: the plan resolves the window where rows are read, every
-/// task reads its reports within it, and the trace is the single run's cut in
-/// the merge alone (`--cut-in-merge`).
+/// task reads its reports within it, each merges a time slice of the window
+/// (task 0 writes what crosses its edges), and the trace is the single run's
+/// cut in the merge alone (`--cut-in-merge`).
 #[test]
 fn srun_with_a_cut_writes_what_one_process_writes() {
     let Some(_cluster) = cluster() else {

@@ -63,8 +63,9 @@ struct SliceNote {
     count: u32,
     /// Size of `slice-I-of-N.body`.
     bytes: u64,
-    /// `None`: the body cannot be cut by time (a cut, or runs whose threads are
-    /// not in the trace's order); the finishing merge writes it whole.
+    /// `None`: the body cannot be cut by time (runs whose threads are not in
+    /// the trace's order, or with a cut a thread in two runs); the finishing
+    /// merge writes it whole.
     tallies: Option<SliceTallies>,
     /// Size of the trace's header, which precedes slice 0 in the `.prv` (0:
     /// not known, the slice is not placed).
@@ -140,18 +141,12 @@ fn write(
     super::check_every_shard_done(parts, plan, &plan_id, None)?;
     super::raise_open_file_limit(u64::from(plan.shards));
     let paths = OutputPaths::for_trace(Path::new(&plan.trace))?;
-    // A cut body is not sliced (the finishing merge writes it whole): say so
-    // without reading the parts, which would cost each task their whole size.
-    let reports = match convert::asks_for_cut(config) {
-        true => None,
-        false => {
-            let outcomes = parts.load_all(plan, &plan_id)?;
-            let options = convert::options(config, 1)?;
-            let (reports, _) = convert::gather(outcomes, &options, config.inputs.skip_bad)?;
-            checkpoint("parts read");
-            Some(reports)
-        }
-    };
+    // A cut is sliced too: each task writes the records of its slice of the
+    // window, the finishing merge what crosses the window's edges.
+    let outcomes = parts.load_all(plan, &plan_id)?;
+    let options = convert::options(config, 1)?;
+    let (reports, _) = convert::gather(outcomes, &options, config.inputs.skip_bad)?;
+    checkpoint("parts read");
     let done = path(parts, index, count, "done");
     // No note of an earlier body (nor of its placing) while this one is written.
     let _ = std::fs::remove_file(&done);
@@ -166,18 +161,15 @@ fn write(
     };
     let mut outcome = None;
     let installed = atomic_output::write_file_with(&body, |file: &mut File| {
-        let written = match reports {
-            Some(reports) => convert::write_slice(
-                &quiet,
-                &paths,
-                reports,
-                (index, count),
-                (file, &body),
-                &mut timings,
-                progress,
-            ),
-            None => Ok(SliceOutcome::Unsliced),
-        };
+        let written = convert::write_slice(
+            &quiet,
+            &paths,
+            reports,
+            (index, count),
+            (file, &body),
+            &mut timings,
+            progress,
+        );
         let failed = written.is_err();
         outcome = Some(written);
         // The error itself is in `outcome`: this one only stops the rename.
@@ -214,7 +206,7 @@ fn write(
     if !config.quiet {
         let what = match lines {
             Some(lines) => format!("{lines} lines, {bytes} bytes"),
-            None => "nothing: the body cannot be cut by time (a cut, or threads out of the trace's order); the finishing merge writes it whole".into(),
+            None => "nothing: the body cannot be cut by time (threads out of the trace's order, or with a cut a thread in two reports); the finishing merge writes it whole".into(),
         };
         eprintln!(
             "slice {index} of {count}: {what} into {} in {:.2} s",
