@@ -64,7 +64,7 @@ enum Phase {
 
 /// Deeper nesting than this on one thread and type is not nesting but a producer
 /// that never closes: only the innermost levels are kept.
-const MAX_CARRIED_DEPTH: usize = 64;
+pub(crate) const MAX_CARRIED_DEPTH: usize = 64;
 
 /// What the merge tracks to clip a cut: values open on each (thread, type) and the
 /// state that straddles the start, per global thread (`task << 32 | thread`).
