@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED, NO_SHARED};
 use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
-use crate::view::Payload;
+use crate::view::{Payload, View};
 use crate::WriteError;
 
 /// Collects the records of one producer in any order; `finish` sorts them.
@@ -652,12 +652,14 @@ impl RunBuilder {
         let mut blocks = Vec::new();
         let mut taken = Vec::new();
         let mut held = self.held;
+        let mut before = Vec::new();
         for (t, thread) in self.threads.iter_mut().enumerate() {
             let (mut chunks, mut ends) =
                 thread.take_stretches(&mut self.pool, Some(&mut self.sort_scratch));
             if let Some(window) = self.window.as_mut() {
-                let t = t as LocalThread;
-                held -= window.reduce(t, &mut chunks, &mut ends, &self.pairs, &self.shared);
+                let taken = window.take_before(&mut chunks, &mut ends);
+                held -= taken.len();
+                before.extend(taken.into_iter().map(|r| (t as LocalThread, r)));
             }
             push_blocks(&mut blocks, t as LocalThread, &chunks, &ends);
             taken.push(chunks);
@@ -674,6 +676,12 @@ impl RunBuilder {
             0 => None,
             _ => Some(write_chunk(&policy.dir, merged, held, &payload)?),
         };
+        if let Some(window) = self.window.as_mut() {
+            if !before.is_empty() {
+                let apart = write_before(&policy.dir, before, &payload)?;
+                window.spilled_before.push(apart);
+            }
+        }
         // The full-size buffers are kept for the records that follow (the run
         // held them a moment ago, so its memory does not grow); the others go:
         // kept, a buffer each would stay resident without being counted, for
@@ -732,22 +740,35 @@ impl RunBuilder {
         self.sort_scratch = Vec::new();
         self.comms.shrink_to_fit();
         let (old_of_new, new_of_old) = self.thread_order();
-        let mut thread_records = Vec::with_capacity(old_of_new.len());
-        let mut blocks = Vec::new();
+        let mut taken = Vec::with_capacity(old_of_new.len());
+        let mut before = Vec::new();
         for &old in &old_of_new {
             let (mut chunks, mut ends) = match self.threads.get_mut(old as usize) {
                 Some(thread) => thread.take_stretches(&mut self.pool, None),
                 None => Default::default(),
             };
             if let Some(window) = self.window.as_mut() {
-                let taken = window.reduce(old, &mut chunks, &mut ends, &self.pairs, &self.shared);
-                if taken > 0 {
+                let records = window.take_before(&mut chunks, &mut ends);
+                if !records.is_empty() {
                     for chunk in &mut chunks {
                         if chunk.len() < chunk.capacity() / 2 {
                             chunk.shrink_to_fit();
                         }
                     }
+                    before.extend(records.into_iter().map(|r| (old, r)));
                 }
+            }
+            taken.push((chunks, ends));
+        }
+        if let Some(window) = self.window.as_mut() {
+            let threads = old_of_new.len();
+            follow_before(window, before, &self.pairs, &self.shared, threads, &dir)
+                .map_err(spill_failed)?;
+        }
+        let mut thread_records = Vec::with_capacity(old_of_new.len());
+        let mut blocks = Vec::new();
+        for (&old, (mut chunks, mut ends)) in old_of_new.iter().zip(taken) {
+            if let Some(window) = self.window.as_mut() {
                 let carried = window.carried_records(old, timing, &mut self.pairs);
                 if !carried.is_empty() {
                     let held: usize = chunks.iter().map(Vec::len).sum();
@@ -813,6 +834,67 @@ impl RunBuilder {
         };
         Ok((run, broken))
     }
+}
+
+/// Writes the events before a window's start that a spill takes out of the
+/// run (`(producer thread, record)`), sorted as a chunk is: by (time, rank,
+/// thread), ties in push order.
+fn write_before(
+    dir: &std::path::Path,
+    mut before: Vec<(LocalThread, Record)>,
+    payload: &Payload,
+) -> std::io::Result<SpilledChunk> {
+    before.sort_by_key(|(t, r)| (r.time, r.rank(), *t));
+    let count = before.len();
+    write_chunk(dir, before.into_iter(), count, payload)
+}
+
+/// Follows every event before `window`'s start in the merge's order: those
+/// spills wrote apart, read back, and those still held (`before`, pointing
+/// into `pairs` and `shared`), of a run of `threads` threads.
+fn follow_before(
+    window: &mut KeepWindow,
+    mut before: Vec<(LocalThread, Record)>,
+    pairs: &Pairs,
+    shared: &[(u32, u32)],
+    threads: usize,
+    dir: &std::path::Path,
+) -> std::io::Result<()> {
+    let payload = Payload {
+        pairs,
+        comms: &[],
+        shared,
+    };
+    if window.spilled_before.is_empty() {
+        // Per thread, in push order for ties (a stable sort).
+        before.sort_by_key(|(t, r)| (*t, r.time, r.rank()));
+        for (thread, r) in before {
+            if let View::Events { closing, pairs } = View::of(r.body, &payload) {
+                window.follow(thread, closing, pairs.iter());
+            }
+        }
+        return Ok(());
+    }
+    // Some are on disk: the held ones go too, and all are read back in order.
+    if !before.is_empty() {
+        let last = write_before(dir, before, &payload)?;
+        window.spilled_before.push(last);
+    }
+    let chunks = std::mem::take(&mut window.spilled_before);
+    // Read with the producer's thread numbers.
+    let same: Vec<LocalThread> = (0..threads as LocalThread).collect();
+    let apart = Run::of_chunks(
+        same.clone(),
+        same,
+        chunks,
+        NameTables::default(),
+        (i64::MIN, i64::MAX),
+    );
+    crate::kmerge::for_each_record(&apart, &mut |_, thread, view| {
+        if let View::Events { closing, pairs } = view {
+            window.follow(thread, *closing, pairs.iter());
+        }
+    })
 }
 
 /// Appends the blocks of one thread whose records are `chunks` and whose

@@ -13,9 +13,11 @@
 //! * before its start, a communication, and a state that ends at or before the
 //!   start, are dropped when pushed; a state that ends later is kept as it is;
 //! * event records before the start are followed, in the order the merge would
-//!   meet them, by what the cut tracks of them ([`Carried`]), when the run spills
-//!   and when it is finished, instead of being stored; the finished run gets, per
-//!   thread, a few records just before the start that make the cut track the same.
+//!   meet them, by what the cut tracks of them ([`Carried`]) when the run is
+//!   finished, instead of being kept (a spill writes them apart, to be read back
+//!   once in order: a later spill may hold earlier ones); the finished run gets,
+//!   per thread, a few records just before the start that make the cut track the
+//!   same.
 //!
 //! Every record left out still counts in the run's span and thread table.
 
@@ -24,7 +26,8 @@ use std::collections::BTreeMap;
 use crate::chunked::Pairs;
 use crate::cut::MAX_CARRIED_DEPTH;
 use crate::pcf::Timing;
-use crate::record::{Body, EventPair, LocalThread, Record, NO_SHARED};
+use crate::record::{Body, EventPair, LocalThread, Record, Value, NO_SHARED};
+use crate::spill::SpilledChunk;
 
 /// The window a run keeps (its own clock) and what it carries of the events
 /// before the start.
@@ -35,10 +38,14 @@ pub(crate) struct KeepWindow {
     pub(crate) end: i64,
     carried: BTreeMap<(LocalThread, u32), Carried>,
     /// What the run carries cannot be made to track what the records would have
-    /// (see [`KeepWindow::carried_records`]): the run must be built whole.
+    /// (a full stack of a type whose timing is not known, see
+    /// [`KeepWindow::carried_records`]): the run must be built whole.
     pub(crate) broken: bool,
     /// Records pushed but not stored (dropped, or carried).
     pub(crate) dropped: u64,
+    /// The events before the start that spills took out, sorted in each chunk,
+    /// followed when the run is finished (a later spill may hold earlier ones).
+    pub(crate) spilled_before: Vec<SpilledChunk>,
 }
 
 /// What the merge's cut tracks of one (thread, type)'s values before its
@@ -49,8 +56,6 @@ pub(crate) struct KeepWindow {
 struct Carried {
     stack: Vec<EventPair>,
     last_closed: bool,
-    /// (time, rank) of the last value followed: a later one must not sort before it.
-    last: Option<(i64, u8)>,
 }
 
 impl KeepWindow {
@@ -61,6 +66,7 @@ impl KeepWindow {
             carried: BTreeMap::new(),
             broken: false,
             dropped: 0,
+            spilled_before: Vec::new(),
         }
     }
 
@@ -86,22 +92,16 @@ impl KeepWindow {
     }
 
     /// Takes the events before the start out of one thread's records (sorted
-    /// stretches of `chunks` ending at `ends`), following them in the order the
-    /// merge meets them: (time, rank), ties to the earlier stretch. Returns how
-    /// many were taken out.
-    pub(crate) fn reduce(
+    /// stretches of `chunks` ending at `ends`), in stretch order: sorted
+    /// stably by (time, rank), they are in the order the merge meets them.
+    pub(crate) fn take_before(
         &mut self,
-        thread: LocalThread,
         chunks: &mut [Vec<Record>],
         ends: &mut Vec<usize>,
-        pairs: &Pairs,
-        shared: &[(u32, u32)],
-    ) -> usize {
-        // Each stretch is sorted: its events before the start come first.
+    ) -> Vec<Record> {
+        // Each stretch is sorted: its records before the start come first.
         let mut before: Vec<Record> = Vec::new();
-        let mut at = 0;
-        let mut chunk_start = 0;
-        let mut chunk = 0;
+        let (mut at, mut chunk_start, mut chunk) = (0, 0, 0);
         for &end in ends.iter() {
             while at < end {
                 while at >= chunk_start + chunks[chunk].len() {
@@ -120,29 +120,9 @@ impl KeepWindow {
             at = end;
         }
         if before.is_empty() {
-            return 0;
+            return before;
         }
-        before.sort_by_key(|r| (r.time, r.rank()));
         self.dropped += before.len() as u64;
-        for r in &before {
-            let Body::Events {
-                first,
-                count,
-                shared: list,
-                closing,
-            } = r.body
-            else {
-                continue;
-            };
-            let own = pairs.get(first, count);
-            let listed = match shared.get(list as usize) {
-                Some(&(f, c)) => pairs.get(f, c),
-                None => &[],
-            };
-            for pair in listed.iter().chain(own) {
-                self.follow(thread, pair, closing, (r.time, r.rank()));
-            }
-        }
         // Out of the stretches, which keep their order.
         let mut kept_ends = Vec::with_capacity(ends.len());
         let (mut index, mut kept, mut stretch) = (0, 0, 0);
@@ -162,27 +142,29 @@ impl KeepWindow {
         kept_ends.dedup();
         kept_ends.retain(|&e| e > 0);
         *ends = kept_ends;
-        before.len()
+        before
     }
 
-    /// Follows one value of `thread` as the merge's cut tracks it.
-    fn follow(&mut self, thread: LocalThread, pair: &EventPair, closing: bool, at: (i64, u8)) {
-        let c = self.carried.entry((thread, pair.ty)).or_default();
-        if c.last.is_some_and(|last| at < last) {
-            // Values spilled already come after this one in the merge.
-            self.broken = true;
-        }
-        c.last = Some(at);
-        let zero = closing || pair.value() == crate::record::Value::Raw(0);
-        if zero {
-            c.stack.pop();
-            c.last_closed = true;
-        } else {
-            c.stack.push(*pair);
-            if c.stack.len() > MAX_CARRIED_DEPTH {
-                c.stack.remove(0);
+    /// Follows one event record of `thread`, whose pairs are `pairs`, as the
+    /// merge's cut tracks it (a thread's records in the merge's order).
+    pub(crate) fn follow<'p>(
+        &mut self,
+        thread: LocalThread,
+        closing: bool,
+        pairs: impl Iterator<Item = &'p EventPair>,
+    ) {
+        for pair in pairs {
+            let c = self.carried.entry((thread, pair.ty)).or_default();
+            if closing || pair.value() == Value::Raw(0) {
+                c.stack.pop();
+                c.last_closed = true;
+            } else {
+                c.stack.push(*pair);
+                if c.stack.len() > MAX_CARRIED_DEPTH {
+                    c.stack.remove(0);
+                }
+                c.last_closed = false;
             }
-            c.last_closed = false;
         }
     }
 
@@ -249,5 +231,205 @@ impl KeepWindow {
             records.push(record(&closed, self.start.saturating_sub(1), true, pairs));
         }
         records
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
+    use crate::pcf::{EventTypeInfo, PcfCatalog, StateInfo, Timing, ValueLabels};
+    use crate::record::{Comm, EventPair};
+    use crate::run::{Run, RunBuilder};
+    use crate::spill::{MemoryBudget, SpillPolicy};
+    use crate::{write_trace_cut, Cut, MergeInput, OutputPaths, TimeWindow};
+
+    const RANGE: u32 = 100;
+    const MARK: u32 = 200;
+    const SAMPLE: u32 = 300;
+    /// Added to the run's times to put them on the common clock.
+    const OFFSET: i64 = 1_000;
+
+    fn catalog() -> PcfCatalog {
+        PcfCatalog {
+            states: (0..3)
+                .map(|id| StateInfo {
+                    id,
+                    label: format!("S{id}"),
+                    color: (1, 2, 3),
+                })
+                .collect(),
+            types: [
+                (RANGE, Timing::Interval),
+                (MARK, Timing::Point),
+                (SAMPLE, Timing::Level),
+            ]
+            .into_iter()
+            .map(|(ty, timing)| {
+                EventTypeInfo::new(ty, &format!("type {ty}"), ValueLabels::Numeric, timing)
+            })
+            .collect(),
+        }
+    }
+
+    fn timing(ty: u32) -> Option<Timing> {
+        catalog()
+            .types
+            .iter()
+            .find(|t| t.ty == ty)
+            .map(|t| t.timing)
+    }
+
+    /// A run of two threads pushed as a producer of several passes would, in
+    /// any order: ranges that nest and ranges that overlap without nesting (two
+    /// passes of the same type on one thread), ranges nested deeper than a cut
+    /// carries and closed over, values that hold (0 among them, and more than a
+    /// cut carries before a 0), marks, states tiling each thread, messages.
+    /// With `window` (run clock), built with [`RunBuilder::keep_window`]; with
+    /// `spill`, in tiny chunks there.
+    fn run(window: Option<(i64, i64)>, spill: Option<&std::path::Path>) -> Run {
+        let mut b = match spill {
+            Some(dir) => RunBuilder::with_spill(SpillPolicy {
+                dir: dir.to_path_buf(),
+                chunk_bytes: 256,
+                budget: MemoryBudget::new(0),
+            }),
+            None => RunBuilder::new(),
+        };
+        if let Some((start, end)) = window {
+            b.keep_window(start, end);
+        }
+        b.add_thread(0);
+        b.add_thread(1);
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as i64
+        };
+        for pass in 0..2 {
+            for _ in 0..300 {
+                let begin = next(2_000);
+                let length = 1 + next(if pass == 0 { 40 } else { 400 });
+                let value = 1 + next(5);
+                b.interval(0, begin, begin + length, &[EventPair::raw(RANGE, value)]);
+            }
+        }
+        // Nested deeper than a cut carries, and closed over at 301.
+        for k in 0..70 {
+            b.interval(1, 100 + k, 1_900 - k, &[EventPair::raw(RANGE, 10 + k)]);
+        }
+        b.interval(1, 300, 301, &[EventPair::raw(RANGE, 99)]);
+        for t in 0..2 {
+            for _ in 0..200 {
+                let at = next(2_000);
+                b.events(t, at, &[EventPair::raw(SAMPLE, next(4))]);
+                b.events(t, next(2_000), &[EventPair::raw(MARK, 1 + next(9))]);
+            }
+            let mut at = 0;
+            while at < 2_000 {
+                let end = at + 1 + next(150);
+                b.state(t, at, end, next(3) as u32);
+                at = end;
+            }
+        }
+        // More values that hold than a cut carries, then a 0.
+        for k in 0..70 {
+            b.events(1, 1_000 + k, &[EventPair::raw(SAMPLE, 5 + k)]);
+        }
+        b.events(1, 1_100, &[EventPair::raw(SAMPLE, 0)]);
+        for _ in 0..100 {
+            let send = next(2_000);
+            let recv = send + next(300);
+            let comm = Comm {
+                send_physical: send,
+                receiver: 1,
+                recv_logical: recv,
+                recv_physical: recv,
+                size: 8,
+                tag: 1,
+            };
+            b.comm(0, send, comm);
+        }
+        let (run, broken) = b.finish_window(&timing).unwrap();
+        assert!(!broken);
+        run
+    }
+
+    /// The trace of `run` cut to `window` (common clock).
+    fn cut_trace(dir: &std::path::Path, name: &str, run: Run, window: TimeWindow) -> String {
+        let paths = OutputPaths::for_trace(&dir.join(format!("{name}.prv"))).unwrap();
+        let layout = TraceLayout {
+            application: "app".into(),
+            date: "01/01/2026 at 00:00".into(),
+            nodes: vec![NodeInfo {
+                name: "n".into(),
+                cpus: 1,
+            }],
+            tasks: vec![TaskInfo {
+                name: "t".into(),
+                node: 0,
+                threads: vec!["a".into(), "b".into()],
+            }],
+        };
+        let inputs = [MergeInput {
+            run,
+            time_offset: OFFSET,
+            threads: (0..2)
+                .map(|t| GlobalThread { task: 0, thread: t })
+                .collect(),
+        }];
+        let cut = Cut { window };
+        write_trace_cut(
+            &paths,
+            &layout,
+            &inputs,
+            &catalog(),
+            Some(&cut),
+            &mut |_| {},
+        )
+        .unwrap();
+        std::fs::read_to_string(&paths.prv).unwrap()
+    }
+
+    /// A run kept to a window holding the cut's gives the cut's trace byte for
+    /// byte, in memory and spilled, and holds little more than the window.
+    #[test]
+    fn a_run_kept_to_the_window_gives_the_same_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        for (start, end) in [
+            (700, 900),
+            (1_050, 1_200),
+            (300, 301),
+            (0, 2_500),
+            (1_500, 1_600),
+        ] {
+            let window = TimeWindow {
+                start: start + OFFSET,
+                end: end + OFFSET,
+            };
+            let whole = run(None, None);
+            let records = whole.len();
+            let expected = cut_trace(dir.path(), "whole", whole, window);
+            for margin in [0, 13] {
+                let keep = Some((start - margin, end + margin));
+                let kept = run(keep, None);
+                if end - start <= 200 {
+                    assert!(
+                        kept.len() * 4 < records,
+                        "kept {} of {records} records for [{start}, {end}]",
+                        kept.len()
+                    );
+                }
+                let name = format!("kept{start}_{margin}");
+                assert_eq!(cut_trace(dir.path(), &name, kept, window), expected);
+                let spill = dir.path().join(format!("spill{start}_{margin}"));
+                std::fs::create_dir_all(&spill).unwrap();
+                let spilled = run(keep, Some(&spill));
+                assert!(!spilled.chunks.is_empty());
+                let name = format!("spilled{start}_{margin}");
+                assert_eq!(cut_trace(dir.path(), &name, spilled, window), expected);
+            }
+        }
     }
 }
