@@ -21,7 +21,7 @@
 //!
 //! Every record left out still counts in the run's span and thread table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::chunked::Pairs;
 use crate::cut::MAX_CARRIED_DEPTH;
@@ -54,7 +54,9 @@ pub(crate) struct KeepWindow {
 /// then none; else it is the top of the stack).
 #[derive(Default)]
 struct Carried {
-    stack: Vec<EventPair>,
+    /// Innermost last; a deque: a type whose values are never closed (a
+    /// sampled counter) drops its oldest at every value once full.
+    stack: VecDeque<EventPair>,
     last_closed: bool,
 }
 
@@ -156,12 +158,12 @@ impl KeepWindow {
         for pair in pairs {
             let c = self.carried.entry((thread, pair.ty)).or_default();
             if closing || pair.value() == Value::Raw(0) {
-                c.stack.pop();
+                c.stack.pop_back();
                 c.last_closed = true;
             } else {
-                c.stack.push(*pair);
+                c.stack.push_back(*pair);
                 if c.stack.len() > MAX_CARRIED_DEPTH {
-                    c.stack.remove(0);
+                    c.stack.pop_front();
                 }
                 c.last_closed = false;
             }
@@ -185,10 +187,10 @@ impl KeepWindow {
         let mut closed: Vec<EventPair> = Vec::new();
         let range = (thread, 0)..=(thread, u32::MAX);
         for (&(_, ty), c) in self.carried.range(range) {
-            let Some(&top) = c.stack.last() else {
+            let Some(&top) = c.stack.back() else {
                 continue;
             };
-            let mut values = c.stack.clone();
+            let mut values: Vec<EventPair> = c.stack.iter().copied().collect();
             if c.last_closed {
                 if values.len() < MAX_CARRIED_DEPTH {
                     values.push(top);
