@@ -325,14 +325,14 @@ mod categories_by_name {
 /// How each type crosses a cut's start in the merge's catalog, where this
 /// report alone tells it for sure: the standard types, and the types the report
 /// numbered from its data. A NIC counter of another report may take a standard
-/// type of NCCL's (9500-9599, see [`crate::catalog::catalog_with_reports`]):
+/// type of NCCL's (9500-9599, see `catalog::catalog_with_reports`):
 /// those are left out unless this report declares them.
 fn carried_timing(
     extra_types: &[paraver_writer::EventTypeInfo],
 ) -> FxHashMap<u32, paraver_writer::Timing> {
-    let mut timing: FxHashMap<u32, paraver_writer::Timing> = crate::catalog::pcf_catalog()
-        .types
+    let mut timing: FxHashMap<u32, paraver_writer::Timing> = Registry::standard()
         .iter()
+        .flat_map(|c| (c.event_types)())
         .filter(|t| !(9500..9600).contains(&t.ty))
         .map(|t| (t.ty, t.timing))
         .collect();

@@ -761,9 +761,7 @@ impl RunBuilder {
             taken.push((chunks, ends));
         }
         if let Some(window) = self.window.as_mut() {
-            let threads = old_of_new.len();
-            follow_before(window, before, &self.pairs, &self.shared, threads, &dir)
-                .map_err(spill_failed)?;
+            follow_before(window, before, &self.pairs, &self.shared, &dir).map_err(spill_failed)?;
         }
         let mut thread_records = Vec::with_capacity(old_of_new.len());
         let mut blocks = Vec::new();
@@ -851,13 +849,12 @@ fn write_before(
 
 /// Follows every event before `window`'s start in the merge's order: those
 /// spills wrote apart, read back, and those still held (`before`, pointing
-/// into `pairs` and `shared`), of a run of `threads` threads.
+/// into `pairs` and `shared`).
 fn follow_before(
     window: &mut KeepWindow,
     mut before: Vec<(LocalThread, Record)>,
     pairs: &Pairs,
     shared: &[(u32, u32)],
-    threads: usize,
     dir: &std::path::Path,
 ) -> std::io::Result<()> {
     let payload = Payload {
@@ -880,21 +877,7 @@ fn follow_before(
         let last = write_before(dir, before, &payload)?;
         window.spilled_before.push(last);
     }
-    let chunks = std::mem::take(&mut window.spilled_before);
-    // Read with the producer's thread numbers.
-    let same: Vec<LocalThread> = (0..threads as LocalThread).collect();
-    let apart = Run::of_chunks(
-        same.clone(),
-        same,
-        chunks,
-        NameTables::default(),
-        (i64::MIN, i64::MAX),
-    );
-    crate::kmerge::for_each_record(&apart, &mut |_, thread, view| {
-        if let View::Events { closing, pairs } = view {
-            window.follow(thread, *closing, pairs.iter());
-        }
-    })
+    window.follow_spilled()
 }
 
 /// Appends the blocks of one thread whose records are `chunks` and whose

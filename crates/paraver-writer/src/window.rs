@@ -21,13 +21,13 @@
 //!
 //! Every record left out still counts in the run's span and thread table.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use crate::chunked::Pairs;
-use crate::cut::MAX_CARRIED_DEPTH;
-use crate::pcf::Timing;
+use crate::pcf::{Timing, MAX_CARRIED_DEPTH};
 use crate::record::{Body, EventPair, LocalThread, Record, Value, NO_SHARED};
-use crate::spill::SpilledChunk;
+use crate::spill::{ChunkReader, DecodedBody, SpilledChunk, READ_BUFFER};
 
 /// The window a run keeps (its own clock) and what it carries of the events
 /// before the start.
@@ -168,6 +168,35 @@ impl KeepWindow {
                 c.last_closed = false;
             }
         }
+    }
+
+    /// Follows the events that spills wrote apart ([`KeepWindow::spilled_before`],
+    /// each chunk sorted by (time, rank, thread)), merged as the run's streams
+    /// are: by (time, rank, thread), ties to the earlier chunk.
+    pub(crate) fn follow_spilled(&mut self) -> std::io::Result<()> {
+        let chunks = std::mem::take(&mut self.spilled_before);
+        let mut readers = Vec::with_capacity(chunks.len());
+        let mut heads = BinaryHeap::new();
+        for (index, chunk) in chunks.iter().enumerate() {
+            let mut reader = ChunkReader::open(chunk, READ_BUFFER)?;
+            if reader.advance()? {
+                heads.push(Reverse((reader.time, reader.rank(), reader.thread, index)));
+            }
+            readers.push(reader);
+        }
+        while let Some(Reverse((_, _, thread, index))) = heads.pop() {
+            let reader = &mut readers[index];
+            if let DecodedBody::Events { closing } = reader.body {
+                let pairs = std::mem::take(&mut reader.pairs);
+                self.follow(thread, closing, pairs.iter());
+                readers[index].pairs = pairs;
+            }
+            let reader = &mut readers[index];
+            if reader.advance()? {
+                heads.push(Reverse((reader.time, reader.rank(), reader.thread, index)));
+            }
+        }
+        Ok(())
     }
 
     /// The records of `thread` (at `start - 2` and `start - 1`) that make the

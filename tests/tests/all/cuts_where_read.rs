@@ -278,6 +278,20 @@ fn parts_shrink_with_the_cut() {
         );
     }
     assert_same_files(&dir.path().join("read"), &dir.path().join("merged"));
+    // The tables read whole (NVTX, NCCL, copies, MPI, GPU metrics) are kept to
+    // the window too: one step of the job, in parts of about its size (they
+    // went into the parts whole: 2.1 times smaller than the uncut ones, not 5).
+    let args = ["--nvtx-range", "train_step#2"];
+    let read = parts_size(&inputs, &dir.path().join("read"), &args);
+    let merged = parts_size(
+        &inputs,
+        &dir.path().join("merged"),
+        &["--nvtx-range", "train_step#2", "--cut-in-merge"],
+    );
+    assert!(
+        read * 3 < merged,
+        "parts of one step: {read} bytes, against {merged} uncut"
+    );
 }
 
 /// Runs that spill (a tiny `--memory-limit`): what lies before the window is
