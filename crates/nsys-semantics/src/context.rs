@@ -207,13 +207,20 @@ thread_local! {
 
 impl<'a> ReportContext<'a> {
     pub fn new(export: &'a Export, options: &'a Options) -> Self {
+        let cut = CutWhereRead::of(options, export.meta().utc_offset());
+        let mut run = match &options.spill {
+            Some(policy) => RunBuilder::with_spill(policy.clone()),
+            None => RunBuilder::new(),
+        };
+        // What the rows read whole write outside the window is reduced, as the
+        // run is built, to what the merge's cut uses of it.
+        if let Some(cut) = &cut {
+            run.keep_window(cut.start, cut.end);
+        }
         ReportContext {
             export,
             options,
-            run: match &options.spill {
-                Some(policy) => RunBuilder::with_spill(policy.clone()),
-                None => RunBuilder::new(),
-            },
+            run,
             // State intervals spill too: a quarter of a run's share each.
             states: match &options.spill {
                 Some(policy) => StateTiler::with_spill(policy.dir.clone(), policy.chunk_bytes / 4),
@@ -236,7 +243,7 @@ impl<'a> ReportContext<'a> {
             cpus_seen: 0,
             outside_limits: 0,
             kept_processes: None,
-            cut: CutWhereRead::of(options, export.meta().utc_offset()),
+            cut,
         }
     }
 

@@ -99,6 +99,12 @@ pub struct Options {
 pub struct ReadWindow {
     pub start: Option<i64>,
     pub end: Option<i64>,
+    /// For `--nvtx-range`: the window is the range's (found as the merge finds
+    /// it), made of this many ranges on this many tasks. The merge takes it as
+    /// it is: the runs it merges keep too little of the ranges outside the
+    /// window to find it again.
+    #[serde(default)]
+    pub range: Option<(usize, usize)>,
 }
 
 impl ReadWindow {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use nsys_reader::{Export, Metadata};
 use paraver_writer::{EventTypeInfo, Run};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::context::{ReportContext, ThreadKey};
@@ -165,22 +166,33 @@ fn finish(ctx: ReportContext, path: &Path) -> Result<ReportTranslation, Translat
         path: path.to_path_buf(),
         source,
     })?;
+    // Records left out by the run's window still make it a run with records.
+    let run_is_empty = run.is_empty() && run.dropped_by_window() == 0;
     if let Some(cut) = &cut {
-        if cut.unsafe_for(run.is_empty()) {
+        if cut.unsafe_for(run_is_empty) {
             return Err(TranslateError::CutUnsafe(path.to_path_buf()));
         }
         if cut.before + cut.after > 0 {
             counts.insert(ROWS_LEFT_OUT_BY_THE_CUT.to_string(), cut.before + cut.after);
         }
     }
-    if run.is_empty() {
+    if run_is_empty {
         return Err(TranslateError::Empty(path.to_path_buf()));
     }
     // The run numbers threads in layout (ThreadKey) order; follow it here.
-    let run = run.finish().map_err(|source| TranslateError::Write {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let timing = match &cut {
+        Some(_) => carried_timing(&extra_types),
+        None => FxHashMap::default(),
+    };
+    let (run, broken) = run
+        .finish_window(&|ty| timing.get(&ty).copied())
+        .map_err(|source| TranslateError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if broken {
+        return Err(TranslateError::CutUnsafe(path.to_path_buf()));
+    }
     if !run.chunks.is_empty() {
         counts.insert("spilled chunks".to_string(), run.chunks.len() as u64);
     }
@@ -320,4 +332,24 @@ mod categories_by_name {
             })
             .collect())
     }
+}
+
+/// How each type crosses a cut's start in the merge's catalog, where this
+/// report alone tells it for sure: the standard types, and the types the report
+/// numbered from its data. A NIC counter of another report may take a standard
+/// type of NCCL's (9500-9599, see `catalog::catalog_with_reports`):
+/// those are left out unless this report declares them.
+fn carried_timing(
+    extra_types: &[paraver_writer::EventTypeInfo],
+) -> FxHashMap<u32, paraver_writer::Timing> {
+    let mut timing: FxHashMap<u32, paraver_writer::Timing> = Registry::standard()
+        .iter()
+        .flat_map(|c| (c.event_types)())
+        .filter(|t| !(9500..9600).contains(&t.ty))
+        .map(|t| (t.ty, t.timing))
+        .collect();
+    for t in extra_types {
+        timing.entry(t.ty).or_insert(t.timing);
+    }
+    timing
 }

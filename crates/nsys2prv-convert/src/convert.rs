@@ -203,6 +203,7 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
         return Some(ReadWindow {
             start: Some(earliest.saturating_add(window.start)),
             end: window.end.map(|e| latest.saturating_add(e)),
+            range: None,
         });
     }
     let spec = config.cuts.nvtx_range.as_ref()?;
@@ -213,6 +214,7 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
     Some(ReadWindow {
         start: Some(window.start),
         end: Some(window.end),
+        range: Some((window.ranges, window.tasks)),
     })
 }
 
@@ -682,7 +684,21 @@ fn nvtx_range(
     let Some(spec) = &config.cuts.nvtx_range else {
         return Ok(None);
     };
-    let window = nvtx_range_window(reports, plan, spec).context("--nvtx-range")?;
+    // Found before translating: the runs keep too little outside it to find it
+    // again (see `RunBuilder::keep_window`).
+    let window = match config.cuts.read_window {
+        Some(ReadWindow {
+            start: Some(start),
+            end: Some(end),
+            range: Some((ranges, tasks)),
+        }) => RangeWindow {
+            start,
+            end,
+            ranges,
+            tasks,
+        },
+        _ => nvtx_range_window(reports, plan, spec).context("--nvtx-range")?,
+    };
     if !config.quiet {
         eprintln!(
             "cut to NVTX range '{spec}': {} on {}",

@@ -19,7 +19,7 @@ use crate::cursor::RunCursor;
 use crate::kmerge::{Merged, Merger};
 use crate::lines::{LineFormatter, LINE_BLOCK};
 use crate::output::TraceSink;
-use crate::pcf::{PcfCatalog, Timing};
+use crate::pcf::{PcfCatalog, Timing, MAX_CARRIED_DEPTH};
 use crate::segments;
 use crate::text::Prefix;
 use crate::view::{Current, View};
@@ -72,10 +72,6 @@ enum Phase {
     /// At or after the end: the merge stops.
     After,
 }
-
-/// Deeper nesting than this on one thread and type is not nesting but a producer
-/// that never closes: only the innermost levels are kept.
-const MAX_CARRIED_DEPTH: usize = 64;
 
 /// What the merge tracks to clip a cut: values open on each (thread, type) and the
 /// state that straddles the start, per global thread (`task << 32 | thread`).

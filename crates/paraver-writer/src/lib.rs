@@ -28,6 +28,7 @@ pub mod states;
 mod summary;
 mod text;
 mod view;
+mod window;
 
 pub use layout::{GlobalThread, NodeInfo, TaskInfo, TraceLayout};
 pub use merge::{

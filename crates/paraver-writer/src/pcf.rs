@@ -40,6 +40,10 @@ pub enum Timing {
     Level,
 }
 
+/// Deeper nesting than this on one thread and type is not nesting but a producer
+/// that never closes: a cut carries only the innermost levels across its start.
+pub(crate) const MAX_CARRIED_DEPTH: usize = 64;
+
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EventTypeInfo {
     pub ty: u32,

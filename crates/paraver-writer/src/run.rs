@@ -16,11 +16,13 @@ use std::collections::BinaryHeap;
 use crate::chunked::{ChunkPool, ChunkedRecords, Pairs, RECORDS_PER_CHUNK};
 use crate::loser_tree::{merge_key, LoserTree, DONE};
 use crate::names::NameTables;
+use crate::pcf::Timing;
+use crate::window::KeepWindow;
 use rustc_hash::FxHashMap;
 
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED, NO_SHARED};
 use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
-use crate::view::Payload;
+use crate::view::{Payload, View};
 use crate::WriteError;
 
 /// Collects the records of one producer in any order; `finish` sorts them.
@@ -62,6 +64,9 @@ pub struct RunBuilder {
     spills: u32,
     /// Rows a cut left out while reading (see [`RunBuilder::left_out`]).
     left_out: u64,
+    /// A cut known while building: what lies outside it is reduced to what the
+    /// merge's cut uses of it (see [`RunBuilder::keep_window`]).
+    window: Option<KeepWindow>,
 }
 
 /// A list of pairs stored once in a run (see [`RunBuilder::shared_pairs`]).
@@ -309,6 +314,21 @@ impl RunBuilder {
         self.left_out += 1;
     }
 
+    /// Keeps of the records outside `start..=end` (the run's clock) only what a
+    /// cut whose window lies inside it uses ([`crate::write_trace_cut`]): records
+    /// after `end` are dropped, and those before `start` reduced to what the
+    /// cut tracks of them (see [`crate::window`]), so that they are neither
+    /// spilled nor kept for the merge. Such a run may only be merged with such a
+    /// cut; the run's span and threads still count every record.
+    pub fn keep_window(&mut self, start: i64, end: i64) {
+        self.window = Some(KeepWindow::new(start, end));
+    }
+
+    /// Records pushed but not stored, by [`RunBuilder::keep_window`].
+    pub fn dropped_by_window(&self) -> u64 {
+        self.window.as_ref().map_or(0, |w| w.dropped)
+    }
+
     /// Rows left out by [`RunBuilder::left_out`].
     pub fn left_out_rows(&self) -> u64 {
         self.left_out
@@ -350,14 +370,38 @@ impl RunBuilder {
     /// Notes what a record of `thread` at `time` touches (times up to `last`).
     #[inline]
     fn note(&mut self, thread: LocalThread, time: i64, last: i64) {
+        self.note_span(thread, time, last);
+        self.held += 1;
+    }
+
+    /// Counts a record of `thread` at `time` (touching times up to `last`) in
+    /// the run's span and threads.
+    #[inline]
+    fn note_span(&mut self, thread: LocalThread, time: i64, last: i64) {
         self.min_time = self.min_time.min(time);
         self.max_time = self.max_time.max(last).max(time);
         self.threads_seen = self.threads_seen.max(thread as usize + 1);
-        self.held += 1;
+    }
+
+    /// Whether the window drops `record`: then it is only counted.
+    #[inline]
+    fn dropped(&mut self, thread: LocalThread, record: &Record, last: i64) -> bool {
+        let Some(window) = self.window.as_mut() else {
+            return false;
+        };
+        if !window.drops(record) {
+            return false;
+        }
+        window.dropped += 1;
+        self.note_span(thread, record.time, last);
+        true
     }
 
     #[inline]
     fn push(&mut self, thread: LocalThread, record: Record, last: i64) {
+        if self.dropped(thread, &record, last) {
+            return;
+        }
         self.note(thread, record.time, last);
         self.thread_mut(thread);
         let thread = &mut self.threads[thread as usize];
@@ -367,6 +411,9 @@ impl RunBuilder {
 
     /// Holds `record` back until a record at or after its time is pushed on its thread.
     fn defer(&mut self, thread: LocalThread, record: Record) {
+        if self.dropped(thread, &record, record.time) {
+            return;
+        }
         self.note(thread, record.time, record.time);
         let seq = self.deferred;
         self.deferred += 1;
@@ -517,7 +564,6 @@ impl RunBuilder {
             return;
         }
         let index = self.comms.len() as u32;
-        self.comms.push(comm);
         self.threads_seen = self.threads_seen.max(comm.receiver as usize + 1);
         let first = send_logical
             .min(comm.send_physical)
@@ -528,15 +574,15 @@ impl RunBuilder {
             .max(comm.recv_logical)
             .max(comm.recv_physical);
         self.min_time = self.min_time.min(first);
-        let body = Body::Comm { index };
-        self.push(
-            sender,
-            Record {
-                time: send_logical,
-                body,
-            },
-            last,
-        );
+        let record = Record {
+            time: send_logical,
+            body: Body::Comm { index },
+        };
+        if self.dropped(sender, &record, last) {
+            return;
+        }
+        self.comms.push(comm);
+        self.push(sender, record, last);
         self.spill_if_full();
     }
 
@@ -610,9 +656,16 @@ impl RunBuilder {
         };
         let mut blocks = Vec::new();
         let mut taken = Vec::new();
+        let mut held = self.held;
+        let mut before = Vec::new();
         for (t, thread) in self.threads.iter_mut().enumerate() {
-            let (chunks, ends) =
+            let (mut chunks, mut ends) =
                 thread.take_stretches(&mut self.pool, Some(&mut self.sort_scratch));
+            if let Some(window) = self.window.as_mut() {
+                let taken = window.take_before(&mut chunks, &mut ends);
+                held -= taken.len();
+                before.extend(taken.into_iter().map(|r| (t as LocalThread, r)));
+            }
             push_blocks(&mut blocks, t as LocalThread, &chunks, &ends);
             taken.push(chunks);
         }
@@ -623,7 +676,17 @@ impl RunBuilder {
             comms: &self.comms,
             shared: &self.shared,
         };
-        let chunk = write_chunk(&policy.dir, merged, self.held, &payload)?;
+        // A window may leave nothing of what was held to write.
+        let chunk = match held {
+            0 => None,
+            _ => Some(write_chunk(&policy.dir, merged, held, &payload)?),
+        };
+        if let Some(window) = self.window.as_mut() {
+            if !before.is_empty() {
+                let apart = write_before(&policy.dir, before, &payload)?;
+                window.spilled_before.push(apart);
+            }
+        }
         // The full-size buffers are kept for the records that follow (the run
         // held them a moment ago, so its memory does not grow); the others go:
         // kept, a buffer each would stay resident without being counted, for
@@ -631,7 +694,7 @@ impl RunBuilder {
         for chunk in taken.into_iter().flatten() {
             self.pool.give_back(chunk);
         }
-        self.chunks.push(chunk);
+        self.chunks.extend(chunk);
         self.held = 0;
         self.pairs.clear();
         self.comms.clear();
@@ -645,7 +708,19 @@ impl RunBuilder {
     /// new number was), then sorts by (time, rank, thread) so that records of
     /// one thread at one time keep the order they were pushed in. A spilling run
     /// keeps its last chunk in memory only while the shared budget allows.
-    pub fn finish(mut self) -> Result<Run, WriteError> {
+    pub fn finish(self) -> Result<Run, WriteError> {
+        self.finish_window(&|_| None).map(|(run, _)| run)
+    }
+
+    /// [`RunBuilder::finish`] for a run with a [`RunBuilder::keep_window`]:
+    /// `timing` says how a type crosses a cut's start where what the run carries
+    /// depends on it (`None`: not known for sure). With `true`, what the run
+    /// carries could not be made to give the cut's trace (values spilled out of
+    /// order, or a timing not known): build the run again without the window.
+    pub fn finish_window(
+        mut self,
+        timing: &dyn Fn(u32) -> Option<Timing>,
+    ) -> Result<(Run, bool), WriteError> {
         let dir = self
             .spill
             .as_ref()
@@ -668,18 +743,42 @@ impl RunBuilder {
         // Nothing more is pushed: the spare chunks go before the run waits.
         self.pool = ChunkPool::default();
         self.sort_scratch = Vec::new();
-        // The run waits for the merge: keep only what it holds, not the buffers'
-        // peak capacity.
-        self.pairs.shrink_to_fit();
         self.comms.shrink_to_fit();
         let (old_of_new, new_of_old) = self.thread_order();
-        let mut thread_records = Vec::with_capacity(old_of_new.len());
-        let mut blocks = Vec::new();
+        let mut taken = Vec::with_capacity(old_of_new.len());
+        let mut before = Vec::new();
         for &old in &old_of_new {
-            let (mut chunks, ends) = match self.threads.get_mut(old as usize) {
+            let (mut chunks, mut ends) = match self.threads.get_mut(old as usize) {
                 Some(thread) => thread.take_stretches(&mut self.pool, None),
                 None => Default::default(),
             };
+            if let Some(window) = self.window.as_mut() {
+                let records = window.take_before(&mut chunks, &mut ends);
+                if !records.is_empty() {
+                    for chunk in &mut chunks {
+                        if chunk.len() < chunk.capacity() / 2 {
+                            chunk.shrink_to_fit();
+                        }
+                    }
+                    before.extend(records.into_iter().map(|r| (old, r)));
+                }
+            }
+            taken.push((chunks, ends));
+        }
+        if let Some(window) = self.window.as_mut() {
+            follow_before(window, before, &self.pairs, &self.shared, &dir).map_err(spill_failed)?;
+        }
+        let mut thread_records = Vec::with_capacity(old_of_new.len());
+        let mut blocks = Vec::new();
+        for (&old, (mut chunks, mut ends)) in old_of_new.iter().zip(taken) {
+            if let Some(window) = self.window.as_mut() {
+                let carried = window.carried_records(old, timing, &mut self.pairs);
+                if !carried.is_empty() {
+                    let held: usize = chunks.iter().map(Vec::len).sum();
+                    ends.push(held + carried.len());
+                    chunks.push(carried);
+                }
+            }
             // The run waits for the merge: a last chunk mostly empty gives back
             // its unused room (the budget counts records, not capacity).
             if let Some(last) = chunks.last_mut() {
@@ -696,10 +795,34 @@ impl RunBuilder {
             thread_records.push(chunks);
         }
         drop(self.threads);
+        let mut broken = false;
+        if let Some(window) = &self.window {
+            broken = window.broken;
+            let empty =
+                self.chunks.is_empty() && thread_records.iter().flatten().all(Vec::is_empty);
+            if empty && window.dropped > 0 && !thread_records.is_empty() {
+                // Every record was outside the window and left nothing open: one
+                // state the cut does not use keeps the run (its span, its place
+                // in the trace) as it was.
+                let time = match window.start.checked_sub(1) {
+                    Some(before) => before,
+                    None => window.end.saturating_add(1),
+                };
+                let body = Body::State {
+                    end: time,
+                    state: 0,
+                };
+                thread_records[0].push(vec![Record { time, body }]);
+                push_blocks(&mut blocks, 0, &thread_records[0], &[1]);
+            }
+        }
+        // The run waits for the merge: keep only what it holds, not the buffers'
+        // peak capacity.
+        self.pairs.shrink_to_fit();
         for c in &mut self.comms {
             c.receiver = new_of_old[c.receiver as usize];
         }
-        Ok(Run {
+        let run = Run {
             old_of_new,
             new_of_old,
             thread_records,
@@ -711,8 +834,55 @@ impl RunBuilder {
             names: self.names,
             min_time: self.min_time,
             max_time: self.max_time,
-        })
+        };
+        Ok((run, broken))
     }
+}
+
+/// Writes the events before a window's start that a spill takes out of the
+/// run (`(producer thread, record)`), sorted as a chunk is: by (time, rank,
+/// thread), ties in push order.
+fn write_before(
+    dir: &std::path::Path,
+    mut before: Vec<(LocalThread, Record)>,
+    payload: &Payload,
+) -> std::io::Result<SpilledChunk> {
+    before.sort_by_key(|(t, r)| (r.time, r.rank(), *t));
+    let count = before.len();
+    write_chunk(dir, before.into_iter(), count, payload)
+}
+
+/// Follows every event before `window`'s start in the merge's order: those
+/// spills wrote apart, read back, and those still held (`before`, pointing
+/// into `pairs` and `shared`).
+fn follow_before(
+    window: &mut KeepWindow,
+    mut before: Vec<(LocalThread, Record)>,
+    pairs: &Pairs,
+    shared: &[(u32, u32)],
+    dir: &std::path::Path,
+) -> std::io::Result<()> {
+    let payload = Payload {
+        pairs,
+        comms: &[],
+        shared,
+    };
+    if window.spilled_before.is_empty() {
+        // Per thread, in push order for ties (a stable sort).
+        before.sort_by_key(|(t, r)| (*t, r.time, r.rank()));
+        for (thread, r) in before {
+            if let View::Events { closing, pairs } = View::of(r.body, &payload) {
+                window.follow(thread, closing, pairs.iter());
+            }
+        }
+        return Ok(());
+    }
+    // Some are on disk: the held ones go too, and all are read back in order.
+    if !before.is_empty() {
+        let last = write_before(dir, before, &payload)?;
+        window.spilled_before.push(last);
+    }
+    window.follow_spilled()
 }
 
 /// Appends the blocks of one thread whose records are `chunks` and whose

@@ -278,4 +278,57 @@ fn parts_shrink_with_the_cut() {
         );
     }
     assert_same_files(&dir.path().join("read"), &dir.path().join("merged"));
+    // The tables read whole (NVTX, NCCL, copies, MPI, GPU metrics) are kept to
+    // the window too: one step of the job, in parts of about its size (they
+    // went into the parts whole: 2.1 times smaller than the uncut ones, not 5).
+    let args = ["--nvtx-range", "train_step#2"];
+    let read = parts_size(&inputs, &dir.path().join("read"), &args);
+    let merged = parts_size(
+        &inputs,
+        &dir.path().join("merged"),
+        &["--nvtx-range", "train_step#2", "--cut-in-merge"],
+    );
+    assert!(
+        read * 3 < merged,
+        "parts of one step: {read} bytes, against {merged} uncut"
+    );
+}
+
+/// Runs that spill (a tiny `--memory-limit`): what lies before the window is
+/// written apart and read back once, in order, whatever pass pushed it; the
+/// cut is still the merge's, byte for byte, in one process and sharded. The
+/// training job has NVTX ranges nested four deep open across both edges of
+/// its windows, GPU metrics (values that hold) and MPI messages; the device
+/// side has GPU memory in use and NIC and IB counters.
+#[test]
+fn spilled_runs_are_cut_where_read_as_the_merge_cuts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<(Vec<PathBuf>, &[&str])> = vec![
+        (training_job(dir.path(), 2), &["train_step#2", "forward#3"]),
+        (vec![device_side(dir.path())], &[]),
+    ];
+    for (files, ranges) in &jobs {
+        let inputs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let mut cuts: Vec<Vec<String>> = windows(&inputs, dir.path())
+            .into_iter()
+            .map(|w| vec!["--time-window".to_string(), w])
+            .collect();
+        cuts.extend(
+            ranges
+                .iter()
+                .map(|r| vec!["--nvtx-range".to_string(), r.to_string()]),
+        );
+        for args in &cuts {
+            let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+            args.extend(["--memory-limit", "64K", "-j", "1"]);
+            let Some(single) = same_cut(&inputs, dir.path(), &args) else {
+                continue;
+            };
+            let sharded = dir.path().join("sharded");
+            let _ = std::fs::remove_dir_all(&sharded);
+            std::fs::create_dir_all(&sharded).unwrap();
+            convert_sharded(files, &sharded.join("cut.prv"), 2, &args);
+            assert_same_files(&single, &sharded);
+        }
+    }
 }
