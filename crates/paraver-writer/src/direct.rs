@@ -20,7 +20,7 @@ use std::thread::JoinHandle;
 
 /// Alignment of direct writes: the largest logical block size of common
 /// devices (512 and 4096 bytes) and the page size.
-pub(crate) const ALIGN: usize = 4096;
+const ALIGN: usize = 4096;
 /// Bytes per direct write: large enough that the writer thread's system calls
 /// are few, small enough that the few blocks in flight cost little memory.
 const BLOCK: usize = 4 << 20;
@@ -39,14 +39,12 @@ pub enum WriteMode {
     FellBack,
 }
 
-/// An aligned block of bytes (the trace's are [`BLOCK`] long) inside a vector
-/// two alignments longer (the vector's heap memory never moves, so the aligned
-/// start stays aligned).
-pub(crate) struct AlignedBlock {
+/// An aligned block of [`BLOCK`] bytes inside a vector one alignment longer
+/// (the vector's heap memory never moves, so the aligned start stays aligned).
+struct AlignedBlock {
     storage: Vec<u8>,
     start: usize,
     len: usize,
-    size: usize,
 }
 
 impl AlignedBlock {
@@ -57,19 +55,11 @@ impl AlignedBlock {
             storage: Vec::new(),
             start: 0,
             len: 0,
-            size: 0,
         }
     }
 
     fn new(misaligned: bool) -> Self {
-        Self::of_size(BLOCK, misaligned)
-    }
-
-    /// A block of `size` bytes (a multiple of [`ALIGN`]); `misaligned` starts
-    /// it one byte past the alignment (tests of refused direct writes).
-    pub(crate) fn of_size(size: usize, misaligned: bool) -> Self {
-        debug_assert_eq!(size % ALIGN, 0);
-        let storage = vec![0u8; size + 2 * ALIGN];
+        let storage = vec![0u8; BLOCK + 2 * ALIGN];
         let mut start = storage.as_ptr().align_offset(ALIGN);
         if misaligned {
             // Tests only: a start no device accepts for direct writes.
@@ -79,41 +69,21 @@ impl AlignedBlock {
             storage,
             start,
             len: 0,
-            size,
         }
     }
 
-    #[inline]
-    pub(crate) fn room(&self) -> usize {
-        self.size - self.len
+    fn room(&self) -> usize {
+        BLOCK - self.len
     }
 
-    #[inline]
-    pub(crate) fn push(&mut self, bytes: &[u8]) {
+    fn push(&mut self, bytes: &[u8]) {
         let at = self.start + self.len;
         self.storage[at..at + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
     }
 
-    pub(crate) fn bytes(&self) -> &[u8] {
+    fn bytes(&self) -> &[u8] {
         &self.storage[self.start..self.start + self.len]
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Zeros up to the next multiple of [`ALIGN`] (within the block's room:
-    /// sizes are multiples of it), so that the block can be written whole.
-    pub(crate) fn pad_to_alignment(&mut self) {
-        let padded = self.len.next_multiple_of(ALIGN);
-        let at = self.start + self.len;
-        self.storage[at..self.start + padded].fill(0);
-        self.len = padded;
     }
 }
 

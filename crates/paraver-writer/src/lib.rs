@@ -23,7 +23,6 @@ pub mod run;
 pub mod saved;
 mod segments;
 pub mod spill;
-mod spill_io;
 pub mod states;
 mod summary;
 mod text;

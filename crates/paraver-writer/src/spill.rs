@@ -6,16 +6,13 @@
 //! checks as it reads.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::direct::{WriteMode, ALIGN};
 use crate::record::{Comm, EventPair, LocalThread, Record, Value};
-use crate::spill_io::set_direct;
-pub(crate) use crate::spill_io::SpillWriter;
 use crate::view::{Payload, View};
 
 /// Memory shared by every run of one conversion.
@@ -92,9 +89,6 @@ pub struct SpilledChunk {
     /// part file is read (another program's file may hold anything its checksum
     /// covers); `u32::MAX` for the writer's own spill files.
     threads: u32,
-    /// A spill file written directly (see [`crate::spill_io`]): it still has
-    /// `O_DIRECT`, and is read in aligned pieces.
-    direct: bool,
 }
 
 /// Records between two entries of a spilled chunk's time index: 16 bytes per 64
@@ -144,7 +138,6 @@ impl SpilledChunk {
             block_checksums: Vec::new(),
             last_time: i64::MAX,
             threads,
-            direct: false,
         }
     }
 
@@ -234,7 +227,6 @@ const TAG_CLOSING: u8 = 2;
 const TAG_COMM: u8 = 3;
 const VALUE_RAW: u8 = 0;
 const VALUE_NAME: u8 = 1;
-/// What [`SpilledChunk::copy_to`] reads at a time.
 const WRITE_BUFFER: usize = 1 << 20;
 /// Small: the merge may read hundreds of chunks at once.
 pub(crate) const READ_BUFFER: usize = 64 << 10;
@@ -248,15 +240,21 @@ pub(crate) fn read_from_start(file: &File) -> io::Result<BufReader<File>> {
     Ok(BufReader::with_capacity(READ_BUFFER, file))
 }
 
-/// Writes `records` (already sorted) with their payloads inline, to a new
-/// anonymous spill file in `dir`.
+/// A buffered writer of a new anonymous spill file in `dir`.
+pub(crate) fn spill_file(dir: &std::path::Path) -> io::Result<(File, BufWriter<File>)> {
+    let file = tempfile::tempfile_in(dir)?;
+    let writer = BufWriter::with_capacity(WRITE_BUFFER, file.try_clone()?);
+    Ok((file, writer))
+}
+
+/// Writes `records` (already sorted) with their payloads inline.
 pub(crate) fn write_chunk(
     dir: &std::path::Path,
     records: impl Iterator<Item = (LocalThread, Record)>,
     count: usize,
     payload: &Payload,
 ) -> io::Result<SpilledChunk> {
-    let mut out = SpillWriter::create(dir)?;
+    let (file, mut out) = spill_file(dir)?;
     let mut index = Vec::with_capacity(count.div_ceil(INDEX_STEP));
     let mut offset = 0;
     let mut last_time = i64::MAX;
@@ -272,8 +270,10 @@ pub(crate) fn write_chunk(
         encode_view(&mut out, r.time, thread, &view)?;
         offset += encoded_len(&view);
     }
-    let (file, bytes, mode) = out.finish()?;
+    out.flush()?;
+    let bytes = out.get_mut().stream_position()?;
     debug_assert_eq!(bytes, offset);
+    drop(out);
     Ok(SpilledChunk {
         file: Arc::new(file),
         offset: 0,
@@ -285,7 +285,6 @@ pub(crate) fn write_chunk(
         block_checksums: Vec::new(),
         last_time,
         threads: u32::MAX,
-        direct: mode == WriteMode::Direct,
     })
 }
 
@@ -337,10 +336,6 @@ struct SectionReader {
     next: u64,
     end: u64,
     buf: Vec<u8>,
-    /// Bytes one read asks for. `buf` is longer when, and only when, reads
-    /// are direct: they start and end at aligned places around the bytes
-    /// wanted (no field of its own keeps a chunk reader small).
-    read_size: usize,
     pos: usize,
     len: usize,
     /// The whole section's checksum (boxed, as `blocks`: a chunk reader
@@ -406,23 +401,16 @@ impl SectionReader {
 
     /// A reader of the chunk's bytes `start..end` (a checked section is read
     /// whole) into `buf` (not empty; its length is what one read asks for).
-    fn of_bytes(chunk: &SpilledChunk, start: u64, end: u64, mut buf: Vec<u8>) -> Self {
+    fn of_bytes(chunk: &SpilledChunk, start: u64, end: u64, buf: Vec<u8>) -> Self {
         let whole = (start, end) == (0, chunk.bytes);
         let by_blocks = chunk.checksum.is_some() && !whole;
         debug_assert!(!by_blocks || !chunk.block_checksums.is_empty());
         debug_assert!(!buf.is_empty());
-        let read_size = buf.len();
-        if chunk.direct {
-            // Room for an aligned start, an aligned tail and the alignment of
-            // the buffer itself.
-            buf.resize(read_size + 3 * ALIGN, 0);
-        }
         SectionReader {
             file: Arc::clone(&chunk.file),
             next: chunk.offset + start,
             end: chunk.offset + end,
             buf,
-            read_size,
             pos: 0,
             len: 0,
             crc: chunk
@@ -442,18 +430,12 @@ impl SectionReader {
         if self.next == self.end {
             return Ok(false);
         }
-        let want = (self.end - self.next).min(self.read_size as u64) as usize;
-        let at = if self.buf.len() > self.read_size {
-            self.read_direct(want)?
-        } else {
-            self.file
-                .read_exact_at(&mut self.buf[..want], self.next)
-                .map_err(|e| self.damaged(e))?;
-            0
-        };
-        let read = at..at + want;
+        let want = (self.end - self.next).min(self.buf.len() as u64) as usize;
+        self.file
+            .read_exact_at(&mut self.buf[..want], self.next)
+            .map_err(|e| self.damaged(e))?;
         if let Some(blocks) = &mut self.blocks {
-            if !blocks.check(self.next, &self.buf[read.clone()]) {
+            if !blocks.check(self.next, &self.buf[..want]) {
                 return Err(self.damaged(io::Error::new(
                     io::ErrorKind::InvalidData,
                     "checksum mismatch",
@@ -461,10 +443,10 @@ impl SectionReader {
             }
         }
         self.next += want as u64;
-        (self.pos, self.len) = (read.start, read.end);
+        (self.pos, self.len) = (0, want);
         if let Some(check) = &mut self.crc {
             let (crc, expected) = &mut **check;
-            crc.update(&self.buf[read]);
+            crc.update(&self.buf[..want]);
             if self.next == self.end && crc.clone().finalize() != *expected {
                 return Err(self.damaged(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -473,27 +455,6 @@ impl SectionReader {
             }
         }
         Ok(true)
-    }
-
-    /// Reads the `want` bytes from `next` of a file written directly, past the
-    /// page cache: the aligned pages around them, into the aligned part of the
-    /// buffer (the file is padded to a whole page). Where they start in it.
-    fn read_direct(&mut self, want: usize) -> io::Result<usize> {
-        let align = ALIGN as u64;
-        let from = self.next / align * align;
-        let to = (self.next + want as u64).next_multiple_of(align);
-        let start = self.buf.as_ptr().align_offset(ALIGN);
-        let pages = start..start + (to - from) as usize;
-        match self.file.read_exact_at(&mut self.buf[pages.clone()], from) {
-            Ok(()) => {}
-            // Refused after all: the page cache, which takes any alignment.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                set_direct(&self.file, false)?;
-                self.file.read_exact_at(&mut self.buf[pages], from)?;
-            }
-            Err(e) => return Err(e),
-        }
-        Ok(start + (self.next - from) as usize)
     }
 
     /// The next `N` bytes: straight from the buffer when it holds them (nearly
@@ -659,9 +620,7 @@ impl ChunkReader {
 
     /// The reader's buffer, for another reader.
     pub fn into_buffer(self) -> Vec<u8> {
-        let mut buf = self.input.buf;
-        buf.truncate(self.input.read_size);
-        buf
+        self.input.buf
     }
 
     fn reading(input: SectionReader, records: u64, threads: u32) -> Self {
@@ -777,84 +736,5 @@ impl ChunkReader {
 
     fn i64(&mut self) -> io::Result<i64> {
         Ok(i64::from_le_bytes(self.bytes()?))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Bytes that differ at every place (a shifted piece shows).
-    fn text(len: usize) -> Vec<u8> {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect()
-    }
-
-    /// A spill file written directly is read back, by any range and any read
-    /// size, as the bytes written: the aligned reads around each piece land
-    /// where they should, up to the file's padded end; into a buffer reused
-    /// from reader to reader as the merge reuses them.
-    #[test]
-    fn any_range_of_a_directly_written_chunk_reads_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let expected = text(3 * (2 << 20) + 3 * ALIGN + 123);
-        let mut out = SpillWriter::create(dir.path()).unwrap();
-        out.write_all(&expected).unwrap();
-        let (file, bytes, mode) = out.finish().unwrap();
-        let probe = tempfile::tempfile_in(dir.path()).unwrap();
-        if crate::direct::direct_writes_suit(&probe) {
-            assert_eq!(mode, WriteMode::Direct);
-        }
-        let chunk = SpilledChunk {
-            file: Arc::new(file),
-            offset: 0,
-            bytes,
-            records: 0,
-            checksum: None,
-            origin: None,
-            index: Vec::new(),
-            block_checksums: Vec::new(),
-            last_time: i64::MAX,
-            threads: u32::MAX,
-            direct: mode == WriteMode::Direct,
-        };
-        let len = expected.len() as u64;
-        let a = ALIGN as u64;
-        let ranges = [
-            (0, len),
-            (1, len),
-            (a - 1, a + 1),
-            (a, 2 * a),
-            (5 * a + 17, len - 1),
-            (len - 1, len),
-            (len - a - 3, len),
-        ];
-        let mut buffer = vec![0u8; 1];
-        for size in [1, 7, ALIGN - 1, ALIGN, ALIGN + 1, READ_BUFFER, 1 << 20] {
-            for &(start, end) in &ranges {
-                // Megabytes a few bytes at a time: a million reads, no news.
-                if size < ALIGN && end - start > 4 * a {
-                    continue;
-                }
-                buffer.resize(size, 0);
-                buffer.truncate(size);
-                let mut reader = SectionReader::of_bytes(&chunk, start, end, buffer);
-                let mut back = Vec::new();
-                reader.read_to_end(&mut back).unwrap();
-                assert!(
-                    back == expected[start as usize..end as usize],
-                    "bytes {start}..{end}, reads of {size}"
-                );
-                buffer = reader.buf;
-                buffer.truncate(reader.read_size);
-            }
-        }
     }
 }

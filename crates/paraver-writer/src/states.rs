@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use crate::record::LocalThread;
 use crate::run::RunBuilder;
-use crate::spill::{read_from_start, SpillWriter};
+use crate::spill::{read_from_start, spill_file};
 use crate::WriteError;
 
 #[derive(Clone, Copy, Debug)]
@@ -418,7 +418,7 @@ impl IntervalChunk {
         intervals: impl Iterator<Item = &'a Interval>,
         count: usize,
     ) -> io::Result<Self> {
-        let mut out = SpillWriter::create(dir)?;
+        let (file, mut out) = spill_file(dir)?;
         for iv in intervals {
             let mut bytes = [0u8; INTERVAL_BYTES];
             bytes[0..4].copy_from_slice(&iv.thread.to_le_bytes());
@@ -427,9 +427,8 @@ impl IntervalChunk {
             bytes[16..24].copy_from_slice(&iv.end.to_le_bytes());
             out.write_all(&bytes)?;
         }
-        let (file, _, _) = out.finish()?;
-        // Read back through a plain buffered reader: the page cache's.
-        crate::spill_io::set_direct(&file, false)?;
+        out.flush()?;
+        drop(out);
         Ok(IntervalChunk {
             file,
             intervals: count as u64,
