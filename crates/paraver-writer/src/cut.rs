@@ -323,41 +323,67 @@ impl CutWriter<'_, '_> {
     /// A record inside the window: events as they are (tracked), states clipped to
     /// the window's end, communications only when wholly inside.
     fn record_cut(&mut self, c: &RunCursor, run_index: usize, r: &Current, time: i64, thread: u64) {
-        let end = self.cut.end;
-        match r.body {
-            View::Events { closing, pairs } => {
-                let cut = &mut self.cut;
-                for pair in pairs.iter() {
-                    let value = if closing { 0 } else { c.values_of(pair) };
-                    cut.track(thread, pair.ty, value);
-                }
-                self.lines.record(c, run_index, r, time)
+        if let View::Events { closing, pairs } = r.body {
+            for pair in pairs.iter() {
+                let value = if closing { 0 } else { c.values_of(pair) };
+                self.cut.track(thread, pair.ty, value);
             }
-            View::State {
-                end: state_end,
-                state,
-            } => {
-                let clipped = (state_end + c.shift).min(end);
-                if clipped < time || (clipped == time && state_end + c.shift > time) {
-                    return;
-                }
-                let body = View::State {
-                    end: clipped - c.shift,
-                    state,
-                };
-                let clipped_record = Current {
+        }
+        match at_end(c, &r.body, time, self.cut.end) {
+            AtEnd::Whole => self.lines.record(c, run_index, r, time),
+            AtEnd::StateEnd { end, state } => {
+                let clipped = Current {
                     time: r.time,
                     thread: r.thread,
                     rank: r.rank,
-                    body,
+                    body: View::State { end, state },
                 };
-                self.lines.record(c, run_index, &clipped_record, time)
+                self.lines.record(c, run_index, &clipped, time)
             }
-            View::Comm(comm) => {
-                let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
-                if times.iter().all(|t| (0..=end).contains(&(t + c.shift))) {
-                    self.lines.record(c, run_index, r, time)
+            AtEnd::Dropped => {}
+        }
+    }
+}
+
+/// How the cut writes a record inside its window, whose end is `end`.
+enum AtEnd {
+    Whole,
+    /// A state, ending at the window's end (`end` on its run's clock).
+    StateEnd {
+        end: i64,
+        state: u32,
+    },
+    /// A state clipped to nothing, or a communication not wholly inside.
+    Dropped,
+}
+
+/// The one rule of both cut writers for a record at trace time `time`: states
+/// clipped to the window's end `end`, communications kept only when wholly
+/// inside, events as they are.
+fn at_end(c: &RunCursor, body: &View, time: i64, end: i64) -> AtEnd {
+    match *body {
+        View::Events { .. } => AtEnd::Whole,
+        View::State {
+            end: state_end,
+            state,
+        } => {
+            let clipped = (state_end + c.shift).min(end);
+            if clipped < time || (clipped == time && state_end + c.shift > time) {
+                AtEnd::Dropped
+            } else if clipped - c.shift == state_end {
+                AtEnd::Whole
+            } else {
+                AtEnd::StateEnd {
+                    end: clipped - c.shift,
+                    state,
                 }
+            }
+        }
+        View::Comm(comm) => {
+            let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
+            match times.iter().all(|t| (0..=end).contains(&(t + c.shift))) {
+                true => AtEnd::Whole,
+                false => AtEnd::Dropped,
             }
         }
     }
@@ -397,31 +423,13 @@ impl segments::Admit for Keep {
         if !kept {
             return None;
         }
-        match r.body {
-            View::Events { .. } => Some(r),
-            View::State {
-                end: state_end,
-                state,
-            } => {
-                let clipped = (state_end + c.shift).min(end);
-                if clipped < time || (clipped == time && state_end + c.shift > time) {
-                    return None;
-                }
-                Some(Current {
-                    body: View::State {
-                        end: clipped - c.shift,
-                        state,
-                    },
-                    ..r
-                })
-            }
-            View::Comm(comm) => {
-                let times = [comm.send_physical, comm.recv_logical, comm.recv_physical];
-                times
-                    .iter()
-                    .all(|t| (0..=end).contains(&(t + c.shift)))
-                    .then_some(r)
-            }
+        match at_end(c, &r.body, time, end) {
+            AtEnd::Whole => Some(r),
+            AtEnd::StateEnd { end, state } => Some(Current {
+                body: View::State { end, state },
+                ..r
+            }),
+            AtEnd::Dropped => None,
         }
     }
 }
