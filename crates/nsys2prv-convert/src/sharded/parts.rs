@@ -189,6 +189,13 @@ impl PartsDir {
         }
     }
 
+    /// Why `shard` failed in Slurm step `step`, if it did.
+    pub fn failure_in_step(&self, shard: u32, step: &str) -> Option<String> {
+        let text = fs::read_to_string(self.failed_path(shard)).ok()?;
+        let (first, reason) = text.split_once('\n')?;
+        (first == format!("step {step}")).then(|| reason.trim().to_string())
+    }
+
     /// Whether `shard` has a whole part of the plan `plan_id`.
     pub fn has_part(&self, plan: &Plan, plan_id: &str, shard: u32) -> bool {
         read_index(&self.part_path(shard))
@@ -306,6 +313,8 @@ fn is_ours(name: &str) -> bool {
         || name == PLAN
         || shard_file(".part")
         || shard_file(".failed")
+        || shard_file(".ranges")
+        || name == super::window::WINDOW
         || name.starts_with("slurm-step-")
         || is_slice_file(name)
         || is_assembled_name(name)
@@ -570,6 +579,8 @@ mod tests {
             ".shard-1.part.node1.42.tmp",
             "slice-1-of-3.body",
             "slice-0-of-3.done",
+            "shard-2.ranges",
+            "window",
         ] {
             assert!(is_ours(ours), "{ours}");
         }
