@@ -29,6 +29,8 @@ const TRAILER_MAGIC: &[u8; 8] = b"PARTEND1";
 /// Index offset, index length, index CRC-32, magic.
 const TRAILER: u64 = 8 + 8 + 4 + 8;
 const PLAN: &str = "plan";
+/// The `--nvtx-range` window a Slurm step's tasks found (`super::window`).
+const WINDOW: &str = "window";
 
 /// What a part says of one report of its shard.
 #[derive(Debug, Serialize, Deserialize)]
@@ -105,6 +107,16 @@ impl PartsDir {
 
     fn failed_path(&self, shard: u32) -> PathBuf {
         self.dir.join(format!("shard-{shard}.failed"))
+    }
+
+    /// The window a Slurm step's tasks found for the plan (JSON).
+    pub fn window_path(&self) -> PathBuf {
+        self.dir.join(WINDOW)
+    }
+
+    /// The reductions of `shard`'s reports for the window of a Slurm step.
+    pub fn ranges_path(&self, shard: u32) -> PathBuf {
+        self.dir.join(format!("shard-{shard}.ranges"))
     }
 
     pub fn step_path(&self, step: &str) -> PathBuf {
@@ -314,7 +326,7 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".part")
         || shard_file(".failed")
         || shard_file(".ranges")
-        || name == super::window::WINDOW
+        || name == WINDOW
         || name.starts_with("slurm-step-")
         || is_slice_file(name)
         || is_assembled_name(name)

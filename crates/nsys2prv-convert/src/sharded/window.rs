@@ -26,9 +26,6 @@ use crate::convert::{range_pass_options, reduce_for_range, window_of_ranges, Ran
 use crate::inputs::Input;
 use atomic_output::checkpoint;
 
-/// The window found for a plan (`NAME.parts/window`).
-pub(crate) const WINDOW: &str = "window";
-
 /// What one task found of the window: the reduction of each report of its
 /// shard (`shard-I.ranges`), in the Slurm step that found it.
 #[derive(Serialize, Deserialize)]
@@ -43,10 +40,6 @@ struct TaskReductions {
 struct StoredWindow {
     plan: String,
     window: Option<ReadWindow>,
-}
-
-fn reductions_path(parts: &PartsDir, shard: u32) -> PathBuf {
-    parts.dir.join(format!("shard-{shard}.ranges"))
 }
 
 /// The window rows are read in for `plan`: the plan's own; for a plan whose
@@ -117,7 +110,7 @@ pub fn find_in_step(
             (i, reduce_for_range(&input, &options, spec))
         })
         .collect();
-    let path = reductions_path(parts, task);
+    let path = parts.ranges_path(task);
     // Encoded as a `TaskReductions` is (postcard writes a struct as the tuple
     // of its fields).
     let bytes = postcard::to_stdvec(&(&plan_id, step, &mine))
@@ -181,7 +174,7 @@ fn wait_for_reductions(
     loop {
         let mut still = Vec::new();
         for shard in waiting {
-            let path = reductions_path(parts, shard);
+            let path = parts.ranges_path(shard);
             let read = std::fs::read(&path).ok().and_then(|bytes| {
                 postcard::from_bytes::<TaskReductions>(&bytes)
                     .ok()
@@ -225,7 +218,7 @@ fn wait_for_reductions(
 
 /// The window stored for the plan `plan_id`, if any.
 fn stored(parts: &PartsDir, plan_id: &str) -> Option<Option<ReadWindow>> {
-    let text = std::fs::read_to_string(parts.dir.join(WINDOW)).ok()?;
+    let text = std::fs::read_to_string(parts.window_path()).ok()?;
     let stored: StoredWindow = serde_json::from_str(&text).ok()?;
     (stored.plan == plan_id).then_some(stored.window)
 }
@@ -237,5 +230,5 @@ fn store(parts: &PartsDir, plan_id: &str, window: Option<ReadWindow>) -> Result<
     })
     .expect("a window serialises")
         + "\n";
-    parts::write_note(&parts.dir.join(WINDOW), text.as_bytes())
+    parts::write_note(&parts.window_path(), text.as_bytes())
 }
