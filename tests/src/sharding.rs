@@ -104,3 +104,40 @@ pub fn assert_same_files(a: &Path, b: &Path) {
         );
     }
 }
+
+/// A data-parallel training job of `ranks` ranks (`rank{r}.sqlite` in `dir`)
+/// on two hosts, as `nsys-synth --training` writes it: NVTX ranges
+/// (`train_step`, `forward`, ...), NCCL and ring MPI, started at `job_start`.
+pub fn synthetic_training_job(dir: &Path, ranks: u32, job_start: i64) -> Vec<PathBuf> {
+    use nsys_synth::{MpiPattern, SchemaVersion, SynthMpi, SynthProcess, SynthSpec, SynthTraining};
+    (0..ranks)
+        .map(|rank| {
+            let mut spec = SynthSpec::small(SchemaVersion::V3_24);
+            spec.hostname = format!("node{:02}", rank % 2 + 1);
+            spec.utc_epoch_ns = job_start + i64::from(rank) * 2_750;
+            spec.seed = 3_000_017 + u64::from(rank);
+            spec.processes = vec![SynthProcess {
+                pid: 42_000 + 101 * rank,
+                name: "python3".into(),
+                cpu_threads: 2,
+                devices: vec![rank / 2],
+                streams_per_device: 4,
+                kernels: 0,
+                memcpys: 0,
+                memsets: 0,
+                syncs: 0,
+                extra_api_calls: 0,
+            }];
+            spec.env = vec![("SLURM_PROCID".into(), rank.to_string())];
+            spec.mpi = Some(SynthMpi::new(rank, ranks, MpiPattern::Ring, job_start));
+            let shape = SynthTraining::new(1);
+            spec.training = Some(SynthTraining {
+                steps: shape.steps_for_rows(3_000),
+                ..shape
+            });
+            let path = dir.join(format!("rank{rank}.sqlite"));
+            nsys_synth::write_export(&spec, &path).unwrap();
+            path
+        })
+        .collect()
+}

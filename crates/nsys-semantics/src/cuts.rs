@@ -112,7 +112,7 @@ pub fn range_categories() -> Vec<crate::options::Category> {
 /// message of a name no report has. It holds at most threads x N ranges, however
 /// many other ranges (or ranges of the name past the N-th) the report has, so a
 /// pass over many reports can drop each report's records once summed up.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct RangeSummary {
     /// Run thread → its ranges of the name, on the report's clock.
     threads: Vec<(u32, ThreadRanges)>,
@@ -123,7 +123,7 @@ pub struct RangeSummary {
 /// Range names an error message lists.
 const KNOWN_NAMES: usize = 12;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct ThreadRanges {
     count: usize,
     first_begin: i64,

@@ -179,14 +179,7 @@ fn clean_exports(cache_dir: &Path, quiet: bool) -> Result<()> {
 ///   reports translated with only the categories that make ranges (NVTX, NCCL),
 ///   which the translation then reads whole.
 pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<ReadWindow> {
-    if config.cuts.in_merge_only
-        || config.sync != ClockSync::Session
-        || inputs.is_empty()
-        || inputs.len() != reports
-    {
-        return None;
-    }
-    if config.cuts.time_window.is_none() && config.cuts.nvtx_range.is_none() {
+    if !cut_found_before_translating(config, inputs.len(), reports) {
         return None;
     }
     let starts: Vec<i64> = inputs
@@ -207,67 +200,131 @@ pub fn read_window(config: &Config, inputs: &[Input], reports: usize) -> Option<
         });
     }
     let spec = config.cuts.nvtx_range.as_ref()?;
-    let (reports, summaries) = range_summaries(config, inputs, reports, spec)?;
+    let options = range_pass_options(config, reports)?;
+    let reduced: Vec<RangeReduction> = inputs
+        .par_iter()
+        .map(|i| reduce_for_range(i, &options, spec))
+        .collect();
+    window_of_ranges(reduced, spec)
+}
+
+/// Whether a cut of `config` is found before translating, from `exports`
+/// reports exported of `reports` in all (see [`read_window`]).
+pub fn cut_found_before_translating(config: &Config, exports: usize, reports: usize) -> bool {
+    !config.cuts.in_merge_only
+        && config.sync == ClockSync::Session
+        && exports > 0
+        && exports == reports
+        && (config.cuts.time_window.is_some() || config.cuts.nvtx_range.is_some())
+}
+
+/// Whether the window of `config`'s cut is found by translating the reports'
+/// ranges (an `--nvtx-range` found before translating), the pass a Slurm step
+/// spreads over its tasks.
+pub fn window_from_ranges(config: &Config, exports: usize, reports: usize) -> bool {
+    cut_found_before_translating(config, exports, reports)
+        && config.cuts.time_window.is_none()
+        && config.cuts.nvtx_range.is_some()
+}
+
+/// What one report gives the window of an `--nvtx-range` cut found before
+/// translating: reduced as soon as it is translated with only the categories
+/// that make ranges, so what a pass holds grows with the reports and their
+/// threads, not with their ranges. A pass over reports in several processes
+/// (`--shard slurm`) exchanges these, and every process combines them in input
+/// order with [`window_of_ranges`], as a single pass does.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub enum RangeReduction {
+    /// The cut is the merge's alone: the report does not say when its session
+    /// started, or its ranges cannot be summed up (the merge says why).
+    NoWindow,
+    /// The report cannot be opened or translated: why, one line naming it.
+    Failed(String),
+    /// Empty, or `--ranks` leaves it out: no part of the layout.
+    Left,
+    /// Its summary of the ranges of the name, and the report without records
+    /// (what lays out the threads and aligns the clocks).
+    Summed(Box<ReportTranslation<()>>, RangeSummary),
+}
+
+/// The options of the pass that finds an `--nvtx-range` window: only the
+/// categories that make ranges (NVTX, NCCL, and MPI when selected). `None`
+/// when no such category is selected (the cut is the merge's).
+pub fn range_pass_options(config: &Config, reports: usize) -> Option<Options> {
+    let mut ranges_only = options(config, reports).ok()?;
+    ranges_only.read_window = None;
+    let ranged = nsys_semantics::cuts::range_categories();
+    ranges_only.categories.retain(|c| ranged.contains(c));
+    (!ranges_only.categories.is_empty()).then_some(ranges_only)
+}
+
+/// The report of `input` translated with the range pass's `options` and
+/// reduced to what the window of `spec` needs.
+pub fn reduce_for_range(input: &Input, options: &Options, spec: &NvtxRangeSpec) -> RangeReduction {
+    match nsys_reader::Export::open(&input.export).map(|e| e.meta().utc_offset()) {
+        Ok(Some(_)) => {}
+        Ok(None) => return RangeReduction::NoWindow,
+        Err(e) => {
+            let e = anyhow::Error::from(e);
+            let line = crate::error::one_line(&e);
+            let name = input.name.display().to_string();
+            return RangeReduction::Failed(if line.contains(&name) {
+                line
+            } else {
+                format!("{name}: {line}")
+            });
+        }
+    }
+    // Each report's records are dropped as soon as they are summed up: a
+    // budget of its own lets its run keep at its end what it holds (at most
+    // its share of the translation) instead of spilling it because reports
+    // dropped long ago used up a shared one.
+    let mut own = options.clone();
+    if let Some(spill) = &mut own.spill {
+        spill.budget = paraver_writer::MemoryBudget::new(spill.budget.limit());
+    }
+    match translate_report(&input.export, &input.name, &own) {
+        Ok(report) => match summarize_ranges(&report, spec) {
+            Ok(summary) => {
+                let mut report = report.map_run(drop);
+                report.p2p = Vec::new();
+                report.nccl_ops = Vec::new();
+                RangeReduction::Summed(Box::new(report), summary)
+            }
+            Err(_) => RangeReduction::NoWindow,
+        },
+        Err(TranslateError::Empty(_) | TranslateError::NotSelected(..)) => RangeReduction::Left,
+        Err(e) => RangeReduction::Failed(crate::error::one_line(&blame_the_right_place(e))),
+    }
+}
+
+/// The window of `spec` from every report's reduction, in input order: `None`
+/// (the cut is the merge's alone) when one report has no window or failed (the
+/// translation of the conversion says why), the name is unknown or no thread
+/// reaches its `#N` (the merge says so).
+pub fn window_of_ranges(
+    reduced: impl IntoIterator<Item = RangeReduction>,
+    spec: &NvtxRangeSpec,
+) -> Option<ReadWindow> {
+    let mut reports = Vec::new();
+    let mut summaries = Vec::new();
+    for reduction in reduced {
+        match reduction {
+            RangeReduction::Summed(report, summary) => {
+                reports.push(*report);
+                summaries.push(summary);
+            }
+            RangeReduction::Left => {}
+            RangeReduction::NoWindow | RangeReduction::Failed(_) => return None,
+        }
+    }
     let plan = plan_layout_named(&reports, "ranges", RowNames::Ours);
-    // An unknown name, or an N no thread reaches: the merge says so.
     let window = range_window(&summaries, &plan, spec).ok()?;
     Some(ReadWindow {
         start: Some(window.start),
         end: Some(window.end),
         range: Some((window.ranges, window.tasks)),
     })
-}
-
-/// The reports of `inputs` translated with only the categories that make
-/// ranges (NVTX, NCCL), each reduced as soon as it is translated to what the
-/// window of `spec` needs: its summary of the ranges of that name, and the
-/// report without records (what lays out the threads and aligns the clocks).
-/// What is held grows with the reports and their threads, not with their
-/// ranges; the translation itself spills under `--memory-limit` like any
-/// other. `None` when a report cannot be translated (the translation of the
-/// conversion says why).
-fn range_summaries(
-    config: &Config,
-    inputs: &[Input],
-    reports: usize,
-    spec: &NvtxRangeSpec,
-) -> Option<(Vec<ReportTranslation<()>>, Vec<RangeSummary>)> {
-    let mut ranges_only = options(config, reports).ok()?;
-    ranges_only.read_window = None;
-    let ranged = nsys_semantics::cuts::range_categories();
-    ranges_only.categories.retain(|c| ranged.contains(c));
-    if ranges_only.categories.is_empty() {
-        return None;
-    }
-    let summed: Vec<(ReportTranslation<()>, RangeSummary)> = inputs
-        .par_iter()
-        .map(|i| {
-            // Each report's records are dropped as soon as they are summed up:
-            // a budget of its own lets its run keep at its end what it holds
-            // (at most its share of the translation) instead of spilling it
-            // because reports dropped long ago used up a shared one.
-            let mut own = ranges_only.clone();
-            if let Some(spill) = &mut own.spill {
-                spill.budget = paraver_writer::MemoryBudget::new(spill.budget.limit());
-            }
-            match translate_report(&i.export, &i.name, &own) {
-                Ok(report) => {
-                    let summary = summarize_ranges(&report, spec).ok()?;
-                    let mut report = report.map_run(drop);
-                    report.p2p = Vec::new();
-                    report.nccl_ops = Vec::new();
-                    Some(Some((report, summary)))
-                }
-                Err(TranslateError::Empty(_) | TranslateError::NotSelected(..)) => Some(None),
-                // The translation says what is wrong.
-                Err(_) => None,
-            }
-        })
-        .collect::<Option<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    Some(summed.into_iter().unzip())
 }
 
 /// The merge's cut must lie inside the window rows were read in: else (a

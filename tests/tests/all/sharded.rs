@@ -880,3 +880,196 @@ fn a_task_waiting_for_a_failed_slice_gives_up_naming_it() {
     assert!(note.starts_with("step 9.5\nslice 0 of 3 failed"), "{note}");
     assert!(parts.join("slice-1-of-3.done").exists());
 }
+
+/// The tasks of a simulated `--shard slurm` step of `count` tasks (step
+/// `9.STEP`), started at once with `extra` options, their stderr into
+/// `dir/taskI.log`: each task's exit status and log.
+fn run_step(
+    inputs: &[PathBuf],
+    trace: &Path,
+    count: u32,
+    step: u32,
+    extra: &[&str],
+    dir: &Path,
+) -> Vec<(std::process::ExitStatus, String)> {
+    let log = |task: u32| dir.join(format!("step{step}-task{task}.log"));
+    let children: Vec<std::process::Child> = (0..count)
+        .map(|task| {
+            slurm_task(inputs, trace, (task, count), step, &log(task))
+                .args(extra)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .enumerate()
+        .map(|(task, mut child)| {
+            let status = child.wait().unwrap();
+            (status, fs::read_to_string(log(task as u32)).unwrap())
+        })
+        .collect()
+}
+
+/// The `error:` lines of a log.
+fn error_lines(log: &str) -> Vec<&str> {
+    log.lines().filter(|l| l.starts_with("error:")).collect()
+}
+
+/// Files of `out` outside its parts directory: what a run installed.
+fn installed(out: &Path) -> Vec<PathBuf> {
+    files_under(out)
+        .into_iter()
+        .filter(|p| !p.starts_with(out.join("t.parts")))
+        .collect()
+}
+
+/// `--nvtx-range` in a `--shard slurm` step: the tasks find the window
+/// together, each over its own shard's reports (`shard-I.ranges`), and every
+/// one combines them as one process does; task 0 stores it (`window`) for a
+/// plain merge. With `#N` and without, the single run's files, byte for byte.
+#[test]
+fn a_slurm_step_finds_the_nvtx_window_over_its_tasks_as_one_process_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    fs::create_dir(&job).unwrap();
+    let inputs = synthetic_training_job(&job, 6, SAMPLES_RECORDED);
+    for (step, range) in [(1, "train_step#2"), (2, "forward")] {
+        let cut = ["--nvtx-range", range];
+        let expected = single(&inputs, tmp.path(), &format!("single{step}"), "t.prv", &cut);
+        let out = tmp.path().join(format!("step{step}"));
+        fs::create_dir(&out).unwrap();
+        let trace = out.join("t.prv");
+        let extra = [cut[0], cut[1], "-q", "--keep-parts"];
+        for (task, (status, log)) in run_step(&inputs, &trace, 3, step, &extra, tmp.path())
+            .iter()
+            .enumerate()
+        {
+            assert!(status.success(), "{range}: task {task}: {log}");
+        }
+        let parts = out.join("t.parts");
+        let plan = fs::read_to_string(parts.join("plan")).unwrap();
+        assert!(plan.contains("\"window_by_tasks\": true"), "{plan}");
+        assert!(!plan.contains("\"read_window\""), "{plan}");
+        for task in 0..3 {
+            assert!(parts.join(format!("shard-{task}.ranges")).is_file());
+        }
+        let window = fs::read_to_string(parts.join("window")).unwrap();
+        assert!(window.contains("\"range\""), "{window}");
+        // A plain merge of the kept parts reads the stored window.
+        for name in ["t.prv", "t.pcf", "t.row"] {
+            fs::remove_file(out.join(name)).unwrap();
+        }
+        fs::remove_dir_all(out.join("t.cfgs")).unwrap();
+        let _ = fs::remove_file(out.join("t.pmf"));
+        assert_ok(&merge(&trace, &[]), "merge of the kept parts");
+        assert_same_files(&expected, &out);
+    }
+}
+
+/// A report of one task's shard that cannot be read stops every task of the
+/// step before any translates, each with the single run's one line naming the
+/// report; nothing is installed.
+#[test]
+fn a_bad_report_in_the_window_pass_stops_every_task_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    fs::create_dir(&job).unwrap();
+    let inputs = synthetic_training_job(&job, 6, SAMPLES_RECORDED);
+    let bytes = fs::read(&inputs[4]).unwrap();
+    fs::write(&inputs[4], &bytes[..bytes.len() / 2]).unwrap();
+    let cut = ["--nvtx-range", "train_step#2"];
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let alone = convert(&refs, &tmp.path().join("single.prv"), &cut);
+    assert_eq!(alone.status.code(), Some(1));
+    let alone = String::from_utf8_lossy(&alone.stderr).to_string();
+    let expected = error_lines(&alone);
+    assert_eq!(expected.len(), 1, "{alone}");
+    assert!(expected[0].contains("rank4.sqlite"), "{alone}");
+    let out = tmp.path().join("step");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for (task, (status, log)) in run_step(&inputs, &trace, 3, 4, &cut, tmp.path())
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(status.code(), Some(1), "task {task}: {log}");
+        assert_eq!(error_lines(log), expected, "task {task}: {log}");
+    }
+    assert!(installed(&out).is_empty(), "{:?}", installed(&out));
+    let parts = out.join("t.parts");
+    for shard in 0..3 {
+        assert!(!parts.join(format!("shard-{shard}.part")).exists());
+    }
+}
+
+/// A task that cannot do its share of the window pass notes why
+/// (`shard-I.failed` of its step): the tasks waiting for its ranges stop, naming
+/// it and saying why; nothing is installed.
+#[test]
+fn tasks_waiting_for_a_failed_tasks_ranges_stop_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    fs::create_dir(&job).unwrap();
+    let inputs = synthetic_training_job(&job, 6, SAMPLES_RECORDED);
+    let out = tmp.path().join("step");
+    let parts = out.join("t.parts");
+    fs::create_dir_all(&parts).unwrap();
+    // Task 2 of step 9.6 failed before the others looked for its ranges.
+    fs::write(parts.join(".nsys2prv-rs"), "").unwrap();
+    fs::write(parts.join("shard-2.failed"), "step 9.6\ndisk on fire\n").unwrap();
+    let trace = out.join("t.prv");
+    let log = |task: u32| tmp.path().join(format!("task{task}.log"));
+    let children: Vec<std::process::Child> = (0..2)
+        .map(|task| {
+            slurm_task(&inputs, &trace, (task, 3), 6, &log(task))
+                .args(["-q", "--nvtx-range", "train_step#2"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (task, mut child) in children.into_iter().enumerate() {
+        let status = child.wait().unwrap();
+        let log = fs::read_to_string(log(task as u32)).unwrap();
+        assert_eq!(status.code(), Some(1), "task {task}: {log}");
+        assert_eq!(
+            error_lines(&log),
+            ["error: task 2 of this step failed: disk on fire"],
+            "task {task}: {log}"
+        );
+    }
+    assert!(installed(&out).is_empty(), "{:?}", installed(&out));
+}
+
+/// A range name no report has: every task stops, and the step says what one
+/// process says.
+#[test]
+fn an_unknown_range_name_in_a_slurm_step_says_what_one_process_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    fs::create_dir(&job).unwrap();
+    let inputs = synthetic_training_job(&job, 4, SAMPLES_RECORDED);
+    let cut = ["--nvtx-range", "no_such_range"];
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let alone = convert(&refs, &tmp.path().join("single.prv"), &cut);
+    assert_eq!(alone.status.code(), Some(1));
+    let alone = String::from_utf8_lossy(&alone.stderr).to_string();
+    let message = error_lines(&alone)[0]
+        .trim_start_matches("error: ")
+        .to_string();
+    assert!(
+        message.contains("no NVTX range named 'no_such_range'"),
+        "{alone}"
+    );
+    let out = tmp.path().join("step");
+    fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    for (task, (status, log)) in run_step(&inputs, &trace, 2, 7, &cut, tmp.path())
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(status.code(), Some(1), "task {task}: {log}");
+        assert!(log.contains(&message), "task {task}: {log}");
+    }
+    assert!(installed(&out).is_empty(), "{:?}", installed(&out));
+}

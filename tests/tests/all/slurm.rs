@@ -787,3 +787,91 @@ fn srun_of_merge_slices_places_them_for_the_finishing_merge() {
     );
     assert_same_files(&expected, &out);
 }
+
+/// `--nvtx-range` under srun: the tasks find the window together, each over
+/// its own shard's reports, and the trace is the single run's, byte for byte
+/// (`NAME#N` and `NAME`); a report that cannot be read stops every task with
+/// the single run's line naming it, nothing installed; a name no report has
+/// gets the single run's message.
+#[test]
+fn srun_with_an_nvtx_range_finds_the_window_over_the_tasks() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let job = tmp.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    let inputs = synthetic_training_job(&job, 6, 1_795_261_090_000_000_000);
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let step = |name: &str, cut: &[&str]| -> (PathBuf, Output) {
+        let out = tmp.path().join(name);
+        std::fs::create_dir(&out).unwrap();
+        let mut args = vec![binary_path().to_str().unwrap(), "-q", "--shard", "slurm"];
+        args.extend(cut);
+        args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+        let trace = out.join("t.prv");
+        args.push(trace.to_str().unwrap());
+        let output = srun(3, &args);
+        (out, output)
+    };
+    // A task's error lines (srun --label: `I: error: ...`; not srun's own).
+    let error_lines = |stderr: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(stderr)
+            .lines()
+            .filter_map(|l| {
+                let line = l.split_once(": ").map_or(l, |(task, rest)| {
+                    if task.bytes().all(|b| b.is_ascii_digit()) {
+                        rest
+                    } else {
+                        l
+                    }
+                });
+                line.strip_prefix("error: ").map(str::to_string)
+            })
+            .collect()
+    };
+    for (name, range) in [("numbered", "train_step#2"), ("every", "forward")] {
+        let cut = ["--nvtx-range", range];
+        let single = tmp.path().join(format!("single_{name}"));
+        std::fs::create_dir(&single).unwrap();
+        assert_ok(&convert(&refs, &single.join("t.prv"), &cut), "single");
+        let (out, output) = step(&format!("srun_{name}"), &cut);
+        assert_ok(
+            &output,
+            &format!("srun -n 3 --shard slurm --nvtx-range {range}"),
+        );
+        assert_same_files(&single, &out);
+    }
+    // A name no report has.
+    let cut = ["--nvtx-range", "no_such_range"];
+    let alone = convert(&refs, &tmp.path().join("unknown.prv"), &cut);
+    let message = error_lines(&alone.stderr)[0].clone();
+    assert!(message.contains("no NVTX range named"), "{message}");
+    let (out, output) = step("srun_unknown", &cut);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&message), "{stderr}");
+    assert!(files_under(&out)
+        .iter()
+        .all(|p| p.starts_with(out.join("t.parts"))));
+    // A damaged report (the fifth, in one task's shard).
+    let bytes = std::fs::read(&inputs[4]).unwrap();
+    std::fs::write(&inputs[4], &bytes[..bytes.len() / 2]).unwrap();
+    let cut = ["--nvtx-range", "train_step#2"];
+    let alone = convert(&refs, &tmp.path().join("damaged.prv"), &cut);
+    let expected = error_lines(&alone.stderr);
+    assert_eq!(expected.len(), 1, "{expected:?}");
+    assert!(expected[0].contains("rank4.sqlite"), "{expected:?}");
+    let (out, output) = step("srun_damaged", &cut);
+    assert!(!output.status.success());
+    // Every task stops with that line (srun --label: `I: error: ...`).
+    assert_eq!(
+        error_lines(&output.stderr),
+        vec![expected[0].clone(); 3],
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(files_under(&out)
+        .iter()
+        .all(|p| p.starts_with(out.join("t.parts"))));
+}

@@ -15,6 +15,7 @@
 //!   merge task writes one time slice of the body, the plain merge writes the
 //!   trace around them ([`slices`]).
 //! * `--shard slurm`: task 0 plans and the others wait for its word, every task
+//!   finds with the others the window of an `--nvtx-range` cut ([`window`]),
 //!   translates shard `SLURM_PROCID` of `SLURM_NTASKS`, then, once every part
 //!   is there, merges slice `SLURM_PROCID` of `SLURM_NTASKS`; task 0 waits for
 //!   every slice and finishes the trace.
@@ -22,11 +23,13 @@
 pub mod parts;
 pub mod plan;
 pub mod slices;
+pub mod window;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use nsys_semantics::options::ReadWindow;
 use paraver_writer::OutputPaths;
 
 use crate::config::Config;
@@ -47,7 +50,7 @@ const POLL: Duration = Duration::from_millis(250);
 
 /// `--plan-shards N`: writes the plan (or checks the one there) and stops.
 pub fn plan_only(config: &Config, shards: u32) -> Result<Finished> {
-    let (parts, plan) = settle_plan(config, shards)?;
+    let (parts, plan) = settle_plan(config, shards, false)?;
     if !config.quiet {
         let with_work: std::collections::BTreeSet<u32> =
             plan.inputs.iter().map(|i| i.shard).collect();
@@ -76,8 +79,9 @@ pub fn run_shard(
     count: u32,
     progress: &dyn Progress,
 ) -> Result<Finished> {
-    let (parts, plan) = settle_plan(config, count)?;
-    translate_shard(config, &parts, &plan, index, "-", progress)?;
+    let (parts, plan) = settle_plan(config, count, false)?;
+    let window = window::planned_window(config, &parts, &plan)?;
+    translate_shard(config, &parts, &plan, window, index, "-", progress)?;
     Ok(Finished::default())
 }
 
@@ -91,8 +95,8 @@ fn trace_and_parts(config: &Config) -> Result<(PathBuf, PartsDir)> {
 
 /// The plan `args` asks for, installed in the parts directory unless one is
 /// there; the one there must fit (same inputs, options, shards) and the inputs
-/// it names must be unchanged.
-fn settle_plan(config: &Config, shards: u32) -> Result<(PartsDir, Plan)> {
+/// it names must be unchanged. `tasks_find_window`: see [`Plan::new`].
+fn settle_plan(config: &Config, shards: u32, tasks_find_window: bool) -> Result<(PartsDir, Plan)> {
     let (trace, parts) = trace_and_parts(config)?;
     convert::options(config, 1)?;
     // The merge would refuse the output: say so before any shard runs.
@@ -118,12 +122,12 @@ fn settle_plan(config: &Config, shards: u32) -> Result<(PartsDir, Plan)> {
                     shard: 0,
                 })
                 .collect(),
-            ..Plan::new(config, &trace, &[], shards)?
+            ..Plan::new(config, &trace, &[], shards, false)?
         };
         plan.check_fits(&wanted, &plan_path)?;
         plan
     } else {
-        let wanted = Plan::new(config, &trace, &names, shards)?;
+        let wanted = Plan::new(config, &trace, &names, shards, tasks_find_window)?;
         let installed = parts.install_plan(&wanted)?;
         if installed != wanted {
             installed.check_fits(&wanted, &plan_path)?;
@@ -157,12 +161,13 @@ fn distinct(names: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 /// Translates the reports of `shard` into its part (nothing to do when a whole
-/// part of this plan is there). A failure is noted for the merge (with the Slurm
-/// `step` it ran in) and returned.
+/// part of this plan is there), reading rows in the plan's `window`. A failure
+/// is noted for the merge (with the Slurm `step` it ran in) and returned.
 fn translate_shard(
     config: &Config,
     parts: &PartsDir,
     plan: &Plan,
+    window: Option<ReadWindow>,
     shard: u32,
     step: &str,
     progress: &dyn Progress,
@@ -178,7 +183,7 @@ fn translate_shard(
         }
         return Ok(());
     }
-    let result = translate_into_part(config, parts, plan, &plan_id, shard, progress);
+    let result = translate_into_part(config, parts, plan, window, &plan_id, shard, progress);
     if let Err(e) = &result {
         parts.write_failure(shard, step, &one_line(e));
     }
@@ -189,6 +194,7 @@ fn translate_into_part(
     config: &Config,
     parts: &PartsDir,
     plan: &Plan,
+    window: Option<ReadWindow>,
     plan_id: &str,
     shard: u32,
     progress: &dyn Progress,
@@ -215,7 +221,7 @@ fn translate_into_part(
     // A report's file name gives its rank when the job has several reports.
     options.several_reports = plan.inputs.len() > 1;
     // The plan's window: every shard cuts alike, and the merge checks it.
-    options.read_window = plan.config.cuts.read_window;
+    options.read_window = window;
     // Decided from this shard's reports: the merge refuses shards that decided
     // apart (one type, two labels).
     let export_paths: Vec<&Path> = prepared
@@ -300,8 +306,12 @@ pub fn merge_command(
         );
     }
     let plan = Plan::read(&plan_path)?;
-    let config = plan.config_for_merge(settings);
+    let mut config = plan.config_for_merge(settings);
     let pool = convert::worker_pool(settings.resources.jobs)?;
+    if plan.window_by_tasks {
+        config.cuts.read_window =
+            pool.install(|| window::planned_window(&config, &parts, &plan))?;
+    }
     match settings.slice {
         // Task I of an N-task step (`srun -n N ... merge --shard
         // $SLURM_PROCID/$SLURM_NTASKS`): every slice's task runs at once, so
@@ -446,24 +456,27 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
             .and_then(|()| Plan::read(&parts.plan_path()))
             .and_then(|plan| {
                 check_task_count(&parts, &plan, tasks)?;
-                translate_shard(config, &parts, &plan, task, &step, progress)?;
-                Ok(plan)
+                let window = window::find_in_step(config, &parts, &plan, task, &step)?;
+                let config = with_window(config, window);
+                translate_shard(&config, &parts, &plan, window, task, &step, progress)?;
+                Ok((plan, config))
             });
         // Task 0 waits for this shard: whatever went wrong, it must hear of it.
-        let plan = match translated {
-            Ok(plan) => plan,
+        let (plan, config) = match translated {
+            Ok(done) => done,
             Err(e) => {
                 parts.write_failure(task, &step, &one_line(&e));
                 return Err(e);
             }
         };
+        let config = &config;
         // Then this task merges its slice of the trace, once every part is there.
         wait_for_shards(config, &parts, &plan, &step, task)?;
         slices::merge_slice(config, &parts, &plan, (task, tasks), &step, progress)?;
         slices::place(config, &parts, &plan, (task, tasks), &step)?;
         return Ok(Finished::default());
     }
-    let planned = settle_plan(config, tasks).and_then(|(_, plan)| {
+    let planned = settle_plan(config, tasks, true).and_then(|(_, plan)| {
         check_task_count(&parts, &plan, tasks)?;
         Ok(plan)
     });
@@ -475,7 +488,17 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
         parts::write_note(&parts.step_path(&step), word.as_bytes())?;
     }
     let plan = planned?;
-    translate_shard(config, &parts, &plan, task, &step, progress)?;
+    let window = match window::find_in_step(config, &parts, &plan, task, &step) {
+        Ok(window) => window,
+        Err(e) => {
+            parts.write_failure(task, &step, &one_line(&e));
+            return Err(e);
+        }
+    };
+    // The merge takes the window as found: the runs keep too little outside it
+    // to find it again.
+    let config = &with_window(config, window);
+    translate_shard(config, &parts, &plan, window, task, &step, progress)?;
     wait_for_shards(config, &parts, &plan, &step, task)?;
     check_every_shard_done(&parts, &plan, &plan.id(), Some(&step))?;
     // A failed slice is noted for the finishing merge below, which names it.
@@ -484,6 +507,13 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
     }
     slices::wait_for_slices(config, &parts, tasks, &step)?;
     merge(config, &parts, &plan, Some(&step), progress)
+}
+
+/// `config` reading rows in `window`, as the plan's conversion does.
+fn with_window(config: &Config, window: Option<ReadWindow>) -> Config {
+    let mut config = config.clone();
+    config.cuts.read_window = window;
+    config
 }
 
 fn check_task_count(parts: &PartsDir, plan: &Plan, tasks: u32) -> Result<()> {
@@ -594,7 +624,7 @@ mod tests {
         config.output.labels = vec!["a label".into()];
         config.resources.jobs = Some(7);
         config.quiet = true;
-        let plan = Plan::new(&config, &trace, std::slice::from_ref(&report), 2).unwrap();
+        let plan = Plan::new(&config, &trace, std::slice::from_ref(&report), 2, false).unwrap();
         let path = dir.path().join("plan");
         let text = serde_json::to_string_pretty(&plan).unwrap();
         std::fs::write(&path, text).unwrap();

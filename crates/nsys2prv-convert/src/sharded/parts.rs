@@ -29,6 +29,8 @@ const TRAILER_MAGIC: &[u8; 8] = b"PARTEND1";
 /// Index offset, index length, index CRC-32, magic.
 const TRAILER: u64 = 8 + 8 + 4 + 8;
 const PLAN: &str = "plan";
+/// The `--nvtx-range` window a Slurm step's tasks found (`super::window`).
+const WINDOW: &str = "window";
 
 /// What a part says of one report of its shard.
 #[derive(Debug, Serialize, Deserialize)]
@@ -105,6 +107,16 @@ impl PartsDir {
 
     fn failed_path(&self, shard: u32) -> PathBuf {
         self.dir.join(format!("shard-{shard}.failed"))
+    }
+
+    /// The window a Slurm step's tasks found for the plan (JSON).
+    pub fn window_path(&self) -> PathBuf {
+        self.dir.join(WINDOW)
+    }
+
+    /// The reductions of `shard`'s reports for the window of a Slurm step.
+    pub fn ranges_path(&self, shard: u32) -> PathBuf {
+        self.dir.join(format!("shard-{shard}.ranges"))
     }
 
     pub fn step_path(&self, step: &str) -> PathBuf {
@@ -187,6 +199,13 @@ impl PartsDir {
         if let Err(e) = write_note(&self.failed_path(shard), text.as_bytes()) {
             tracing::warn!("{e:#}");
         }
+    }
+
+    /// Why `shard` failed in Slurm step `step`, if it did.
+    pub fn failure_in_step(&self, shard: u32, step: &str) -> Option<String> {
+        let text = fs::read_to_string(self.failed_path(shard)).ok()?;
+        let (first, reason) = text.split_once('\n')?;
+        (first == format!("step {step}")).then(|| reason.trim().to_string())
     }
 
     /// Whether `shard` has a whole part of the plan `plan_id`.
@@ -306,6 +325,8 @@ fn is_ours(name: &str) -> bool {
         || name == PLAN
         || shard_file(".part")
         || shard_file(".failed")
+        || shard_file(".ranges")
+        || name == WINDOW
         || name.starts_with("slurm-step-")
         || is_slice_file(name)
         || is_assembled_name(name)
@@ -570,6 +591,8 @@ mod tests {
             ".shard-1.part.node1.42.tmp",
             "slice-1-of-3.body",
             "slice-0-of-3.done",
+            "shard-2.ranges",
+            "window",
         ] {
             assert!(is_ours(ours), "{ours}");
         }

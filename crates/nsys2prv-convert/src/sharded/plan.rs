@@ -39,6 +39,11 @@ pub struct Plan {
     /// without the inputs (below) or any process's own settings.
     pub config: Config,
     pub inputs: Vec<PlannedInput>,
+    /// The window of the `--nvtx-range` cut is found by the tasks of the Slurm
+    /// step that planned (each over its shard's reports, see
+    /// [`super::window`]), not stored in `config`: absent from other plans.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub window_by_tasks: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,14 +66,28 @@ pub struct Fingerprint {
 
 impl Plan {
     /// The plan for `names` (the expanded inputs) in `shards` shards, with the
-    /// conversion of `config`.
-    pub fn new(config: &Config, trace: &Path, names: &[PathBuf], shards: u32) -> Result<Plan> {
+    /// conversion of `config`. With `tasks_find_window` (the shards are the
+    /// tasks of one Slurm step, all running at once), the window of an
+    /// `--nvtx-range` cut is left to them rather than found here.
+    pub fn new(
+        config: &Config,
+        trace: &Path,
+        names: &[PathBuf],
+        shards: u32,
+        tasks_find_window: bool,
+    ) -> Result<Plan> {
         let fingerprints: Vec<Fingerprint> = names
             .par_iter()
             .map(|n| fingerprint(n))
             .collect::<Result<_>>()?;
         let sizes: Vec<u64> = fingerprints.iter().map(|f| f.size).collect();
         let assignment = balance(&sizes, shards);
+        let exports = names
+            .iter()
+            .filter(|n| n.extension().is_some_and(|e| e == "sqlite"))
+            .count();
+        let window_by_tasks =
+            tasks_find_window && crate::convert::window_from_ranges(config, exports, names.len());
         let inputs = names
             .iter()
             .zip(fingerprints)
@@ -90,10 +109,13 @@ impl Plan {
                 // Every path in the plan is UTF-8, so that the merge reads it back.
                 config.shaping_options()?;
                 let mut planned = config.for_plan();
-                planned.cuts.read_window = read_window(config, names);
+                if !window_by_tasks {
+                    planned.cuts.read_window = read_window(config, names);
+                }
                 planned
             },
             inputs,
+            window_by_tasks,
         })
     }
 
@@ -310,10 +332,14 @@ pub fn balance(sizes: &[u64], shards: u32) -> Vec<u32> {
     shard_of
 }
 
-/// The window a `--time-window` cut reads rows in, for every shard alike: from
-/// the session starts of `names` when every one is an export (`.sqlite`; a
-/// `.nsys-rep` is exported by its shard, after the plan).
-fn read_window(config: &Config, names: &[PathBuf]) -> Option<nsys_semantics::options::ReadWindow> {
+/// The window a cut reads rows in, for every shard alike: from the session
+/// starts (`--time-window`) or the ranges (`--nvtx-range`) of `names` when
+/// every one is an export (`.sqlite`; a `.nsys-rep` is exported by its shard,
+/// after the plan).
+pub(crate) fn read_window(
+    config: &Config,
+    names: &[PathBuf],
+) -> Option<nsys_semantics::options::ReadWindow> {
     let exports: Vec<crate::inputs::Input> = names
         .iter()
         .filter(|n| n.extension().is_some_and(|e| e == "sqlite"))
