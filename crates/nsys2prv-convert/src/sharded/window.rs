@@ -120,10 +120,22 @@ pub fn find_in_step(
     let mut slots: Vec<Option<RangeReduction>> = (0..plan.inputs.len()).map(|_| None).collect();
     place(&mut slots, mine, &path)?;
     wait_for_reductions(config, parts, plan, &plan_id, task, step, &mut slots)?;
+    // A shard's file that leaves out one of its inputs was not written by this
+    // tool (each task reduces every input of its shard): an error, not a panic.
     let reduced: Vec<RangeReduction> = slots
         .into_iter()
-        .map(|s| s.expect("every shard's reductions hold its inputs"))
-        .collect();
+        .enumerate()
+        .map(|(i, s)| {
+            s.ok_or_else(|| {
+                let shard = plan.inputs[i].shard;
+                anyhow!(
+                    "{}: leaves out input {i} ({}) of its shard: not written by nsys2prv-rs",
+                    parts.ranges_path(shard).display(),
+                    plan.inputs[i].name
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
     if !config.inputs.skip_bad {
         // The translation would stop at it: stop every task now, before any translates.
         if let Some(why) = reduced.iter().find_map(|r| match r {
