@@ -11,16 +11,29 @@ use crate::scan::rows_of_table;
 use crate::Export;
 
 /// Rows of every table `export` reads from its pages, read both ways: each
-/// table's rows through the pages must be SQLite's, value for value. Returns
+/// table's rows through the pages must be SQLite's, value for value, and the
+/// scan through the pages reads no more bytes than the table's own pages hold
+/// (each of its pages once: not its neighbours' between its leaves). Returns
 /// the tables compared.
 fn compare_every_table(export: &Export) -> usize {
     let mut compared = 0;
     let mut tables: Vec<&str> = export.schema().table_names().collect();
     tables.sort_unstable();
+    let table_pages = pages_by_table(export.path());
     for table in tables {
+        let before = export.pages.as_ref().map(|p| p.read_counts());
         let Some((direct, sqlite)) = rows_of_table(export, table) else {
             continue;
         };
+        let (_, bytes_before) = before.unwrap();
+        let (_, bytes_after) = export.pages.as_ref().unwrap().read_counts();
+        let read = bytes_after - bytes_before;
+        let own = table_pages.get(table).copied().unwrap_or(0) * page_size(export.path());
+        assert!(
+            read <= own,
+            "{}: {table}: the scan read {read} bytes, its pages hold {own}",
+            export.path().display()
+        );
         let (direct, sqlite) = (direct.unwrap(), sqlite.unwrap());
         assert_eq!(direct.len(), sqlite.len(), "{table}: row count");
         for (i, (d, s)) in direct.iter().zip(&sqlite).enumerate() {
@@ -34,6 +47,44 @@ fn compare_every_table(export: &Export) -> usize {
         compared += 1;
     }
     compared
+}
+
+/// Pages of each table and of its overflow chains, as SQLite's `dbstat`
+/// counts them.
+fn pages_by_table(path: &Path) -> std::collections::HashMap<String, u64> {
+    let conn = crate::connection::open_read_only(path).unwrap();
+    let mut statement = conn
+        .prepare("SELECT name, count(*) FROM dbstat GROUP BY name")
+        .unwrap();
+    let rows = statement
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// Leaf pages of `table`, in the file's order, as `dbstat` finds them.
+fn leaves_of(path: &Path, table: &str) -> Vec<u64> {
+    let conn = crate::connection::open_read_only(path).unwrap();
+    let mut statement = conn
+        .prepare("SELECT pageno FROM dbstat WHERE name = ?1 AND pagetype = 'leaf' ORDER BY pageno")
+        .unwrap();
+    let rows = statement
+        .query_map([table], |r| Ok(r.get::<_, i64>(0)? as u64))
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+fn page_size(path: &Path) -> u64 {
+    let conn = crate::connection::open_read_only(path).unwrap();
+    conn.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .unwrap() as u64
+}
+
+/// Runs of consecutive pages in `pages` (sorted).
+fn runs(pages: &[u64]) -> usize {
+    pages.windows(2).filter(|w| w[1] != w[0] + 1).count() + usize::from(!pages.is_empty())
 }
 
 /// Equal values, reals bit for bit.
@@ -155,6 +206,107 @@ fn crafted_files_read_from_pages_as_sqlite_reads_them() {
         assert!(!stored.contains(&"K"), "a table without rowid is SQLite's");
         assert!(!stored.contains(&"D"), "a table with a default is SQLite's");
         assert!(compare_every_table(&export) >= 3);
+    }
+}
+
+/// Tables written at the same time, row by row, as Nsight writes its
+/// activity tables: their leaves interleave in the file. Each scan returns
+/// SQLite's rows and reads only its own table's pages; a table written alone
+/// (its leaves one after the other) is still read in large reads.
+#[test]
+fn interleaved_tables_read_only_their_own_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    for page_size in [1024, 4096] {
+        let path = dir.path().join(format!("interleaved-{page_size}.sqlite"));
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA page_size = {page_size};
+             CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
+             CREATE TABLE KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, name TEXT);
+             CREATE TABLE RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, id INTEGER);
+             CREATE TABLE NVTX (start INTEGER NOT NULL, text TEXT);
+             CREATE TABLE ALONE (start INTEGER NOT NULL, value REAL);"
+        ))
+        .unwrap();
+        let tx = conn.unchecked_transaction().unwrap();
+        for i in 0..20_000i64 {
+            conn.execute(
+                "INSERT INTO KERNEL VALUES (?1, ?2, ?3)",
+                rusqlite::params![i * 10, i * 10 + 7, format!("kernel_{}", i % 13)],
+            )
+            .unwrap();
+            if i % 2 == 0 {
+                conn.execute(
+                    "INSERT INTO RUNTIME VALUES (?1, ?2, ?3)",
+                    rusqlite::params![i * 10 - 3, i * 10 - 1, i],
+                )
+                .unwrap();
+            }
+            if i % 5 == 0 {
+                conn.execute(
+                    "INSERT INTO NVTX VALUES (?1, ?2)",
+                    rusqlite::params![i * 10, "x".repeat((i as usize * 7) % 90)],
+                )
+                .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+        let tx = conn.unchecked_transaction().unwrap();
+        for i in 0..30_000i64 {
+            conn.execute(
+                "INSERT INTO ALONE VALUES (?1, ?2)",
+                rusqlite::params![i, i as f64 / 7.0],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        drop(conn);
+
+        // The file is what the test is about: the tables' leaves interleave.
+        for table in ["KERNEL", "RUNTIME", "NVTX"] {
+            let leaves = leaves_of(&path, table);
+            assert!(
+                runs(&leaves) * 4 > leaves.len() && leaves.len() > 20,
+                "{table}: {} leaves in {} runs",
+                leaves.len(),
+                runs(&leaves)
+            );
+        }
+        let alone = leaves_of(&path, "ALONE");
+        assert!(runs(&alone) * 20 < alone.len(), "{} runs", runs(&alone));
+
+        let export = Export::open(&path).unwrap();
+        let pages = export.pages.as_ref().unwrap();
+        let table_pages = pages_by_table(&path);
+        for table in ["KERNEL", "RUNTIME", "NVTX", "ALONE"] {
+            let (reads, bytes) = pages.read_counts();
+            let (direct, sqlite) = rows_of_table(&export, table).unwrap();
+            let (direct, sqlite) = (direct.unwrap(), sqlite.unwrap());
+            assert_eq!(direct.len(), sqlite.len(), "{table}");
+            assert!(direct.iter().zip(&sqlite).all(|(d, s)| same_row(d, s)));
+            let reads = pages.read_counts().0 - reads;
+            let bytes = pages.read_counts().1 - bytes;
+            // Every page of the table once, no other.
+            let own = table_pages[table];
+            assert_eq!(bytes, own * page_size, "{table}: {reads} reads");
+            if table == "ALONE" {
+                // Up to MAX_READ_BYTES (128 KiB) a read: a few reads per interior
+                // page's list of leaves, not one per leaf.
+                let most = (128 << 10) / page_size;
+                assert!(
+                    reads <= own / most + 2 * (own / 64 + 3),
+                    "{table}: {reads} reads of {own} pages"
+                );
+            } else {
+                // Consecutive leaves in one read: fewer reads than pages.
+                let leaves = leaves_of(&path, table);
+                assert!(
+                    reads as usize <= runs(&leaves) + (own as usize - leaves.len()) + 1,
+                    "{table}: {reads} reads, {} runs of leaves",
+                    runs(&leaves)
+                );
+            }
+        }
     }
 }
 
