@@ -608,31 +608,38 @@ fn encode_record(
         View::Events { closing: true, .. } => TAG_CLOSING,
         View::Comm(_) => TAG_COMM,
     };
-    out.push(tag);
-    out.extend_from_slice(&time.to_le_bytes());
-    out.extend_from_slice(&thread.to_le_bytes());
+    out.reserve(LONGEST_FIXED);
+    let mut head = [0u8; HEAD];
+    head[0] = tag;
+    head[1..9].copy_from_slice(&time.to_le_bytes());
+    head[9..].copy_from_slice(&thread.to_le_bytes());
+    out.extend_from_slice(&head);
     match body {
         View::State { end, state } => {
             out.extend_from_slice(&end.to_le_bytes());
             out.extend_from_slice(&state.to_le_bytes());
         }
         View::Events { pairs, .. } => {
-            let written: &mut dyn Iterator<Item = &EventPair> = if named {
-                out.extend_from_slice(&spilled_list.to_le_bytes());
-                out.extend_from_slice(&(pairs.own.len() as u32).to_le_bytes());
-                &mut pairs.own.iter()
-            } else {
-                out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
-                &mut pairs.iter()
+            let inline: &[EventPair] = match pairs.shared {
+                Some((_, shared)) if !named => shared,
+                _ => &[],
             };
-            for p in written {
+            if named {
+                out.extend_from_slice(&spilled_list.to_le_bytes());
+            }
+            let count = inline.len() + pairs.own.len();
+            out.extend_from_slice(&(count as u32).to_le_bytes());
+            out.reserve(PAIR * count);
+            for p in inline.iter().chain(pairs.own) {
                 let (kind, value) = match p.value() {
                     Value::Raw(v) => (VALUE_RAW, v),
                     Value::Name(h) => (VALUE_NAME, i64::from(h)),
                 };
-                out.extend_from_slice(&p.ty.to_le_bytes());
-                out.push(kind);
-                out.extend_from_slice(&value.to_le_bytes());
+                let mut pair = [0u8; PAIR];
+                pair[..4].copy_from_slice(&p.ty.to_le_bytes());
+                pair[4] = kind;
+                pair[5..].copy_from_slice(&value.to_le_bytes());
+                out.extend_from_slice(&pair);
             }
         }
         View::Comm(c) => {
@@ -820,7 +827,17 @@ impl ChunkReader {
         };
         self.input.pos += used;
         (self.time, self.thread, self.body) = (time, thread, body);
-        Some(self.check())
+        // What the record names, checked at once (the error's words from `check`).
+        let beyond = thread >= self.threads
+            || match body {
+                DecodedBody::Comm => self.comm.receiver >= self.threads,
+                DecodedBody::Events { .. } => self.shared != NO_SHARED && self.shared >= self.lists,
+                DecodedBody::State { .. } => false,
+            };
+        Some(match beyond {
+            false => Ok(()),
+            true => self.check(),
+        })
     }
 
     /// Decodes the next record field by field, across refills of the buffer.
@@ -867,7 +884,6 @@ impl ChunkReader {
 
     /// Checks what the record just decoded names: its thread, a
     /// communication's receiver, an event record's spilled list.
-    #[inline]
     fn check(&self) -> io::Result<()> {
         if self.thread >= self.threads {
             return Err(self.beyond_run("thread", self.thread));
@@ -926,5 +942,251 @@ impl ChunkReader {
 
     fn i64(&mut self) -> io::Result<i64> {
         Ok(i64::from_le_bytes(self.bytes()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunked::Pairs;
+    use crate::record::Body;
+
+    /// What a reader decoded of one record, with its spilled list's number.
+    #[derive(Debug, PartialEq)]
+    enum Decoded {
+        State(i64, LocalThread, i64, u32),
+        Events(i64, LocalThread, bool, u32, Vec<EventPair>),
+        Comm(i64, LocalThread, Comm),
+    }
+
+    fn decoded(r: &ChunkReader) -> Decoded {
+        match r.body {
+            DecodedBody::State { end, state } => Decoded::State(r.time, r.thread, end, state),
+            DecodedBody::Events { closing } => {
+                Decoded::Events(r.time, r.thread, closing, r.shared, r.pairs.clone())
+            }
+            DecodedBody::Comm => Decoded::Comm(r.time, r.thread, r.comm),
+        }
+    }
+
+    fn read_all(mut reader: ChunkReader) -> io::Result<Vec<Decoded>> {
+        let mut all = Vec::new();
+        while reader.advance()? {
+            all.push(decoded(&reader));
+        }
+        Ok(all)
+    }
+
+    /// A chunk of every kind of record (states, events with and without a
+    /// shared list, named or inline, opening and closing, with no pairs or
+    /// many, communications), written as a spill writes them; and what
+    /// reading it back must give.
+    /// With `named` false, every pair is inline (as in a part file).
+    fn chunk_of_every_kind(dir: &std::path::Path, named: bool) -> (SpilledChunk, Vec<Decoded>) {
+        let mut pairs = Pairs::default();
+        let kernel = [
+            EventPair::name(7, 3),
+            EventPair::raw(8, -5),
+            EventPair::raw(9, 1 << 40),
+        ];
+        let other = [EventPair::raw(10, 2)];
+        let shared = vec![pairs.push(&kernel), pairs.push(&other)];
+        let comms = vec![Comm {
+            send_physical: 11,
+            receiver: 2,
+            recv_logical: 12,
+            recv_physical: i64::MAX,
+            size: 1 << 33,
+            tag: -1,
+        }];
+        let mut records = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..40i64 {
+            let thread = (i % 3) as LocalThread;
+            let own: Vec<EventPair> = (0..i % 5)
+                .map(|k| EventPair::raw(20 + k as u32, i * k))
+                .collect();
+            let (first, count) = pairs.push(&own);
+            let body = match i % 6 {
+                0 => Body::State {
+                    end: i + 3,
+                    state: i as u32,
+                },
+                1 => Body::Comm { index: 0 },
+                // The kernel's list, named in the chunk as list 5.
+                2 | 3 => Body::Events {
+                    first,
+                    count,
+                    shared: 0,
+                    closing: i % 6 == 3,
+                },
+                // A list spilled inline.
+                4 => Body::Events {
+                    first,
+                    count,
+                    shared: 1,
+                    closing: false,
+                },
+                _ => Body::Events {
+                    first,
+                    count,
+                    shared: NO_SHARED,
+                    closing: true,
+                },
+            };
+            records.push((thread, Record { time: i * 10, body }));
+            want.push(match i % 6 {
+                0 => Decoded::State(i * 10, thread, i + 3, i as u32),
+                1 => Decoded::Comm(i * 10, thread, comms[0]),
+                2 | 3 if named => Decoded::Events(i * 10, thread, i % 6 == 3, 5, own),
+                2 | 3 => {
+                    let all = [&kernel[..], &own].concat();
+                    Decoded::Events(i * 10, thread, i % 6 == 3, NO_SHARED, all)
+                }
+                4 => Decoded::Events(
+                    i * 10,
+                    thread,
+                    false,
+                    NO_SHARED,
+                    [&other[..], &own].concat(),
+                ),
+                _ => Decoded::Events(i * 10, thread, true, NO_SHARED, own),
+            });
+        }
+        let payload = Payload {
+            pairs: &pairs,
+            comms: &comms,
+            shared: &shared,
+        };
+        let count = records.len();
+        let chunk = write_chunk(
+            dir,
+            records.into_iter(),
+            count,
+            &payload,
+            match named {
+                true => (&[5, NO_SHARED], 6),
+                false => (&[], 0),
+            },
+        )
+        .unwrap();
+        (chunk, want)
+    }
+
+    /// Records read back whatever the buffer's size: each record lies across
+    /// the buffer's end at every offset for some size (decoded field by field
+    /// there, in place elsewhere).
+    #[test]
+    fn records_straddling_the_buffer_at_every_offset_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (chunk, want) = chunk_of_every_kind(dir.path(), true);
+        let longest = 1 + 8 + 4 + 4 + 4 + 7 * PAIR;
+        for buffer in 1..=2 * longest + 1 {
+            let got = read_all(ChunkReader::open(&chunk, buffer).unwrap()).unwrap();
+            assert_eq!(got, want, "a buffer of {buffer} bytes");
+        }
+        // Spans of the chunk (as the segments read it), with buffers of every size.
+        let span = chunk.span(0, 1);
+        for most in 1..=2 * longest + 1 {
+            let reader = ChunkReader::open_span(&chunk, span, most, Vec::new());
+            let got = read_all(reader).unwrap();
+            assert_eq!(got, want, "spans read {most} bytes at a time");
+        }
+    }
+
+    /// A part file holding a chunk's bytes, read back as a section of it
+    /// under the right checksum (so that decoding meets whatever they hold),
+    /// with buffers of a few sizes (decoded in place, and field by field at
+    /// the buffer's edges).
+    struct Part {
+        path: PathBuf,
+        file: Arc<File>,
+        records: u64,
+    }
+
+    impl Part {
+        fn new(dir: &std::path::Path, bytes: &[u8], records: u64) -> Self {
+            let path = dir.join("some.part");
+            std::fs::write(&path, bytes).unwrap();
+            let file = Arc::new(File::options().read(true).write(true).open(&path).unwrap());
+            Part {
+                path,
+                file,
+                records,
+            }
+        }
+
+        fn read(&self, bytes: &[u8]) -> Vec<io::Result<Vec<Decoded>>> {
+            self.file.write_all_at(bytes, 0).unwrap();
+            let (len, crc) = (bytes.len() as u64, crc32fast::hash(bytes));
+            let file = Arc::clone(&self.file);
+            let section =
+                SpilledChunk::section(file, 0, len, self.records, crc, self.path.clone(), 3);
+            [5, 64, 4096]
+                .into_iter()
+                .map(|buffer| read_all(ChunkReader::open(&section, buffer).unwrap()))
+                .collect()
+        }
+    }
+
+    /// Damaged bytes (under a right checksum, as another program may write
+    /// them) are an error naming the file, never a panic nor a record beyond
+    /// the run: a part's records name no spilled list; every byte changed.
+    #[test]
+    fn damaged_records_are_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes_of = |chunk: &SpilledChunk| {
+            let mut bytes = vec![0; chunk.bytes() as usize];
+            chunk.file.read_exact_at(&mut bytes, 0).unwrap();
+            bytes
+        };
+        // A part's records carry their pairs: one naming a list is refused.
+        let (chunk, _) = chunk_of_every_kind(dir.path(), true);
+        let part = Part::new(dir.path(), &bytes_of(&chunk), chunk.records);
+        for result in part.read(&bytes_of(&chunk)) {
+            let err = result.unwrap_err().to_string();
+            assert!(
+                err.contains("some.part: damaged part file (corrupt spill file)"),
+                "{err}"
+            );
+        }
+        let (chunk, want) = chunk_of_every_kind(dir.path(), false);
+        let bytes = bytes_of(&chunk);
+        let part = Part::new(dir.path(), &bytes, chunk.records);
+        for result in part.read(&bytes) {
+            assert_eq!(result.unwrap(), want);
+        }
+        let named = |err: &io::Error| err.to_string().contains("some.part: damaged part file");
+        let (mut refused, mut read) = (0, 0);
+        for at in 0..bytes.len() {
+            for value in [0x00, 0x05, 0x80, 0xff] {
+                let mut damaged = bytes.clone();
+                damaged[at] = value;
+                for result in part.read(&damaged) {
+                    match result {
+                        Err(e) => {
+                            assert!(named(&e), "byte {at} = {value}: {e}");
+                            refused += 1;
+                        }
+                        Ok(records) => {
+                            read += 1;
+                            assert!(records.iter().all(|r| match r {
+                                Decoded::Events(_, t, _, shared, _) =>
+                                    *t < 3 && *shared == NO_SHARED,
+                                Decoded::State(_, t, ..) => *t < 3,
+                                Decoded::Comm(_, t, c) => *t < 3 && c.receiver < 3,
+                            }))
+                        }
+                    }
+                }
+            }
+        }
+        // (Damage to a value reads as another value.)
+        assert!(refused > 0 && read > 0, "{refused} refused, {read} read");
+        // Cut short: the records counted are not all there.
+        let short = Part::new(dir.path(), &bytes[..bytes.len() / 2], chunk.records);
+        for result in short.read(&bytes[..bytes.len() / 2]) {
+            assert!(named(&result.unwrap_err()));
+        }
     }
 }
