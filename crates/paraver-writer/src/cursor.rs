@@ -4,7 +4,7 @@
 
 use crate::layout::GlobalThread;
 use crate::names::HandleValues;
-use crate::record::{Comm, EventPair, LocalThread, Record, Value};
+use crate::record::{Comm, EventPair, LocalThread, Record, Value, NO_SHARED};
 use crate::run::Run;
 use crate::spill::{ChunkReader, DecodedBody};
 use crate::text::Prefix;
@@ -173,7 +173,15 @@ impl<'a> Stream<'a> {
                     DecodedBody::State { end, state } => View::State { end, state },
                     DecodedBody::Events { closing } => View::Events {
                         closing,
-                        pairs: EventPairs::own(&reader.pairs),
+                        pairs: EventPairs {
+                            // (The reader checked the list is the run's.)
+                            shared: (reader.shared != NO_SHARED).then(|| {
+                                let run = c.run;
+                                let id = run.shared.len() as u32 + reader.shared;
+                                (id, run.spilled_lists.get(reader.shared))
+                            }),
+                            own: &reader.pairs,
+                        },
                     },
                     DecodedBody::Comm => View::Comm(Comm {
                         receiver: renumber(reader.comm.receiver),

@@ -21,7 +21,7 @@ use crate::window::KeepWindow;
 use rustc_hash::FxHashMap;
 
 use crate::record::{Body, Comm, EventPair, LocalThread, Record, DISCARDED, NO_SHARED};
-use crate::spill::{write_chunk, SpillPolicy, SpilledChunk};
+use crate::spill::{write_chunk, SharedLists, SpillPolicy, SpilledChunk};
 use crate::view::{Payload, View};
 use crate::WriteError;
 
@@ -62,6 +62,11 @@ pub struct RunBuilder {
     shared_ids: FxHashMap<Box<[EventPair]>, u32>,
     /// Chunks spilled so far: shared lists given out before a spill are gone.
     spills: u32,
+    /// The shared lists that spilled chunks name (see [`SharedLists`]), each
+    /// list's number, and the bytes they cost.
+    spilled_lists: SharedLists,
+    spilled_ids: FxHashMap<Box<[EventPair]>, u32>,
+    spilled_lists_bytes: usize,
     /// Rows a cut left out while reading (see [`RunBuilder::left_out`]).
     left_out: u64,
     /// A cut known while building: what lies outside it is reduced to what the
@@ -81,6 +86,12 @@ impl SharedPairs {
 /// Memory a shared list costs beside its pairs (its place, its key in the
 /// interning table): counted roughly.
 const SHARED_BYTES: usize = 64;
+
+/// The run's spilled shared lists take at most this share of its room (a
+/// sixteenth): so that they never hold more than the lists of a run of that
+/// size kept in memory would (the formatter keeps each list's text), however
+/// many chunks spill. Lists beyond are spilled inline, with each record.
+const SPILLED_LISTS_SHARE: usize = 16;
 
 /// One thread's records.
 #[derive(Default)]
@@ -648,12 +659,9 @@ impl RunBuilder {
 
     /// Sorts the in-memory records by (time, rank, order key) and writes them out.
     fn spill_chunk(&mut self) -> std::io::Result<()> {
-        if self.held == 0 || self.spill_error.is_some() {
+        if self.held == 0 || self.spill_error.is_some() || self.spill.is_none() {
             return Ok(());
         }
-        let Some(policy) = &self.spill else {
-            return Ok(());
-        };
         let mut blocks = Vec::new();
         let mut taken = Vec::new();
         let mut held = self.held;
@@ -671,6 +679,10 @@ impl RunBuilder {
         }
         let (_, places) = self.thread_order();
         let merged = BlockMerge::new(&taken, &blocks, &places);
+        let lists = self.spilled_lists_of_epoch();
+        let Some(policy) = &self.spill else {
+            return Ok(());
+        };
         let payload = Payload {
             pairs: &self.pairs,
             comms: &self.comms,
@@ -679,7 +691,13 @@ impl RunBuilder {
         // A window may leave nothing of what was held to write.
         let chunk = match held {
             0 => None,
-            _ => Some(write_chunk(&policy.dir, merged, held, &payload)?),
+            _ => Some(write_chunk(
+                &policy.dir,
+                merged,
+                held,
+                &payload,
+                (&lists, self.spilled_lists.len()),
+            )?),
         };
         if let Some(window) = self.window.as_mut() {
             if !before.is_empty() {
@@ -702,6 +720,38 @@ impl RunBuilder {
         self.shared_ids.clear();
         self.spills += 1;
         Ok(())
+    }
+
+    /// The number among the run's spilled lists of each shared list given out
+    /// since the last spill ([`NO_SHARED`] for one spilled inline): lists
+    /// already there keep theirs (a kernel's configuration recurs from chunk
+    /// to chunk), new ones are added while the run's share
+    /// ([`SPILLED_LISTS_SHARE`]) and the memory budget allow (they stay in
+    /// memory until the merge, as a finished run's records may).
+    fn spilled_lists_of_epoch(&mut self) -> Vec<u32> {
+        let Some(policy) = &self.spill else {
+            return Vec::new();
+        };
+        let room = policy.chunk_bytes / SPILLED_LISTS_SHARE;
+        let mut numbers = Vec::with_capacity(self.shared.len());
+        for &(first, count) in &self.shared {
+            let pairs = self.pairs.get(first, count);
+            if let Some(&id) = self.spilled_ids.get(pairs) {
+                numbers.push(id);
+                continue;
+            }
+            // The list, and its key in `spilled_ids`.
+            let cost = 2 * std::mem::size_of_val(pairs) + SHARED_BYTES;
+            if self.spilled_lists_bytes + cost > room || !policy.may_retain(cost) {
+                numbers.push(NO_SHARED);
+                continue;
+            }
+            self.spilled_lists_bytes += cost;
+            let id = self.spilled_lists.push(pairs);
+            self.spilled_ids.insert(pairs.into(), id);
+            numbers.push(id);
+        }
+        numbers
     }
 
     /// Renumbers threads in order-key order (`old_of_new` says which thread each
@@ -822,6 +872,8 @@ impl RunBuilder {
         for c in &mut self.comms {
             c.receiver = new_of_old[c.receiver as usize];
         }
+        let mut spilled_lists = self.spilled_lists;
+        spilled_lists.shrink_to_fit();
         let run = Run {
             old_of_new,
             new_of_old,
@@ -830,6 +882,7 @@ impl RunBuilder {
             pairs: self.pairs,
             comms: self.comms,
             shared: self.shared,
+            spilled_lists,
             chunks: self.chunks,
             names: self.names,
             min_time: self.min_time,
@@ -849,7 +902,8 @@ fn write_before(
 ) -> std::io::Result<SpilledChunk> {
     before.sort_by_key(|(t, r)| (r.time, r.rank(), *t));
     let count = before.len();
-    write_chunk(dir, before.into_iter(), count, payload)
+    // (Read back only to follow the events before the window: every pair inline.)
+    write_chunk(dir, before.into_iter(), count, payload, (&[], 0))
 }
 
 /// Follows every event before `window`'s start in the merge's order: those
@@ -991,6 +1045,9 @@ pub struct Run {
     blocks: Vec<Block>,
     /// Where each shared list of pairs lies in `pairs` (see [`Body::Events`]).
     pub(crate) shared: Vec<(u32, u32)>,
+    /// The shared lists the spilled chunks name: in the merge, list `i` is the
+    /// run's shared list `shared.len() + i`.
+    pub(crate) spilled_lists: SharedLists,
     pub pairs: Pairs,
     pub comms: Vec<Comm>,
     pub chunks: Vec<SpilledChunk>,
@@ -1047,6 +1104,7 @@ impl Run {
             thread_records: Vec::new(),
             blocks: Vec::new(),
             shared: Vec::new(),
+            spilled_lists: SharedLists::default(),
             pairs: Pairs::default(),
             comms: Vec::new(),
             chunks,

@@ -76,6 +76,7 @@ pub fn save_run(run: &Run, out: &mut impl Write, offset: u64) -> io::Result<Save
     let mut last_time = i64::MAX;
     // Records keep the producer's thread numbers, as in spilled chunks.
     let producer = |thread: LocalThread| run.old_of_new[thread as usize];
+    let mut encoded = Vec::new();
     for_each_record(run, &mut |time, thread, body| {
         if result.is_err() {
             return;
@@ -101,9 +102,15 @@ pub fn save_run(run: &Run, out: &mut impl Write, offset: u64) -> io::Result<Save
                     receiver: producer(comm.receiver),
                     ..*comm
                 };
-                encode_view(&mut section, time, producer(thread), &View::Comm(comm))
+                encode_view(
+                    &mut section,
+                    &mut encoded,
+                    time,
+                    producer(thread),
+                    &View::Comm(comm),
+                )
             }
-            _ => encode_view(&mut section, time, producer(thread), body),
+            _ => encode_view(&mut section, &mut encoded, time, producer(thread), body),
         };
         debug_assert!(result.is_err() || out.bytes > before);
         records += 1;

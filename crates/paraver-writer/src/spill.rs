@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::record::{Comm, EventPair, LocalThread, Record, Value};
-use crate::view::{Payload, View};
+use crate::record::{Comm, EventPair, LocalThread, Record, Value, NO_SHARED};
+use crate::view::{EventPairs, Payload, View};
 
 /// Memory shared by every run of one conversion.
 #[derive(Debug)]
@@ -89,6 +89,10 @@ pub struct SpilledChunk {
     /// part file is read (another program's file may hold anything its checksum
     /// covers); `u32::MAX` for the writer's own spill files.
     threads: u32,
+    /// Records name the run's spilled shared lists ([`SharedLists`]) below
+    /// this (0 for a section of a part file, whose records carry all their
+    /// pairs).
+    lists: u32,
 }
 
 /// Records between two entries of a spilled chunk's time index: 16 bytes per 64
@@ -138,6 +142,7 @@ impl SpilledChunk {
             block_checksums: Vec::new(),
             last_time: i64::MAX,
             threads,
+            lists: 0,
         }
     }
 
@@ -225,6 +230,10 @@ const TAG_STATE: u8 = 0;
 const TAG_EVENTS: u8 = 1;
 const TAG_CLOSING: u8 = 2;
 const TAG_COMM: u8 = 3;
+/// Event records that name one of the run's spilled [`SharedLists`] before
+/// their own pairs (only in the writer's own spill files).
+const TAG_EVENTS_LISTED: u8 = 4;
+const TAG_CLOSING_LISTED: u8 = 5;
 const VALUE_RAW: u8 = 0;
 const VALUE_NAME: u8 = 1;
 const WRITE_BUFFER: usize = 1 << 20;
@@ -247,17 +256,22 @@ pub(crate) fn spill_file(dir: &std::path::Path) -> io::Result<(File, BufWriter<F
     Ok((file, writer))
 }
 
-/// Writes `records` (already sorted) with their payloads inline.
+/// Writes `records` (already sorted) with their payloads inline, but for the
+/// shared lists of pairs that `lists` maps to the run's spilled lists (a
+/// record's list `i` to `lists[i]`, unless [`NO_SHARED`]): those records carry
+/// the list's number, below `lists_len`, and their own pairs only.
 pub(crate) fn write_chunk(
     dir: &std::path::Path,
     records: impl Iterator<Item = (LocalThread, Record)>,
     count: usize,
     payload: &Payload,
+    (lists, lists_len): (&[u32], u32),
 ) -> io::Result<SpilledChunk> {
     let (file, mut out) = spill_file(dir)?;
     let mut index = Vec::with_capacity(count.div_ceil(INDEX_STEP));
     let mut offset = 0;
     let mut last_time = i64::MAX;
+    let mut encoded = Vec::new();
     for (n, (thread, r)) in records.enumerate() {
         last_time = r.time;
         let view = View::of(r.body, payload);
@@ -267,8 +281,21 @@ pub(crate) fn write_chunk(
                 offset,
             });
         }
-        encode_view(&mut out, r.time, thread, &view)?;
-        offset += encoded_len(&view);
+        let spilled_list = match &view {
+            View::Events {
+                pairs:
+                    EventPairs {
+                        shared: Some((id, _)),
+                        ..
+                    },
+                ..
+            } => lists.get(*id as usize).copied().unwrap_or(NO_SHARED),
+            _ => NO_SHARED,
+        };
+        encoded.clear();
+        encode_record(&mut encoded, r.time, thread, &view, spilled_list);
+        out.write_all(&encoded)?;
+        offset += encoded.len() as u64;
     }
     out.flush()?;
     let bytes = out.get_mut().stream_position()?;
@@ -285,18 +312,49 @@ pub(crate) fn write_chunk(
         block_checksums: Vec::new(),
         last_time,
         threads: u32::MAX,
+        lists: lists_len,
     })
 }
 
-/// Bytes [`encode_view`] writes for a record of body `body`.
-fn encoded_len(body: &View) -> u64 {
-    let head = 1 + 8 + 4;
-    let body = match body {
-        View::State { .. } => 8 + 4,
-        View::Events { pairs, .. } => 4 + 13 * pairs.len(),
-        View::Comm(_) => 5 * 8 + 4,
-    };
-    (head + body) as u64
+/// The shared lists of pairs (a kernel's name and launch configuration, see
+/// [`crate::run::RunBuilder::shared_pairs`]) that a run's spilled chunks name
+/// rather than carry: each stored once for the whole run, so that a chunk's
+/// records hold a list's number (not 11 of a kernel's 12 pairs) and the
+/// formatter writes each list's text once, as it does for records in memory.
+#[derive(Debug, Default)]
+pub(crate) struct SharedLists {
+    pairs: Vec<EventPair>,
+    /// Where each list ends in `pairs` (it starts where the one before ends).
+    ends: Vec<u32>,
+}
+
+impl SharedLists {
+    pub(crate) fn len(&self) -> u32 {
+        self.ends.len() as u32
+    }
+
+    /// List `id` (one below [`SpilledChunk`]'s `lists`, which the reader checks).
+    #[inline]
+    pub(crate) fn get(&self, id: u32) -> &[EventPair] {
+        let id = id as usize;
+        let start = match id {
+            0 => 0,
+            _ => self.ends[id - 1] as usize,
+        };
+        &self.pairs[start..self.ends[id] as usize]
+    }
+
+    /// Adds a list; its number.
+    pub(crate) fn push(&mut self, pairs: &[EventPair]) -> u32 {
+        self.pairs.extend_from_slice(pairs);
+        self.ends.push(self.pairs.len() as u32);
+        self.ends.len() as u32 - 1
+    }
+
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.pairs.shrink_to_fit();
+        self.ends.shrink_to_fit();
+    }
 }
 
 /// A writer that counts and checksums what goes through it.
@@ -516,40 +574,73 @@ impl Read for SectionReader {
     }
 }
 
-/// Writes one record: its tag, time and thread, then its body with the payload
-/// inline.
+/// Writes one record with all its pairs inline (as part files hold records).
 pub(crate) fn encode_view(
     out: &mut impl Write,
+    encoded: &mut Vec<u8>,
     time: i64,
     thread: LocalThread,
     body: &View,
 ) -> io::Result<()> {
+    encoded.clear();
+    encode_record(encoded, time, thread, body, NO_SHARED);
+    out.write_all(encoded)
+}
+
+/// Appends one record to `out`: its tag, time and thread, then its body with
+/// the payload inline; an event record with a `spilled_list` (not
+/// [`NO_SHARED`]) gives that number in place of its shared list's pairs.
+/// Built in memory and written at once: a write per field through a
+/// `BufWriter` costs more than the copy.
+fn encode_record(
+    out: &mut Vec<u8>,
+    time: i64,
+    thread: LocalThread,
+    body: &View,
+    spilled_list: u32,
+) {
+    let named = spilled_list != NO_SHARED;
     let tag = match body {
         View::State { .. } => TAG_STATE,
+        View::Events { closing: false, .. } if named => TAG_EVENTS_LISTED,
+        View::Events { closing: true, .. } if named => TAG_CLOSING_LISTED,
         View::Events { closing: false, .. } => TAG_EVENTS,
         View::Events { closing: true, .. } => TAG_CLOSING,
         View::Comm(_) => TAG_COMM,
     };
-    out.write_all(&[tag])?;
-    out.write_all(&time.to_le_bytes())?;
-    out.write_all(&thread.to_le_bytes())?;
+    out.reserve(LONGEST_FIXED);
+    let mut head = [0u8; HEAD];
+    head[0] = tag;
+    head[1..9].copy_from_slice(&time.to_le_bytes());
+    head[9..].copy_from_slice(&thread.to_le_bytes());
+    out.extend_from_slice(&head);
     match body {
         View::State { end, state } => {
-            out.write_all(&end.to_le_bytes())?;
-            out.write_all(&state.to_le_bytes())
+            out.extend_from_slice(&end.to_le_bytes());
+            out.extend_from_slice(&state.to_le_bytes());
         }
         View::Events { pairs, .. } => {
-            out.write_all(&(pairs.len() as u32).to_le_bytes())?;
-            for p in pairs.iter() {
+            let inline: &[EventPair] = match pairs.shared {
+                Some((_, shared)) if !named => shared,
+                _ => &[],
+            };
+            if named {
+                out.extend_from_slice(&spilled_list.to_le_bytes());
+            }
+            let count = inline.len() + pairs.own.len();
+            out.extend_from_slice(&(count as u32).to_le_bytes());
+            out.reserve(PAIR * count);
+            for p in inline.iter().chain(pairs.own) {
                 let (kind, value) = match p.value() {
                     Value::Raw(v) => (VALUE_RAW, v),
                     Value::Name(h) => (VALUE_NAME, i64::from(h)),
                 };
-                out.write_all(&p.ty.to_le_bytes())?;
-                out.write_all(&[kind])?;
-                out.write_all(&value.to_le_bytes())?;
+                let mut pair = [0u8; PAIR];
+                pair[..4].copy_from_slice(&p.ty.to_le_bytes());
+                pair[4] = kind;
+                pair[5..].copy_from_slice(&value.to_le_bytes());
+                out.extend_from_slice(&pair);
             }
-            Ok(())
         }
         View::Comm(c) => {
             for v in [
@@ -559,10 +650,20 @@ pub(crate) fn encode_view(
                 c.size,
                 c.tag,
             ] {
-                out.write_all(&v.to_le_bytes())?;
+                out.extend_from_slice(&v.to_le_bytes());
             }
-            out.write_all(&c.receiver.to_le_bytes())
+            out.extend_from_slice(&c.receiver.to_le_bytes());
         }
+    }
+}
+
+/// A pair's value as the spill file gives it: its kind, then its number.
+#[inline]
+fn value_of(kind: u8, number: i64) -> Value {
+    if kind == VALUE_NAME {
+        Value::Name(number as u32)
+    } else {
+        Value::Raw(number)
     }
 }
 
@@ -580,12 +681,25 @@ pub(crate) struct ChunkReader {
     left: u64,
     /// The chunk's [`SpilledChunk::threads`].
     threads: u32,
+    /// The chunk's [`SpilledChunk::lists`].
+    lists: u32,
     pub time: i64,
     pub thread: LocalThread,
     pub body: DecodedBody,
+    /// An event record's spilled shared list (of the run's [`SharedLists`]),
+    /// [`NO_SHARED`] for none; its own pairs follow in `pairs`.
+    pub shared: u32,
     pub pairs: Vec<EventPair>,
     pub comm: Comm,
 }
+
+/// Bytes of a record's tag, time and thread.
+const HEAD: usize = 1 + 8 + 4;
+/// Bytes of the longest record without pairs (a communication); an event
+/// record's head, list and count are fewer.
+const LONGEST_FIXED: usize = HEAD + 5 * 8 + 4;
+/// Bytes of one event pair: type, kind, value.
+const PAIR: usize = 4 + 1 + 8;
 
 impl ChunkReader {
     /// A reader of `chunk` with a buffer of `buffer` bytes.
@@ -593,7 +707,7 @@ impl ChunkReader {
         Ok(Self::reading(
             SectionReader::new(chunk, buffer),
             chunk.records,
-            chunk.threads,
+            chunk,
         ))
     }
 
@@ -614,7 +728,7 @@ impl ChunkReader {
         Self::reading(
             SectionReader::of_bytes(chunk, span.start, span.end, buffer),
             span.records,
-            chunk.threads,
+            chunk,
         )
     }
 
@@ -623,14 +737,16 @@ impl ChunkReader {
         self.input.buf
     }
 
-    fn reading(input: SectionReader, records: u64, threads: u32) -> Self {
+    fn reading(input: SectionReader, records: u64, chunk: &SpilledChunk) -> Self {
         ChunkReader {
             input,
             left: records,
-            threads,
+            threads: chunk.threads,
+            lists: chunk.lists,
             time: 0,
             thread: 0,
             body: DecodedBody::Events { closing: false },
+            shared: NO_SHARED,
             pairs: Vec::new(),
             comm: Comm {
                 send_physical: 0,
@@ -644,38 +760,112 @@ impl ChunkReader {
     }
 
     /// Reads the next record into `self`; `false` at the end of the chunk.
+    #[inline]
     pub fn advance(&mut self) -> io::Result<bool> {
         if self.left == 0 {
             return Ok(false);
         }
         self.left -= 1;
+        // Nearly every record lies whole in the buffer: decoded from it in
+        // place; one that crosses the buffer's end, field by field.
+        match self.decode_buffered() {
+            Some(result) => result?,
+            None => self.decode_by_fields()?,
+        }
+        Ok(true)
+    }
+
+    /// Decodes the next record straight from the buffer, one bounds check for
+    /// its fixed fields and one for its pairs; `None` (nothing consumed) when
+    /// the buffer does not hold all of those.
+    #[inline]
+    fn decode_buffered(&mut self) -> Option<io::Result<()>> {
+        let input = &self.input;
+        let bytes = input.buf.get(input.pos..input.len)?;
+        let fixed: &[u8; LONGEST_FIXED] = bytes.get(..LONGEST_FIXED)?.try_into().ok()?;
+        let i64_at = |at: usize| i64::from_le_bytes(fixed[at..at + 8].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_le_bytes(fixed[at..at + 4].try_into().unwrap());
+        let (tag, time, thread) = (fixed[0], i64_at(1), u32_at(9));
+        let (body, used) = match tag {
+            TAG_STATE => {
+                let body = DecodedBody::State {
+                    end: i64_at(HEAD),
+                    state: u32_at(HEAD + 8),
+                };
+                (body, HEAD + 12)
+            }
+            TAG_EVENTS | TAG_CLOSING | TAG_EVENTS_LISTED | TAG_CLOSING_LISTED => {
+                let listed = matches!(tag, TAG_EVENTS_LISTED | TAG_CLOSING_LISTED);
+                let (shared, at) = match listed {
+                    true => (u32_at(HEAD), HEAD + 4),
+                    false => (NO_SHARED, HEAD),
+                };
+                let count = u32_at(at) as usize;
+                let pairs = bytes.get(at + 4..(at + 4).checked_add(count.checked_mul(PAIR)?)?)?;
+                self.shared = shared;
+                self.pairs.clear();
+                self.pairs.extend(pairs.chunks_exact(PAIR).map(|p| {
+                    let ty = u32::from_le_bytes(p[..4].try_into().unwrap());
+                    let v = i64::from_le_bytes(p[5..].try_into().unwrap());
+                    EventPair::new(ty, value_of(p[4], v))
+                }));
+                let closing = matches!(tag, TAG_CLOSING | TAG_CLOSING_LISTED);
+                (DecodedBody::Events { closing }, at + 4 + pairs.len())
+            }
+            TAG_COMM => {
+                self.comm = Comm {
+                    send_physical: i64_at(HEAD),
+                    recv_logical: i64_at(HEAD + 8),
+                    recv_physical: i64_at(HEAD + 16),
+                    size: i64_at(HEAD + 24),
+                    tag: i64_at(HEAD + 32),
+                    receiver: u32_at(HEAD + 40),
+                };
+                (DecodedBody::Comm, LONGEST_FIXED)
+            }
+            _ => return Some(Err(self.corrupt())),
+        };
+        self.input.pos += used;
+        (self.time, self.thread, self.body) = (time, thread, body);
+        // What the record names, checked at once (the error's words from `check`).
+        let beyond = thread >= self.threads
+            || match body {
+                DecodedBody::Comm => self.comm.receiver >= self.threads,
+                DecodedBody::Events { .. } => self.shared != NO_SHARED && self.shared >= self.lists,
+                DecodedBody::State { .. } => false,
+            };
+        Some(match beyond {
+            false => Ok(()),
+            true => self.check(),
+        })
+    }
+
+    /// Decodes the next record field by field, across refills of the buffer.
+    #[cold]
+    fn decode_by_fields(&mut self) -> io::Result<()> {
         let tag = self.u8()?;
         self.time = self.i64()?;
         self.thread = self.u32()?;
-        if self.thread >= self.threads {
-            return Err(self.beyond_run("thread", self.thread));
-        }
         self.body = match tag {
             TAG_STATE => DecodedBody::State {
                 end: self.i64()?,
                 state: self.u32()?,
             },
-            TAG_EVENTS | TAG_CLOSING => {
+            TAG_EVENTS | TAG_CLOSING | TAG_EVENTS_LISTED | TAG_CLOSING_LISTED => {
+                self.shared = match tag {
+                    TAG_EVENTS_LISTED | TAG_CLOSING_LISTED => self.u32()?,
+                    _ => NO_SHARED,
+                };
                 let count = self.u32()?;
                 self.pairs.clear();
                 for _ in 0..count {
                     let ty = self.u32()?;
                     let kind = self.u8()?;
                     let v = self.i64()?;
-                    let value = if kind == VALUE_NAME {
-                        Value::Name(v as u32)
-                    } else {
-                        Value::Raw(v)
-                    };
-                    self.pairs.push(EventPair::new(ty, value));
+                    self.pairs.push(EventPair::new(ty, value_of(kind, v)));
                 }
                 DecodedBody::Events {
-                    closing: tag == TAG_CLOSING,
+                    closing: matches!(tag, TAG_CLOSING | TAG_CLOSING_LISTED),
                 }
             }
             TAG_COMM => {
@@ -685,19 +875,35 @@ impl ChunkReader {
                 self.comm.size = self.i64()?;
                 self.comm.tag = self.i64()?;
                 self.comm.receiver = self.u32()?;
-                if self.comm.receiver >= self.threads {
-                    return Err(self.beyond_run("receiving thread", self.comm.receiver));
-                }
                 DecodedBody::Comm
             }
-            _ => {
-                return Err(self.input.damaged(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "corrupt spill file",
-                )))
-            }
+            _ => return Err(self.corrupt()),
         };
-        Ok(true)
+        self.check()
+    }
+
+    /// Checks what the record just decoded names: its thread, a
+    /// communication's receiver, an event record's spilled list.
+    fn check(&self) -> io::Result<()> {
+        if self.thread >= self.threads {
+            return Err(self.beyond_run("thread", self.thread));
+        }
+        match self.body {
+            DecodedBody::Comm if self.comm.receiver >= self.threads => {
+                Err(self.beyond_run("receiving thread", self.comm.receiver))
+            }
+            DecodedBody::Events { .. } if self.shared != NO_SHARED && self.shared >= self.lists => {
+                Err(self.corrupt())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn corrupt(&self) -> io::Error {
+        self.input.damaged(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "corrupt spill file",
+        ))
     }
 
     /// A record naming a thread the run does not have (a part file another program
@@ -736,5 +942,251 @@ impl ChunkReader {
 
     fn i64(&mut self) -> io::Result<i64> {
         Ok(i64::from_le_bytes(self.bytes()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunked::Pairs;
+    use crate::record::Body;
+
+    /// What a reader decoded of one record, with its spilled list's number.
+    #[derive(Debug, PartialEq)]
+    enum Decoded {
+        State(i64, LocalThread, i64, u32),
+        Events(i64, LocalThread, bool, u32, Vec<EventPair>),
+        Comm(i64, LocalThread, Comm),
+    }
+
+    fn decoded(r: &ChunkReader) -> Decoded {
+        match r.body {
+            DecodedBody::State { end, state } => Decoded::State(r.time, r.thread, end, state),
+            DecodedBody::Events { closing } => {
+                Decoded::Events(r.time, r.thread, closing, r.shared, r.pairs.clone())
+            }
+            DecodedBody::Comm => Decoded::Comm(r.time, r.thread, r.comm),
+        }
+    }
+
+    fn read_all(mut reader: ChunkReader) -> io::Result<Vec<Decoded>> {
+        let mut all = Vec::new();
+        while reader.advance()? {
+            all.push(decoded(&reader));
+        }
+        Ok(all)
+    }
+
+    /// A chunk of every kind of record (states, events with and without a
+    /// shared list, named or inline, opening and closing, with no pairs or
+    /// many, communications), written as a spill writes them; and what
+    /// reading it back must give.
+    /// With `named` false, every pair is inline (as in a part file).
+    fn chunk_of_every_kind(dir: &std::path::Path, named: bool) -> (SpilledChunk, Vec<Decoded>) {
+        let mut pairs = Pairs::default();
+        let kernel = [
+            EventPair::name(7, 3),
+            EventPair::raw(8, -5),
+            EventPair::raw(9, 1 << 40),
+        ];
+        let other = [EventPair::raw(10, 2)];
+        let shared = vec![pairs.push(&kernel), pairs.push(&other)];
+        let comms = vec![Comm {
+            send_physical: 11,
+            receiver: 2,
+            recv_logical: 12,
+            recv_physical: i64::MAX,
+            size: 1 << 33,
+            tag: -1,
+        }];
+        let mut records = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..40i64 {
+            let thread = (i % 3) as LocalThread;
+            let own: Vec<EventPair> = (0..i % 5)
+                .map(|k| EventPair::raw(20 + k as u32, i * k))
+                .collect();
+            let (first, count) = pairs.push(&own);
+            let body = match i % 6 {
+                0 => Body::State {
+                    end: i + 3,
+                    state: i as u32,
+                },
+                1 => Body::Comm { index: 0 },
+                // The kernel's list, named in the chunk as list 5.
+                2 | 3 => Body::Events {
+                    first,
+                    count,
+                    shared: 0,
+                    closing: i % 6 == 3,
+                },
+                // A list spilled inline.
+                4 => Body::Events {
+                    first,
+                    count,
+                    shared: 1,
+                    closing: false,
+                },
+                _ => Body::Events {
+                    first,
+                    count,
+                    shared: NO_SHARED,
+                    closing: true,
+                },
+            };
+            records.push((thread, Record { time: i * 10, body }));
+            want.push(match i % 6 {
+                0 => Decoded::State(i * 10, thread, i + 3, i as u32),
+                1 => Decoded::Comm(i * 10, thread, comms[0]),
+                2 | 3 if named => Decoded::Events(i * 10, thread, i % 6 == 3, 5, own),
+                2 | 3 => {
+                    let all = [&kernel[..], &own].concat();
+                    Decoded::Events(i * 10, thread, i % 6 == 3, NO_SHARED, all)
+                }
+                4 => Decoded::Events(
+                    i * 10,
+                    thread,
+                    false,
+                    NO_SHARED,
+                    [&other[..], &own].concat(),
+                ),
+                _ => Decoded::Events(i * 10, thread, true, NO_SHARED, own),
+            });
+        }
+        let payload = Payload {
+            pairs: &pairs,
+            comms: &comms,
+            shared: &shared,
+        };
+        let count = records.len();
+        let chunk = write_chunk(
+            dir,
+            records.into_iter(),
+            count,
+            &payload,
+            match named {
+                true => (&[5, NO_SHARED], 6),
+                false => (&[], 0),
+            },
+        )
+        .unwrap();
+        (chunk, want)
+    }
+
+    /// Records read back whatever the buffer's size: each record lies across
+    /// the buffer's end at every offset for some size (decoded field by field
+    /// there, in place elsewhere).
+    #[test]
+    fn records_straddling_the_buffer_at_every_offset_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (chunk, want) = chunk_of_every_kind(dir.path(), true);
+        let longest = 1 + 8 + 4 + 4 + 4 + 7 * PAIR;
+        for buffer in 1..=2 * longest + 1 {
+            let got = read_all(ChunkReader::open(&chunk, buffer).unwrap()).unwrap();
+            assert_eq!(got, want, "a buffer of {buffer} bytes");
+        }
+        // Spans of the chunk (as the segments read it), with buffers of every size.
+        let span = chunk.span(0, 1);
+        for most in 1..=2 * longest + 1 {
+            let reader = ChunkReader::open_span(&chunk, span, most, Vec::new());
+            let got = read_all(reader).unwrap();
+            assert_eq!(got, want, "spans read {most} bytes at a time");
+        }
+    }
+
+    /// A part file holding a chunk's bytes, read back as a section of it
+    /// under the right checksum (so that decoding meets whatever they hold),
+    /// with buffers of a few sizes (decoded in place, and field by field at
+    /// the buffer's edges).
+    struct Part {
+        path: PathBuf,
+        file: Arc<File>,
+        records: u64,
+    }
+
+    impl Part {
+        fn new(dir: &std::path::Path, bytes: &[u8], records: u64) -> Self {
+            let path = dir.join("some.part");
+            std::fs::write(&path, bytes).unwrap();
+            let file = Arc::new(File::options().read(true).write(true).open(&path).unwrap());
+            Part {
+                path,
+                file,
+                records,
+            }
+        }
+
+        fn read(&self, bytes: &[u8]) -> Vec<io::Result<Vec<Decoded>>> {
+            self.file.write_all_at(bytes, 0).unwrap();
+            let (len, crc) = (bytes.len() as u64, crc32fast::hash(bytes));
+            let file = Arc::clone(&self.file);
+            let section =
+                SpilledChunk::section(file, 0, len, self.records, crc, self.path.clone(), 3);
+            [5, 64, 4096]
+                .into_iter()
+                .map(|buffer| read_all(ChunkReader::open(&section, buffer).unwrap()))
+                .collect()
+        }
+    }
+
+    /// Damaged bytes (under a right checksum, as another program may write
+    /// them) are an error naming the file, never a panic nor a record beyond
+    /// the run: a part's records name no spilled list; every byte changed.
+    #[test]
+    fn damaged_records_are_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes_of = |chunk: &SpilledChunk| {
+            let mut bytes = vec![0; chunk.bytes() as usize];
+            chunk.file.read_exact_at(&mut bytes, 0).unwrap();
+            bytes
+        };
+        // A part's records carry their pairs: one naming a list is refused.
+        let (chunk, _) = chunk_of_every_kind(dir.path(), true);
+        let part = Part::new(dir.path(), &bytes_of(&chunk), chunk.records);
+        for result in part.read(&bytes_of(&chunk)) {
+            let err = result.unwrap_err().to_string();
+            assert!(
+                err.contains("some.part: damaged part file (corrupt spill file)"),
+                "{err}"
+            );
+        }
+        let (chunk, want) = chunk_of_every_kind(dir.path(), false);
+        let bytes = bytes_of(&chunk);
+        let part = Part::new(dir.path(), &bytes, chunk.records);
+        for result in part.read(&bytes) {
+            assert_eq!(result.unwrap(), want);
+        }
+        let named = |err: &io::Error| err.to_string().contains("some.part: damaged part file");
+        let (mut refused, mut read) = (0, 0);
+        for at in 0..bytes.len() {
+            for value in [0x00, 0x05, 0x80, 0xff] {
+                let mut damaged = bytes.clone();
+                damaged[at] = value;
+                for result in part.read(&damaged) {
+                    match result {
+                        Err(e) => {
+                            assert!(named(&e), "byte {at} = {value}: {e}");
+                            refused += 1;
+                        }
+                        Ok(records) => {
+                            read += 1;
+                            assert!(records.iter().all(|r| match r {
+                                Decoded::Events(_, t, _, shared, _) =>
+                                    *t < 3 && *shared == NO_SHARED,
+                                Decoded::State(_, t, ..) => *t < 3,
+                                Decoded::Comm(_, t, c) => *t < 3 && c.receiver < 3,
+                            }))
+                        }
+                    }
+                }
+            }
+        }
+        // (Damage to a value reads as another value.)
+        assert!(refused > 0 && read > 0, "{refused} refused, {read} read");
+        // Cut short: the records counted are not all there.
+        let short = Part::new(dir.path(), &bytes[..bytes.len() / 2], chunk.records);
+        for result in short.read(&bytes[..bytes.len() / 2]) {
+            assert!(named(&result.unwrap_err()));
+        }
     }
 }
