@@ -70,17 +70,11 @@ impl LaunchQueues {
     pub fn write(self, ctx: &mut ReportContext, links: GpuLinks) {
         let window_start = ctx.options.time_limits.start.unwrap_or(i64::MIN);
         let (mut kernels, not_after_call) = launches_of(links, self.calls);
-        group_by_stream(&mut kernels);
+        kernels.sort_unstable_by_key(|l| (l.stream, l.start, l.call, l.end));
         let launches = kernels.len() as u64;
         let mut calls: Vec<i64> = Vec::new();
         let mut changes = 0u64;
-        for stream in kernels.chunk_by_mut(|a, b| a.stream == b.stream) {
-            // A stream runs its kernels in launch order, so its launches in
-            // the links' order are nearly always in start order already.
-            let key = |l: &Launch| (l.start, l.call, l.end);
-            if !stream.is_sorted_by_key(key) {
-                stream.sort_unstable_by_key(key);
-            }
+        for stream in kernels.chunk_by(|a, b| a.stream == b.stream) {
             calls.clear();
             calls.extend(stream.iter().map(|k| k.call));
             if !calls.is_sorted() {
@@ -130,45 +124,6 @@ fn launches_of(links: GpuLinks, calls: Vec<i64>) -> (Vec<Launch>, u64) {
         })
         .collect();
     (launches, not_after_call)
-}
-
-/// Puts `launches` in stream order, each stream's in the order they were
-/// (a stable counting sort by stream, applied in place: a sort by stream and
-/// start of every launch together costs n log n comparisons, 3 % of the
-/// instructions of a training report, where each stream's launches need at
-/// most a check that they are in start order). Besides the launches it holds a
-/// place (4 bytes) per launch, less than the call begins just dropped.
-fn group_by_stream(launches: &mut [Launch]) {
-    if launches.len() > u32::MAX as usize {
-        launches.sort_by_key(|l| l.stream);
-        return;
-    }
-    // The first place of each stream, then the next free one.
-    let streams = launches.iter().map(|l| l.stream as usize + 1).max();
-    let mut next = vec![0u32; streams.unwrap_or(0) + 1];
-    for l in launches.iter() {
-        next[l.stream as usize + 1] += 1;
-    }
-    for s in 1..next.len() {
-        next[s] += next[s - 1];
-    }
-    let mut place: Vec<u32> = launches
-        .iter()
-        .map(|l| {
-            let p = next[l.stream as usize];
-            next[l.stream as usize] += 1;
-            p
-        })
-        .collect();
-    drop(next);
-    // Each swap puts one launch at its place, with its place.
-    for i in 0..launches.len() {
-        while place[i] as usize != i {
-            let to = place[i] as usize;
-            launches.swap(i, to);
-            place.swap(i, to);
-        }
-    }
 }
 
 /// The latencies and depth changes of one stream's kernels (sorted by start;
@@ -300,29 +255,6 @@ mod tests {
             .iter()
             .all(|l| l.stream != paraver_writer::DISCARDED));
         assert_eq!(launches.iter().filter(|l| l.stream == 2).count(), 99);
-    }
-
-    /// Grouped by stream in stream order, each stream's launches in the order
-    /// they came (what the sweep checks for start order), streams left empty
-    /// between them.
-    #[test]
-    fn launches_are_grouped_by_stream_in_the_order_they_came() {
-        let launch = |stream, start| Launch {
-            stream,
-            call: start - 1,
-            start,
-            end: start + 1,
-        };
-        let mut launches: Vec<Launch> = (0..40)
-            .map(|i| launch([9, 2, 5, 2, 0][i % 5], 1000 - i as i64))
-            .collect();
-        let mut expected = launches.clone();
-        expected.sort_by_key(|l| l.stream);
-        group_by_stream(&mut launches);
-        let fields =
-            |ls: &[Launch]| -> Vec<(u32, i64)> { ls.iter().map(|l| (l.stream, l.start)).collect() };
-        assert_eq!(fields(&launches), fields(&expected));
-        group_by_stream(&mut []);
     }
 
     /// Three kernels on stream 7 launched in a burst (calls at 100, 200, 300;
