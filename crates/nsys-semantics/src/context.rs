@@ -411,7 +411,9 @@ impl<'a> ReportContext<'a> {
     ) -> Result<(), ReadError> {
         let mut links = std::mem::take(&mut self.handoff.links);
         links.reserve(rows);
-        self.gpu_idle.reserve_operations(rows);
+        // The operations stay in memory if the report has room for them.
+        let held = self.held_bytes() + links.bytes();
+        self.gpu_idle.reserve_operations(rows, held);
         self.set_held(self.held_bytes() + links.bytes());
         let result = pass(self, &mut links);
         self.handoff.links = links;
@@ -437,7 +439,7 @@ impl<'a> ReportContext<'a> {
         self.run.set_outside_bytes(bytes);
     }
 
-    fn held_bytes(&self) -> usize {
+    pub(crate) fn held_bytes(&self) -> usize {
         self.handoff.bytes()
             + self.gpu_idle.bytes()
             + self.p2p.capacity() * std::mem::size_of::<P2pEndpoint>()

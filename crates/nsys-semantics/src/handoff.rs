@@ -351,9 +351,9 @@ impl FixedRow for Arrow {
 /// What the passes that write GPU operations, launch arrows, stream waits and
 /// host functions hand over for the GPU idle causes (`crate::gpu_idle`), written
 /// after every pass. The operations and arrows (one each per kernel) spill to
-/// the spill directory past an eighth of the run's share
-/// ([`crate::spilled_table`]): held, they would stay in memory through the CUDA
-/// API pass beside its own per-kernel tables.
+/// the spill directory when holding them would take the report past its share
+/// ([`crate::spilled_table`]): held, they stay in memory through the CUDA API
+/// pass beside its own per-kernel tables.
 #[derive(Default)]
 pub(crate) struct IdleInputs {
     /// Whether they are gathered at all (the kernels category is selected).
@@ -367,7 +367,8 @@ pub(crate) struct IdleInputs {
 }
 
 impl IdleInputs {
-    /// `spill_over`: where and past what size the operations and arrows spill.
+    /// `spill_over`: where the operations and arrows spill, and the report's
+    /// share they count in.
     pub fn new(enabled: bool, spill_over: Option<SpillOver>) -> Self {
         IdleInputs {
             enabled,
@@ -378,20 +379,24 @@ impl IdleInputs {
     }
 
     /// Room for `n` more GPU operations, so that what they will hold counts in the
-    /// run's share from the first on (as [`GpuLinks::reserve`]), or on disk.
-    pub fn reserve_operations(&mut self, n: u64) {
+    /// run's share from the first on (as [`GpuLinks::reserve`]), or on disk if
+    /// with `held` (what the report holds beside its run, these inputs
+    /// included) they would take the report past its share.
+    pub fn reserve_operations(&mut self, n: u64, held: usize) {
         if self.enabled {
             // Exactly: see `GpuLinks::reserve`.
-            self.ops.reserve(usize::try_from(n).unwrap_or(usize::MAX));
+            self.ops
+                .reserve(usize::try_from(n).unwrap_or(usize::MAX), held);
         }
     }
 
     /// Room for `n` more launch arrows (at most one per launch link), reserved
     /// before the API calls are read so that the vector does not grow by
-    /// doubling to twice what it needs, or on disk.
-    pub fn reserve_arrows(&mut self, n: usize) {
+    /// doubling to twice what it needs, or on disk as
+    /// [`IdleInputs::reserve_operations`].
+    pub fn reserve_arrows(&mut self, n: usize, held: usize) {
         if self.enabled {
-            self.arrows.reserve(n);
+            self.arrows.reserve(n, held);
         }
     }
 
@@ -750,14 +755,14 @@ mod tests {
         let mut links = GpuLinks::default();
         let mut idle = IdleInputs::new(true, None);
         links.reserve(1000);
-        idle.reserve_operations(1000);
+        idle.reserve_operations(1000, 0);
         for corr in 0..1000 {
             links.add_kernel(&kernel(corr), 0, false);
             idle.operation(0, corr, corr + 1);
         }
         links.reserve(10);
-        idle.reserve_operations(10);
-        idle.reserve_arrows(links.len());
+        idle.reserve_operations(10, 0);
+        idle.reserve_arrows(links.len(), 0);
         assert_eq!(links.bytes(), 1010 * std::mem::size_of::<GpuLink>());
         assert_eq!(
             idle.bytes(),
@@ -765,8 +770,8 @@ mod tests {
         );
         // Without the idle causes nothing is reserved for them.
         let mut off = IdleInputs::new(false, None);
-        off.reserve_operations(1000);
-        off.reserve_arrows(1000);
+        off.reserve_operations(1000, 0);
+        off.reserve_arrows(1000, 0);
         assert_eq!(off.bytes(), 0);
     }
 

@@ -95,7 +95,8 @@ pub fn translate_with(
         }
     }
     // The kernels category declares the GPU idle causes (type 9360).
-    // Its per-kernel tables spill past an eighth of the run's share.
+    // Its per-kernel tables spill if holding them would take the report past
+    // its share.
     let spill_over = options
         .spill
         .as_ref()

@@ -1,7 +1,8 @@
 //! A table a report gathers row by row for a pass that reads it only once every
 //! other pass has run (the GPU idle causes' operations and launch arrows): one
-//! row per kernel, held for the whole translation. Past a size it is written to
-//! an anonymous file in the spill directory as it comes, in push order, instead
+//! row per kernel, held for the whole translation. When holding it would take
+//! the report past its share of the memory limit, it is written to an
+//! anonymous file in the spill directory as it comes, in push order, instead
 //! of held in memory (issue 28: 48 bytes per kernel of these two stayed above a
 //! small `--memory-limit`, since they did not spill), and read back whole when
 //! that pass runs, after the tables the API calls needed are gone. The rows come
@@ -19,12 +20,22 @@ pub(crate) trait FixedRow: Copy {
     fn decode(bytes: &[u8]) -> Self;
 }
 
-/// Where the rows go once the table spills: the directory, and the size
-/// (bytes) past which a table is written there rather than held.
+/// Where the rows go once the table spills: the directory, and the report's
+/// share of the memory limit (bytes: its run's chunk size), which the table
+/// and what the report holds beside it may fill but for the run's floor.
 #[derive(Clone, Debug)]
 pub(crate) struct SpillOver {
     pub dir: PathBuf,
-    pub bytes: usize,
+    pub share: usize,
+}
+
+impl SpillOver {
+    /// Bytes the report may hold beside its run: the share but the eighth
+    /// the run keeps for its records whatever else is held (the floor of
+    /// `RunBuilder`'s room).
+    fn beside_run(&self) -> usize {
+        self.share - self.share / 8
+    }
 }
 
 /// Write buffer of a spilled table (held while it is written).
@@ -63,8 +74,9 @@ pub(crate) struct TableSpillError {
 }
 
 impl<T: FixedRow> SpilledTable<T> {
-    /// A table that spills to `spill_over.dir` once it is to hold more than
-    /// `spill_over.bytes` ([`SpilledTable::reserve`] says how much).
+    /// A table that spills to `spill_over.dir` once holding it would take the
+    /// report past `spill_over.share` ([`SpilledTable::reserve`] says how).
+    /// No spill directory: held.
     pub fn new(spill_over: Option<SpillOver>) -> Self {
         SpilledTable {
             spill_over,
@@ -73,15 +85,19 @@ impl<T: FixedRow> SpilledTable<T> {
     }
 
     /// Room for `n` more rows: in memory, exactly (so that the vector does not
-    /// grow by doubling while the run's share counts it), unless the table is
-    /// to hold more than its spill size, then on disk from here on.
-    pub fn reserve(&mut self, n: usize) {
+    /// grow by doubling while the run's share counts it), unless that with
+    /// `held` (what the report holds beside its run, this table included) would
+    /// pass what the report may hold beside its run: then on disk from here on.
+    /// A report that fits in its share keeps the table in memory (writing and
+    /// reading it back costs CPU at every limit, issue 28).
+    pub fn reserve(&mut self, n: usize, held: usize) {
         if self.file.is_some() || self.error.is_some() {
             return;
         }
-        let to_hold = (self.rows.len() + n).saturating_mul(T::SIZE);
+        let to_hold = (self.rows.len() + n).saturating_mul(std::mem::size_of::<T>());
+        let beside = held.saturating_sub(self.bytes()).saturating_add(to_hold);
         let dir = match &self.spill_over {
-            Some(s) if to_hold > s.bytes => s.dir.clone(),
+            Some(s) if beside > s.beside_run() => s.dir.clone(),
             _ => {
                 self.rows.reserve_exact(n);
                 return;
@@ -183,12 +199,11 @@ impl Fields<'_> {
     }
 }
 
-/// The spill size of a table for a run's share `chunk_bytes` in `dir`: an
-/// eighth of the share.
+/// Where a table of a report whose run's share is `chunk_bytes` spills, in `dir`.
 pub(crate) fn spill_over(dir: &Path, chunk_bytes: usize) -> SpillOver {
     SpillOver {
         dir: dir.to_path_buf(),
-        bytes: chunk_bytes / 8,
+        share: chunk_bytes,
     }
 }
 
@@ -211,33 +226,44 @@ mod tests {
         }
     }
 
-    /// Held or spilled, the rows come back in the order pushed; a table spills
-    /// once what it is to hold passes its size, the rows held so far first, and
-    /// then holds only its write buffer.
+    /// Held or spilled, the rows come back in the order pushed. A table spills
+    /// once what it is to hold, with what the report holds beside it, passes
+    /// the report's share but the run's eighth (the rows held so far go
+    /// first), and then holds only its write buffer; a report that has room
+    /// holds it.
     #[test]
     fn rows_come_back_in_push_order_held_or_spilled() {
         let dir = tempfile::tempdir().unwrap();
         let rows: Vec<Row> = (0..10_000).map(|i| Row(i as u32 % 7, -i * 3)).collect();
-        for bytes in [usize::MAX, 12 * 5_000, 0] {
+        let all = rows.len() * std::mem::size_of::<Row>();
+        // (share, held beside the table, spills): the share's seven eighths
+        // hold the table just, or not with 1,000 bytes more; a share of 0
+        // spills from the first row.
+        let share = (all * 8).div_ceil(7);
+        let cases = [
+            (usize::MAX, 0, false),
+            (share, 0, false),
+            (share, 1_000, true),
+            (all, 0, true),
+            (0, 0, true),
+        ];
+        for (share, beside, spills) in cases {
             let mut table = SpilledTable::new(Some(SpillOver {
                 dir: dir.path().to_path_buf(),
-                bytes,
+                share,
             }));
-            table.reserve(3);
+            table.reserve(3, beside + table.bytes());
             rows[..3].iter().for_each(|&r| table.push(r));
-            table.reserve(rows.len() - 3);
+            table.reserve(rows.len() - 3, beside + table.bytes());
             rows[3..].iter().for_each(|&r| table.push(r));
             assert_eq!(table.len(), rows.len());
-            if bytes == usize::MAX {
-                assert_eq!(table.bytes(), rows.len() * std::mem::size_of::<Row>());
-            } else {
-                assert_eq!(table.bytes(), WRITE_BUFFER);
-            }
-            assert_eq!(table.into_rows().unwrap(), rows, "spill size {bytes}");
+            let held = if spills { WRITE_BUFFER } else { all };
+            assert_eq!(table.bytes(), held, "share {share}, {beside} beside");
+            assert_eq!(table.into_rows().unwrap(), rows, "share {share}");
         }
         // No directory: in memory.
         let mut table = SpilledTable::new(None);
-        table.reserve(2);
+        table.reserve(2, usize::MAX);
         table.push(Row(1, 2));
         assert_eq!(table.into_rows().unwrap(), [Row(1, 2)]);
     }
@@ -247,9 +273,9 @@ mod tests {
     fn a_directory_that_cannot_hold_the_table_is_named() {
         let mut table = SpilledTable::<Row>::new(Some(SpillOver {
             dir: PathBuf::from("/nonexistent/spill"),
-            bytes: 0,
+            share: 0,
         }));
-        table.reserve(10);
+        table.reserve(10, 0);
         table.push(Row(1, 2));
         let e = table.into_rows().unwrap_err();
         assert_eq!(e.dir, PathBuf::from("/nonexistent/spill"));

@@ -65,8 +65,9 @@ impl<'s> EventPairs<'s> {
 }
 
 impl<'s> View<'s> {
-    /// A record's body, with what it points into.
-    #[inline]
+    /// A record's body, with what it points into. Always inlined: see
+    /// `spill::encode_view`.
+    #[inline(always)]
     pub(crate) fn of(body: Body, payload: &Payload<'s>) -> Self {
         match body {
             Body::State { end, state } => View::State { end, state },
