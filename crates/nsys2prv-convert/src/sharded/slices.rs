@@ -559,10 +559,24 @@ fn wait_until_noted(
                 .any(|k| listing.contains(&name(i, count, k)) && of_step(parts, i, count, k, step))
         };
         let waiting: Vec<u32> = indices.iter().copied().filter(|&i| !noted(i)).collect();
-        let failed_now = waiting.iter().copied().find(|&i| {
+        let failed = |i: u32| {
             std::fs::read_to_string(path(parts, i, count, "failed"))
                 .is_ok_and(|t| t.lines().next() == Some(&format!("step {step}")))
-        });
+        };
+        // Slice I of a step is task I's: a task killed outright writes no
+        // note. (Its note may have come since the listing.)
+        let gone = |i: u32| {
+            super::alive::gone(parts, i, step).is_some_and(|why| {
+                let noted = kinds.iter().any(|k| {
+                    path(parts, i, count, k).exists() && of_step(parts, i, count, k, step)
+                });
+                if !noted && !failed(i) && !config.quiet {
+                    eprintln!("{why}");
+                }
+                !noted
+            })
+        };
+        let failed_now = waiting.iter().copied().find(|&i| failed(i) || gone(i));
         if waiting.is_empty() || failed_now.is_some() {
             return failed_now;
         }
