@@ -81,13 +81,17 @@ fn this_node() -> Option<String> {
 }
 
 /// The start time of process `pid` (`/proc/PID/stat` field 22), or `None` when
-/// there is no such process.
+/// there is no such process, or it has ended and waits to be reaped (a zombie:
+/// its parent, `slurmstepd`, has not looked yet).
 fn start_of(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold anything.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    // Field 3 is the first after the name; field 22 is the 20th.
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    // Field 3, the state, is the first after the name; field 22 the 20th.
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// Notes that this process is task `task` of `step`. Best effort: a task that
@@ -156,21 +160,34 @@ mod tests {
         // No note yet: not known.
         assert_eq!(gone(&parts, 4, "7.0"), None);
 
-        // A process that has ended.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
+        // A process that has ended: not reaped yet (a zombie), then reaped.
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
         let pid = child.id();
-        let start = start_of(pid);
-        child.wait().unwrap();
+        let start = start_of(pid).expect("running");
         let ended = Whereabouts {
             step: "7.0".into(),
             node: this_node().unwrap(),
             pid,
-            start: start.unwrap_or(1),
+            start,
         };
         write_note(&path(&parts, 5), ended.text().as_bytes()).unwrap();
-        let why = gone(&parts, 5, "7.0").expect("ended");
+        assert_eq!(gone(&parts, 5, "7.0"), None, "running");
+        // (SIGKILL; `kill` does not reap it.)
+        child.kill().unwrap();
+        // Killed, not reaped: a zombie, as soon as the signal is delivered.
+        while std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+        {
+            std::thread::yield_now();
+        }
+        let why = gone(&parts, 5, "7.0").expect("a zombie");
         assert!(why.contains("task 5 of this step"), "{why}");
         assert!(why.contains("--kill-on-bad-exit"), "{why}");
+        child.wait().unwrap();
+        assert!(gone(&parts, 5, "7.0").is_some(), "reaped");
 
         // This process's number with another start time: reused, not the task.
         let reused = Whereabouts {
