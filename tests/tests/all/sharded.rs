@@ -764,18 +764,6 @@ fn slurm_task(
     command
 }
 
-/// Waits until `path` exists: a bound (a stuck task fails the test), not a
-/// measure.
-fn wait_for_file(path: &Path) {
-    for _ in 0..12_000 {
-        if path.exists() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("{} never appeared", path.display());
-}
-
 /// A `--shard slurm` step whose task 2 of 3 is killed outright after writing
 /// its slice, before placing it in the trace: tasks 0 and 1 place theirs; task
 /// 0 waits (saying for what) for task 1's slice, sees task 2's process gone
