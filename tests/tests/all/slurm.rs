@@ -699,11 +699,14 @@ fn srun_with_one_task_writes_what_one_process_writes() {
 }
 
 /// Task 2 of 3 killed (SIGKILL) after writing its slice, before placing it:
-/// Slurm ends the step (`--kill-on-bad-exit`), nothing is installed, and a
-/// plain `merge` finishes the trace from the slices (reusing those placed),
-/// once the slices it names are merged again: one process's files.
+/// Slurm ends the step (`--kill-on-bad-exit`). Task 0, on the same node, may
+/// see task 2 gone and finish the set first (copying the written slice): then
+/// the set is one process's files; or Slurm ends it first: then nothing is
+/// installed, and a plain `merge` finishes the trace from the slices (reusing
+/// those placed), once the slices it names are merged again: one process's
+/// files. Never a mix.
 #[test]
-fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_finishes() {
+fn srun_with_a_task_killed_before_placing_its_slice_installs_the_set_whole_or_not() {
     let Some(_cluster) = cluster() else {
         return;
     };
@@ -727,7 +730,11 @@ fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_f
         .into_iter()
         .filter(|p| !p.starts_with(out.join("t.parts")))
         .collect();
-    assert!(installed.is_empty(), "nothing installed: {installed:?}");
+    if !installed.is_empty() {
+        // Task 0 finished before Slurm ended the step: the whole set.
+        assert_same_files(&expected, &out);
+        return;
+    }
     assert!(out.join("t.parts/slice-2-of-3.done").is_file());
     // The step may have ended before other tasks wrote their slices: the
     // finishing merge names each slice to merge again; merged, it finishes.
