@@ -612,11 +612,13 @@ fn wait_for_shards(
         if waiting.is_empty() || failed_now {
             return Ok(());
         }
-        // A task killed outright writes neither part nor note. (Its part may
-        // have come since the listing.)
+        // A task killed outright writes neither part nor note. (Its part or
+        // note may have come since the listing: the next look takes them.)
         if let Some(why) = waiting.iter().find_map(|&s| {
-            alive::gone(parts, s, step)
-                .filter(|_| !parts.dir.join(format!("shard-{s}.part")).exists())
+            alive::gone(parts, s, step).filter(|_| {
+                !parts.dir.join(format!("shard-{s}.part")).exists()
+                    && parts.failure_in_step(s, step).is_none()
+            })
         }) {
             bail!("{why}");
         }
