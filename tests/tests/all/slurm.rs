@@ -699,11 +699,14 @@ fn srun_with_one_task_writes_what_one_process_writes() {
 }
 
 /// Task 2 of 3 killed (SIGKILL) after writing its slice, before placing it:
-/// Slurm ends the step (`--kill-on-bad-exit`), nothing is installed, and a
-/// plain `merge` finishes the trace from the slices (reusing those placed),
-/// once the slices it names are merged again: one process's files.
+/// Slurm ends the step (`--kill-on-bad-exit`). Task 0, on the same node, may
+/// see task 2 gone and finish the set first (copying the written slice): then
+/// the set is one process's files; or Slurm ends it first: then nothing is
+/// installed, and a plain `merge` finishes the trace from the slices (reusing
+/// those placed), once the slices it names are merged again: one process's
+/// files. Never a mix.
 #[test]
-fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_finishes() {
+fn srun_with_a_task_killed_before_placing_its_slice_installs_the_set_whole_or_not() {
     let Some(_cluster) = cluster() else {
         return;
     };
@@ -727,7 +730,11 @@ fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_f
         .into_iter()
         .filter(|p| !p.starts_with(out.join("t.parts")))
         .collect();
-    assert!(installed.is_empty(), "nothing installed: {installed:?}");
+    if !installed.is_empty() {
+        // Task 0 finished before Slurm ended the step: the whole set.
+        assert_same_files(&expected, &out);
+        return;
+    }
     assert!(out.join("t.parts/slice-2-of-3.done").is_file());
     // The step may have ended before other tasks wrote their slices: the
     // finishing merge names each slice to merge again; merged, it finishes.
@@ -744,6 +751,68 @@ fn srun_with_a_task_killed_before_placing_its_slice_installs_nothing_and_merge_f
             assert_ok(&merge(&trace, &[&format!("--shard={i}/3")]), "slice");
         }
     }
+    assert_ok(&merge(&trace, &[]), "merge after the step");
+    assert_same_files(&expected, &out);
+}
+
+/// A task killed outright (SIGKILL: no failure note) in a step run without
+/// `--kill-on-bad-exit`: the tasks on its node see its process gone and stop,
+/// naming it, rather than wait for its part until the job's time limit (the
+/// step's `--time` bounds the test if they do not). The kept parts finish the
+/// set once the shard is translated again.
+#[test]
+fn srun_with_a_task_killed_outright_ends_the_step_naming_it() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, inputs) = input_sets(tmp.path()).remove(0);
+    let expected = single_run(&inputs, tmp.path());
+    let out = tmp.path().join("srun");
+    std::fs::create_dir(&out).unwrap();
+    let trace = out.join("t.prv");
+    let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    let script = format!(
+        "if [ \"$SLURM_PROCID\" = 1 ]; then export NSYS2PRV_TEST_INTERRUPT='shard translated:KILL'; fi; \
+         exec {} --shard slurm {} {}",
+        binary_path().display(),
+        names.join(" "),
+        trace.display()
+    );
+    let run = srun(
+        3,
+        &["--kill-on-bad-exit=0", "--time=3", "bash", "-c", &script],
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "the step fails\n{stdout}{stderr}");
+    // Both other tasks stop on it (srun --label prefixes their lines).
+    for task in [0, 2] {
+        let line = format!("{task}: error: task 1 of this step (process ");
+        assert!(
+            stdout.contains(&line) || stderr.contains(&line),
+            "task {task} names task 1:\n{stdout}{stderr}"
+        );
+    }
+    assert!(
+        stdout.contains("ended without a word") || stderr.contains("ended without a word"),
+        "{stdout}{stderr}"
+    );
+    let installed: Vec<PathBuf> = files_under(&out)
+        .into_iter()
+        .filter(|p| !p.starts_with(out.join("t.parts")))
+        .collect();
+    assert!(installed.is_empty(), "nothing installed: {installed:?}");
+    assert!(!out.join("t.parts/shard-1.part").exists());
+    // Translated again, shard 1 completes the kept parts.
+    let shard = Command::new(binary_path())
+        .env("SOURCE_DATE_EPOCH", FIXED_EPOCH)
+        .args(["-q", "--shard", "1/3"])
+        .args(&names)
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_ok(&shard, "shard 1 again");
     assert_ok(&merge(&trace, &[]), "merge after the step");
     assert_same_files(&expected, &out);
 }

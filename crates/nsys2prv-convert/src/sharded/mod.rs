@@ -20,6 +20,7 @@
 //!   is there, merges slice `SLURM_PROCID` of `SLURM_NTASKS`; task 0 waits for
 //!   every slice and finishes the trace.
 
+mod alive;
 pub mod parts;
 pub mod plan;
 pub mod slices;
@@ -452,8 +453,11 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
     let step = slurm_step();
     let (_, parts) = trace_and_parts(config)?;
     if task != 0 {
-        let translated = wait_for_plan(&parts, &step)
-            .and_then(|()| Plan::read(&parts.plan_path()))
+        let translated = wait_for_plan(&parts, &step, task)
+            .and_then(|()| {
+                alive::note(&parts, task, &step);
+                Plan::read(&parts.plan_path())
+            })
             .and_then(|plan| {
                 check_task_count(&parts, &plan, tasks)?;
                 let window = window::find_in_step(config, &parts, &plan, task, &step)?;
@@ -476,6 +480,9 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
         slices::place(config, &parts, &plan, (task, tasks), &step)?;
         return Ok(Finished::default());
     }
+    if parts.dir.is_dir() {
+        alive::note(&parts, 0, &step);
+    }
     let planned = settle_plan(config, tasks, true).and_then(|(_, plan)| {
         check_task_count(&parts, &plan, tasks)?;
         Ok(plan)
@@ -485,6 +492,8 @@ pub fn run_slurm_task(config: &Config, progress: &dyn Progress) -> Result<Finish
         Err(e) => format!("failed: {}\n", one_line(e)),
     };
     if parts.dir.is_dir() {
+        // (Planning may have made the directory anew.)
+        alive::note(&parts, 0, &step);
         parts::write_note(&parts.step_path(&step), word.as_bytes())?;
     }
     let plan = planned?;
@@ -550,18 +559,31 @@ fn slurm_step() -> String {
     format!("{}.{}", var("SLURM_JOB_ID"), var("SLURM_STEP_ID"))
 }
 
-/// Waits for task 0's word on the plan of this step.
-fn wait_for_plan(parts: &PartsDir, step: &str) -> Result<()> {
+/// Waits for task 0's word on the plan of this step (noting this task's
+/// whereabouts as soon as the directory is there: task 0 waits on it next).
+fn wait_for_plan(parts: &PartsDir, step: &str, task: u32) -> Result<()> {
     let path = parts.step_path(step);
+    let mut noted = false;
     loop {
-        if let Ok(word) = std::fs::read_to_string(&path) {
-            return match word.strip_prefix("failed: ") {
-                Some(why) => Err(anyhow!("task 0 could not plan: {}", why.trim())),
-                None => Ok(()),
-            };
+        if !noted && parts.dir.is_dir() {
+            alive::note(parts, task, step);
+            noted = true;
         }
-        checkpoint("waiting for the plan");
-        std::thread::sleep(POLL);
+        let word = || std::fs::read_to_string(&path).ok();
+        let word = match (word(), alive::gone(parts, 0, step)) {
+            (Some(word), _) => word,
+            // Its word may have come since it was looked for.
+            (None, Some(why)) => word().ok_or_else(|| anyhow!("{why}"))?,
+            (None, None) => {
+                checkpoint("waiting for the plan");
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
+        return match word.strip_prefix("failed: ") {
+            Some(why) => Err(anyhow!("task 0 could not plan: {}", why.trim())),
+            None => Ok(()),
+        };
     }
 }
 
@@ -589,6 +611,16 @@ fn wait_for_shards(
         });
         if waiting.is_empty() || failed_now {
             return Ok(());
+        }
+        // A task killed outright writes neither part nor note. (Its part or
+        // note may have come since the listing: the next look takes them.)
+        if let Some(why) = waiting.iter().find_map(|&s| {
+            alive::gone(parts, s, step).filter(|_| {
+                !parts.dir.join(format!("shard-{s}.part")).exists()
+                    && parts.failure_in_step(s, step).is_none()
+            })
+        }) {
+            bail!("{why}");
         }
         if !said && !config.quiet {
             eprintln!(

@@ -327,6 +327,7 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".failed")
         || shard_file(".ranges")
         || name == WINDOW
+        || super::alive::is_note(name)
         || name.starts_with("slurm-step-")
         || is_slice_file(name)
         || is_assembled_name(name)

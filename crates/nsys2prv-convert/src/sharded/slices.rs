@@ -413,7 +413,18 @@ fn place_at_offset(
     let who = format!(
         "task {index}: waiting for the slices before slice {index}, to place it after them"
     );
-    if let Some(failed) = wait_until_noted(config, parts, count, step, &earlier, &["done"], &who) {
+    if let Some(failed) = wait_until_noted(
+        config,
+        parts,
+        count,
+        step,
+        &earlier,
+        Awaited {
+            kinds: &["done"],
+            who: &who,
+            until: Until::OneFails,
+        },
+    ) {
         return Err(EarlierFailed(format!(
             "slice {failed} of {count} failed: slice {index} cannot be placed after it"
         ))
@@ -503,8 +514,9 @@ pub(crate) fn take_placed(
 }
 
 /// Task 0 of a Slurm step waits until every slice of `count` is placed or not
-/// (written, then copied into the trace or said why not), or one failed in
-/// this step.
+/// (written, then copied into the trace or said why not), failed in this step,
+/// or lost with its task: what the others place is kept for the finishing
+/// merge, which then names only the slices to merge again.
 pub(crate) fn wait_for_slices(
     config: &Config,
     parts: &PartsDir,
@@ -519,8 +531,11 @@ pub(crate) fn wait_for_slices(
         count,
         step,
         &all,
-        &["placed", "unplaced"],
-        who,
+        Awaited {
+            kinds: &["placed", "unplaced"],
+            who,
+            until: Until::EverySettled,
+        },
     );
     Ok(())
 }
@@ -539,18 +554,21 @@ fn of_step(parts: &PartsDir, index: u32, count: u32, kind: &str, step: &str) -> 
 }
 
 /// Waits until every slice of `indices` has a note of one of `kinds`
-/// (`slice-I-of-N.KIND`), or one of them failed in this step: `Some(it)`.
-/// Says once, unless quiet, what it waits for (`who`, and how many).
+/// (`slice-I-of-N.KIND`, `awaited.kinds`), or (`awaited.until`) one or all of
+/// the others failed in this step or were lost with their task: `Some(the first
+/// of them)`. Says once, unless quiet, what it waits for (`awaited.who`, and
+/// how many).
 fn wait_until_noted(
     config: &Config,
     parts: &PartsDir,
     count: u32,
     step: &str,
     indices: &[u32],
-    kinds: &[&str],
-    who: &str,
+    awaited: Awaited,
 ) -> Option<u32> {
+    let Awaited { kinds, who, until } = awaited;
     let mut said = false;
+    let mut said_gone = Vec::new();
     loop {
         let listing = parts.listing();
         let noted = |i: u32| {
@@ -559,12 +577,35 @@ fn wait_until_noted(
                 .any(|k| listing.contains(&name(i, count, k)) && of_step(parts, i, count, k, step))
         };
         let waiting: Vec<u32> = indices.iter().copied().filter(|&i| !noted(i)).collect();
-        let failed_now = waiting.iter().copied().find(|&i| {
+        let failed = |i: u32| {
             std::fs::read_to_string(path(parts, i, count, "failed"))
                 .is_ok_and(|t| t.lines().next() == Some(&format!("step {step}")))
-        });
-        if waiting.is_empty() || failed_now.is_some() {
-            return failed_now;
+        };
+        // Slice I of a step is task I's: a task killed outright writes no
+        // note. (Its note may have come since the listing.)
+        let mut gone = |i: u32| {
+            super::alive::gone(parts, i, step).is_some_and(|why| {
+                let noted = kinds.iter().any(|k| {
+                    path(parts, i, count, k).exists() && of_step(parts, i, count, k, step)
+                });
+                if !noted && !failed(i) && !config.quiet && !said_gone.contains(&i) {
+                    eprintln!("{why}");
+                    said_gone.push(i);
+                }
+                !noted
+            })
+        };
+        let settled: Vec<u32> = waiting
+            .iter()
+            .copied()
+            .filter(|&i| failed(i) || gone(i))
+            .collect();
+        let done = match until {
+            Until::OneFails => !settled.is_empty(),
+            Until::EverySettled => settled.len() == waiting.len(),
+        };
+        if waiting.is_empty() || done {
+            return settled.first().copied();
         }
         if !said && !config.quiet {
             eprintln!("{who} ({} of {count} slices to come)", waiting.len());
@@ -573,4 +614,21 @@ fn wait_until_noted(
         checkpoint("waiting for the slices");
         std::thread::sleep(super::POLL);
     }
+}
+
+/// What [`wait_until_noted`] waits for: notes of `kinds`, said as `who`
+/// waiting, until every slice has one or (`until`) some cannot.
+struct Awaited<'a> {
+    kinds: &'a [&'a str],
+    who: &'a str,
+    until: Until,
+}
+
+/// When [`wait_until_noted`] stops waiting, short of every slice noted.
+#[derive(Clone, Copy)]
+enum Until {
+    /// As soon as one slice failed or was lost.
+    OneFails,
+    /// Once every slice not noted failed or was lost: the others are noted.
+    EverySettled,
 }

@@ -18,6 +18,7 @@ use nsys_semantics::options::ReadWindow;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::alive;
 use super::parts::{self, PartsDir};
 use super::plan::{self, Plan};
 use super::POLL;
@@ -187,12 +188,14 @@ fn wait_for_reductions(
         let mut still = Vec::new();
         for shard in waiting {
             let path = parts.ranges_path(shard);
-            let read = std::fs::read(&path).ok().and_then(|bytes| {
-                postcard::from_bytes::<TaskReductions>(&bytes)
-                    .ok()
-                    .filter(|r| r.plan == plan_id && r.step == step)
-            });
-            if let Some(reductions) = read {
+            let read = || {
+                std::fs::read(&path).ok().and_then(|bytes| {
+                    postcard::from_bytes::<TaskReductions>(&bytes)
+                        .ok()
+                        .filter(|r| r.plan == plan_id && r.step == step)
+                })
+            };
+            if let Some(reductions) = read() {
                 // Only the inputs of that shard: a file of another plan does not get here.
                 if let Some((i, _)) = reductions.reports.iter().find(|(i, _)| {
                     plan.inputs
@@ -207,6 +210,12 @@ fn wait_for_reductions(
                 place(slots, reductions.reports, &path)?;
             } else if let Some(why) = parts.failure_in_step(shard, step) {
                 bail!("task {shard} of this step failed: {why}");
+            } else if let Some(why) = alive::gone(parts, shard, step) {
+                // Its file may have come since it was looked for.
+                if read().is_none() && parts.failure_in_step(shard, step).is_none() {
+                    bail!("{why}");
+                }
+                still.push(shard);
             } else {
                 still.push(shard);
             }
