@@ -16,8 +16,6 @@
 //! namespace (containers may give each task its own): otherwise the process
 //! number says nothing, and the task is taken to be running.
 
-use std::path::PathBuf;
-
 use super::parts::{write_note, PartsDir};
 
 /// What `task-I.alive` says: the lines `step`, `node`, `pid`, `start`.
@@ -53,17 +51,6 @@ impl Whereabouts {
             start,
         })
     }
-}
-
-pub(crate) fn path(parts: &PartsDir, task: u32) -> PathBuf {
-    parts.dir.join(format!("task-{task}.alive"))
-}
-
-/// Whether `name` is a note of this module.
-pub(crate) fn is_note(name: &str) -> bool {
-    name.strip_prefix("task-")
-        .and_then(|n| n.strip_suffix(".alive"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// This node, as far as process numbers go: host name, boot id and process
@@ -110,7 +97,7 @@ pub(crate) fn note(parts: &PartsDir, task: u32, step: &str) {
         pid,
         start,
     };
-    if let Err(e) = write_note(&path(parts, task), whereabouts.text().as_bytes()) {
+    if let Err(e) = write_note(&parts.alive_path(task), whereabouts.text().as_bytes()) {
         tracing::warn!("{e:#}");
     }
 }
@@ -121,7 +108,7 @@ pub(crate) fn note(parts: &PartsDir, task: u32, step: &str) {
 /// looks for the task's note once more after this says gone: a task that
 /// wrote it and then ended is not gone.
 pub(crate) fn gone(parts: &PartsDir, task: u32, step: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path(parts, task)).ok()?;
+    let text = std::fs::read_to_string(parts.alive_path(task)).ok()?;
     let noted = Whereabouts::parse(&text)?;
     if noted.step != step || Some(&noted.node) != this_node().as_ref() {
         return None;
@@ -153,7 +140,6 @@ mod tests {
     fn a_running_task_is_not_gone_and_an_ended_one_is() {
         let (_dir, parts) = parts_dir();
         note(&parts, 3, "7.0");
-        assert!(is_note("task-3.alive"));
         assert_eq!(gone(&parts, 3, "7.0"), None, "this process runs");
         // A note of another step says nothing of this one.
         assert_eq!(gone(&parts, 3, "7.1"), None);
@@ -173,7 +159,7 @@ mod tests {
             pid,
             start,
         };
-        write_note(&path(&parts, 5), ended.text().as_bytes()).unwrap();
+        write_note(&parts.alive_path(5), ended.text().as_bytes()).unwrap();
         assert_eq!(gone(&parts, 5, "7.0"), None, "running");
         // (SIGKILL; `kill` does not reap it.)
         child.kill().unwrap();
@@ -195,7 +181,7 @@ mod tests {
             start: start_of(std::process::id()).unwrap() + 1,
             ..ended.clone()
         };
-        write_note(&path(&parts, 6), reused.text().as_bytes()).unwrap();
+        write_note(&parts.alive_path(6), reused.text().as_bytes()).unwrap();
         assert!(gone(&parts, 6, "7.0").is_some());
 
         // On another node (or boot, or process namespace): not known from here.
@@ -203,11 +189,11 @@ mod tests {
             node: "node99 other-boot pid:[1]".into(),
             ..ended
         };
-        write_note(&path(&parts, 7), elsewhere.text().as_bytes()).unwrap();
+        write_note(&parts.alive_path(7), elsewhere.text().as_bytes()).unwrap();
         assert_eq!(gone(&parts, 7, "7.0"), None);
 
         // A damaged note: not known.
-        write_note(&path(&parts, 8), b"7.0\nx\n").unwrap();
+        write_note(&parts.alive_path(8), b"7.0\nx\n").unwrap();
         assert_eq!(gone(&parts, 8, "7.0"), None);
     }
 

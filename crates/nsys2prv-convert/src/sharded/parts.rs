@@ -119,6 +119,11 @@ impl PartsDir {
         self.dir.join(format!("shard-{shard}.ranges"))
     }
 
+    /// Where task `task` of a Slurm step notes where it runs (`super::alive`).
+    pub fn alive_path(&self, task: u32) -> PathBuf {
+        self.dir.join(format!("task-{task}.alive"))
+    }
+
     pub fn step_path(&self, step: &str) -> PathBuf {
         self.dir.join(format!("slurm-step-{step}"))
     }
@@ -315,6 +320,13 @@ impl PartsDir {
 }
 
 /// Names the tool writes in a parts directory.
+/// Whether `name` is a task's note of where it runs ([`PartsDir::alive_path`]).
+fn is_alive_note(name: &str) -> bool {
+    name.strip_prefix("task-")
+        .and_then(|n| n.strip_suffix(".alive"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn is_ours(name: &str) -> bool {
     let shard_file = |ext: &str| {
         name.strip_prefix("shard-")
@@ -327,7 +339,7 @@ fn is_ours(name: &str) -> bool {
         || shard_file(".failed")
         || shard_file(".ranges")
         || name == WINDOW
-        || super::alive::is_note(name)
+        || is_alive_note(name)
         || name.starts_with("slurm-step-")
         || is_slice_file(name)
         || is_assembled_name(name)
@@ -594,6 +606,7 @@ mod tests {
             "slice-0-of-3.done",
             "shard-2.ranges",
             "window",
+            "task-3.alive",
         ] {
             assert!(is_ours(ours), "{ours}");
         }
@@ -603,6 +616,8 @@ mod tests {
             "shard-1a.part",
             "plan.bak",
             "x.tmp",
+            "task-.alive",
+            "task-3.alive.txt",
         ] {
             assert!(!is_ours(theirs), "{theirs}");
         }
