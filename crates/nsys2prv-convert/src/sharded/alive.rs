@@ -103,17 +103,22 @@ pub(crate) fn note(parts: &PartsDir, task: u32, step: &str) {
 }
 
 /// Why task `task` of `step` can no longer write what it is waited for: it ran
-/// on this node and its process is gone. `None` while it runs, and whenever
-/// that cannot be known (no note of this step yet, another node). The caller
-/// looks for the task's note once more after this says gone: a task that
-/// wrote it and then ended is not gone.
-pub(crate) fn gone(parts: &PartsDir, task: u32, step: &str) -> Option<String> {
+/// on this node, its process is gone, and (looked at once more, after that)
+/// it had not `written` it: a task that wrote its note and then ended is not
+/// lost. `None` while it runs, and whenever that cannot be known (no note of
+/// this step yet, another node).
+pub(crate) fn gone(
+    parts: &PartsDir,
+    task: u32,
+    step: &str,
+    written: impl FnOnce() -> bool,
+) -> Option<String> {
     let text = std::fs::read_to_string(parts.alive_path(task)).ok()?;
     let noted = Whereabouts::parse(&text)?;
     if noted.step != step || Some(&noted.node) != this_node().as_ref() {
         return None;
     }
-    if start_of(noted.pid) == Some(noted.start) {
+    if start_of(noted.pid) == Some(noted.start) || written() {
         return None;
     }
     Some(format!(
@@ -140,11 +145,11 @@ mod tests {
     fn a_running_task_is_not_gone_and_an_ended_one_is() {
         let (_dir, parts) = parts_dir();
         note(&parts, 3, "7.0");
-        assert_eq!(gone(&parts, 3, "7.0"), None, "this process runs");
+        assert_eq!(gone(&parts, 3, "7.0", || false), None, "this process runs");
         // A note of another step says nothing of this one.
-        assert_eq!(gone(&parts, 3, "7.1"), None);
+        assert_eq!(gone(&parts, 3, "7.1", || false), None);
         // No note yet: not known.
-        assert_eq!(gone(&parts, 4, "7.0"), None);
+        assert_eq!(gone(&parts, 4, "7.0", || false), None);
 
         // A process that has ended: not reaped yet (a zombie), then reaped.
         let mut child = std::process::Command::new("sleep")
@@ -160,7 +165,7 @@ mod tests {
             start,
         };
         write_note(&parts.alive_path(5), ended.text().as_bytes()).unwrap();
-        assert_eq!(gone(&parts, 5, "7.0"), None, "running");
+        assert_eq!(gone(&parts, 5, "7.0", || false), None, "running");
         // (SIGKILL; `kill` does not reap it.)
         child.kill().unwrap();
         // Killed, not reaped: a zombie, as soon as the signal is delivered.
@@ -169,11 +174,11 @@ mod tests {
         {
             std::thread::yield_now();
         }
-        let why = gone(&parts, 5, "7.0").expect("a zombie");
+        let why = gone(&parts, 5, "7.0", || false).expect("a zombie");
         assert!(why.contains("task 5 of this step"), "{why}");
         assert!(why.contains("--kill-on-bad-exit"), "{why}");
         child.wait().unwrap();
-        assert!(gone(&parts, 5, "7.0").is_some(), "reaped");
+        assert!(gone(&parts, 5, "7.0", || false).is_some(), "reaped");
 
         // This process's number with another start time: reused, not the task.
         let reused = Whereabouts {
@@ -182,7 +187,7 @@ mod tests {
             ..ended.clone()
         };
         write_note(&parts.alive_path(6), reused.text().as_bytes()).unwrap();
-        assert!(gone(&parts, 6, "7.0").is_some());
+        assert!(gone(&parts, 6, "7.0", || false).is_some());
 
         // On another node (or boot, or process namespace): not known from here.
         let elsewhere = Whereabouts {
@@ -190,11 +195,11 @@ mod tests {
             ..ended
         };
         write_note(&parts.alive_path(7), elsewhere.text().as_bytes()).unwrap();
-        assert_eq!(gone(&parts, 7, "7.0"), None);
+        assert_eq!(gone(&parts, 7, "7.0", || false), None);
 
         // A damaged note: not known.
         write_note(&parts.alive_path(8), b"7.0\nx\n").unwrap();
-        assert_eq!(gone(&parts, 8, "7.0"), None);
+        assert_eq!(gone(&parts, 8, "7.0", || false), None);
     }
 
     #[test]

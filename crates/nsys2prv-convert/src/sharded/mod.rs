@@ -569,21 +569,17 @@ fn wait_for_plan(parts: &PartsDir, step: &str, task: u32) -> Result<()> {
             alive::note(parts, task, step);
             noted = true;
         }
-        let word = || std::fs::read_to_string(&path).ok();
-        let word = match (word(), alive::gone(parts, 0, step)) {
-            (Some(word), _) => word,
-            // Its word may have come since it was looked for.
-            (None, Some(why)) => word().ok_or_else(|| anyhow!("{why}"))?,
-            (None, None) => {
-                checkpoint("waiting for the plan");
-                std::thread::sleep(POLL);
-                continue;
-            }
-        };
-        return match word.strip_prefix("failed: ") {
-            Some(why) => Err(anyhow!("task 0 could not plan: {}", why.trim())),
-            None => Ok(()),
-        };
+        if let Ok(word) = std::fs::read_to_string(&path) {
+            return match word.strip_prefix("failed: ") {
+                Some(why) => Err(anyhow!("task 0 could not plan: {}", why.trim())),
+                None => Ok(()),
+            };
+        }
+        if let Some(why) = alive::gone(parts, 0, step, || path.exists()) {
+            bail!("{why}");
+        }
+        checkpoint("waiting for the plan");
+        std::thread::sleep(POLL);
     }
 }
 
@@ -615,9 +611,9 @@ fn wait_for_shards(
         // A task killed outright writes neither part nor note. (Its part or
         // note may have come since the listing: the next look takes them.)
         if let Some(why) = waiting.iter().find_map(|&s| {
-            alive::gone(parts, s, step).filter(|_| {
-                !parts.dir.join(format!("shard-{s}.part")).exists()
-                    && parts.failure_in_step(s, step).is_none()
+            alive::gone(parts, s, step, || {
+                parts.dir.join(format!("shard-{s}.part")).exists()
+                    || parts.failure_in_step(s, step).is_some()
             })
         }) {
             bail!("{why}");

@@ -584,15 +584,17 @@ fn wait_until_noted(
         // Slice I of a step is task I's: a task killed outright writes no
         // note. (Its note may have come since the listing.)
         let mut gone = |i: u32| {
-            super::alive::gone(parts, i, step).is_some_and(|why| {
-                let noted = kinds.iter().any(|k| {
-                    path(parts, i, count, k).exists() && of_step(parts, i, count, k, step)
-                });
-                if !noted && !failed(i) && !config.quiet && !said_gone.contains(&i) {
+            let noted_now = || {
+                kinds
+                    .iter()
+                    .any(|k| path(parts, i, count, k).exists() && of_step(parts, i, count, k, step))
+            };
+            super::alive::gone(parts, i, step, || noted_now() || failed(i)).is_some_and(|why| {
+                if !config.quiet && !said_gone.contains(&i) {
                     eprintln!("{why}");
                     said_gone.push(i);
                 }
-                !noted
+                true
             })
         };
         let settled: Vec<u32> = waiting

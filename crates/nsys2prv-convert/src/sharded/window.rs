@@ -210,12 +210,10 @@ fn wait_for_reductions(
                 place(slots, reductions.reports, &path)?;
             } else if let Some(why) = parts.failure_in_step(shard, step) {
                 bail!("task {shard} of this step failed: {why}");
-            } else if let Some(why) = alive::gone(parts, shard, step) {
-                // Its file may have come since it was looked for.
-                if read().is_none() && parts.failure_in_step(shard, step).is_none() {
-                    bail!("{why}");
-                }
-                still.push(shard);
+            } else if let Some(why) = alive::gone(parts, shard, step, || {
+                read().is_some() || parts.failure_in_step(shard, step).is_some()
+            }) {
+                bail!("{why}");
             } else {
                 still.push(shard);
             }
